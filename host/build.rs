@@ -1,0 +1,77 @@
+//! Builds the built-in tools for `wasm32-wasip2` and embeds them in the binary,
+//! with the SHA-256 of each: the host caches their compiled form on disk under
+//! that hash (see `src/cache.rs`), so only the very first start compiles them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+/// The built-in tools: crate directory under `plugins/`.
+const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep"];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("host/ lives in the workspace root").to_path_buf();
+    let out_dir = PathBuf::from(env("OUT_DIR"));
+
+    for dir in ["plugins", "sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+
+    let packages: Vec<String> = BUILTINS.iter().map(|b| format!("toolhost-plugin-{b}")).collect();
+    let wasm_dir = build_wasm(&root, &packages);
+
+    let mut table = String::from("&[\n");
+    for name in BUILTINS {
+        let wasm_path = wasm_dir.join(format!("toolhost_plugin_{name}.wasm"));
+        let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| panic!("reading {}: {e}", wasm_path.display()));
+        // A copy in OUT_DIR: the nested build may rewrite the original later.
+        let embedded = out_dir.join(format!("{name}.wasm"));
+        std::fs::write(&embedded, &wasm).expect("copying a built-in component");
+        let sha256: String = Sha256::digest(&wasm).iter().map(|b| format!("{b:02x}")).collect();
+        table.push_str(&format!(
+            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}) }},\n",
+            embedded.display().to_string()
+        ));
+    }
+    table.push_str("]\n");
+    std::fs::write(out_dir.join("builtins.rs"), table).expect("writing builtins.rs");
+}
+
+/// Builds `packages` for `wasm32-wasip2` in the `plugin` profile and returns the
+/// directory holding the `.wasm` files. A separate target directory keeps this
+/// nested cargo from waiting on the lock the outer build holds.
+fn build_wasm(root: &Path, packages: &[String]) -> PathBuf {
+    let target_dir = root.join("target").join("wasm");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    // The outer build's settings are for the host, not for the guests.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WORKSPACE_WRAPPER" {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    // SIMD in the guests gives the regex engine its fast paths back.
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+simd128");
+    let status = cmd.status().expect("running cargo to build the built-in tools");
+    if !status.success() {
+        panic!(
+            "building the built-in tools for wasm32-wasip2 failed (see above). If the target is \
+             missing, install it with `rustup target add wasm32-wasip2`."
+        );
+    }
+    target_dir.join("wasm32-wasip2").join("plugin")
+}
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| panic!("cargo sets {key}"))
+}

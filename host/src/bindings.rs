@@ -1,0 +1,18 @@
+//! Host-side bindings of the WIT contract (`wit/tool.wit`).
+//!
+//! Generated for the largest world (`file-plugin`); a component that imports
+//! less links against the same linker, and the loader checks its imports
+//! against its grants before anything runs.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "file-plugin",
+});
+
+pub use exports::toolhost::tool::tool::{CallContext, PermissionDecision};
+pub use toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
+
+/// The contract version this host implements (the package version in `wit/`).
+pub const CONTRACT: (u64, u64, u64) = (1, 0, 0);
+/// The contract's package, without version.
+pub const PACKAGE: &str = "toolhost:tool";

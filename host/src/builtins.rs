@@ -1,0 +1,26 @@
+//! The built-in tools, embedded in the binary by the build script.
+
+use crate::sandbox::{FileAccess, Grants};
+
+/// One embedded built-in.
+pub(crate) struct EmbeddedTool {
+    /// Its crate directory under `plugins/`.
+    pub crate_dir: &'static str,
+    /// SHA-256 of `wasm`, computed at build time: the key of its compiled form
+    /// in the cache, so start-up does not hash megabytes.
+    pub sha256: &'static str,
+    /// The component.
+    pub wasm: &'static [u8],
+}
+
+pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// What each built-in may touch: the read-only tools read the working
+/// directories, the editing tools write them.
+pub(crate) fn grants(crate_dir: &str) -> Grants {
+    let files = match crate_dir {
+        "write" | "edit" => FileAccess::ReadWrite,
+        _ => FileAccess::ReadOnly,
+    };
+    Grants { files }
+}

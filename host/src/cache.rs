@@ -1,0 +1,77 @@
+//! The on-disk cache of compiled components (built-ins and plugins), keyed by
+//! the component's content and the engine's compatibility hash: a component
+//! is compiled once, and afterwards loads by mapping a file.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Feeds a `Hash` into SHA-256, so keys are the same in every process.
+struct Sha(Sha256);
+
+impl Hasher for Sha {
+    fn finish(&self) -> u64 {
+        unreachable!("only used through finalize")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of `bytes`, in hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The cache key of a component whose content hash is `content` for `engine`.
+pub fn key(engine: &Engine, content: &str) -> String {
+    let mut h = Sha(Sha256::new());
+    h.0.update(b"toolhost-component-cache-v1\0");
+    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.0.update(content.as_bytes());
+    hex(&h.0.finalize())
+}
+
+/// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or
+/// compiles it and caches the result. Cache failures only cost time: a
+/// missing, unreadable or stale entry is compiled afresh; an unwritable cache
+/// directory means compiling at every start.
+pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
+    let Some(dir) = dir else { return Component::new(engine, wasm) };
+    let path = dir.join("components").join(format!("{}.cwasm", key(engine, content)));
+    if path.exists() {
+        // SAFETY: the file is one this host wrote into its own cache directory,
+        // named by the hash of the component and of the engine configuration;
+        // wasmtime also checks the engine compatibility recorded in it.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(c) => return Ok(c),
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry"),
+        }
+    }
+    let component = Component::new(engine, wasm)?;
+    if let Err(e) = store(&path, &component) {
+        tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+    }
+    Ok(component)
+}
+
+fn store(path: &Path, component: &Component) -> anyhow::Result<()> {
+    let bytes = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dir = path.parent().expect("cache entries live in a directory");
+    std::fs::create_dir_all(dir)?;
+    // Unique per process and thread: concurrent first starts each write their
+    // own file and the last rename wins with identical content.
+    let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! The one wasmtime [`Engine`]: configuration, instance allocator, and the
+//! epoch ticker that lets deadlines and cancellation stop a running guest.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::{self, Thread};
+use std::time::Duration;
+use wasmtime::{Config, Engine, Enabled, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+/// How often the epoch advances while calls run: the resolution of timeouts
+/// and cancellation for a guest spinning in wasm.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Which instance allocator to use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Allocator {
+    /// The pooling allocator, falling back to on-demand if its address-space
+    /// reservation fails (e.g. under `ulimit -v`).
+    #[default]
+    Auto,
+    /// The pooling allocator or nothing.
+    Pooling,
+    /// Plain mmap per instance: slower to instantiate, no up-front reservation.
+    OnDemand,
+}
+
+impl std::str::FromStr for Allocator {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Allocator::Auto),
+            "pooling" => Ok(Allocator::Pooling),
+            "on-demand" | "ondemand" => Ok(Allocator::OnDemand),
+            other => Err(format!("unknown allocator `{other}` (expected auto, pooling or on-demand)")),
+        }
+    }
+}
+
+/// Sizes of the instance pool.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolSizes {
+    /// Tool instances alive at once (one per running call).
+    pub instances: u32,
+    /// Largest linear memory of one instance, in bytes.
+    pub max_memory: usize,
+}
+
+/// The engine plus what keeps it ticking.
+pub struct Runtime {
+    pub engine: Engine,
+    /// The allocator actually in use (after any fallback).
+    pub allocator: Allocator,
+    ticker: Ticker,
+}
+
+impl Runtime {
+    /// Creates the engine with the requested allocator.
+    pub fn new(allocator: Allocator, sizes: PoolSizes) -> wasmtime::Result<Runtime> {
+        let (engine, used) = match allocator {
+            Allocator::OnDemand => (Engine::new(&base_config())?, Allocator::OnDemand),
+            Allocator::Pooling => (Engine::new(&pooling_config(sizes))?, Allocator::Pooling),
+            Allocator::Auto => match Engine::new(&pooling_config(sizes)) {
+                Ok(engine) => (engine, Allocator::Pooling),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pooling allocator unavailable; using the on-demand allocator");
+                    (Engine::new(&base_config())?, Allocator::OnDemand)
+                }
+            },
+        };
+        let ticker = Ticker::start(&engine);
+        Ok(Runtime { engine, allocator: used, ticker })
+    }
+
+    /// Marks a call as running until the guard drops; the ticker runs only
+    /// while some call does.
+    pub fn running(&self) -> RunningGuard {
+        self.ticker.enter()
+    }
+}
+
+/// The compile-relevant configuration of every engine toolhost creates; the
+/// instance allocator is chosen separately (it does not affect code, so cached
+/// artifacts work with either).
+pub fn base_config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    // Stops a guest spinning in wasm: every Store gets a deadline, checked at
+    // loop headers and function entries.
+    config.epoch_interruption(true);
+    // Copy-on-write images make a fresh instance's memory cheap to set up.
+    config.memory_init_cow(true);
+    config.cranelift_opt_level(OptLevel::Speed);
+    config.parallel_compilation(true);
+    config
+}
+
+fn pooling_config(sizes: PoolSizes) -> Config {
+    let mut pool = PoolingAllocationConfig::new();
+    let n = sizes.instances.max(1);
+    pool.total_component_instances(n)
+        // A wasip2 component holds a handful of core instances (the program,
+        // the WASI adapter, shims), at most two memories, a few tables.
+        .total_core_instances(n * 8)
+        .total_memories(n * 2)
+        .total_tables(n * 8)
+        .total_stacks(n)
+        .max_memory_size(sizes.max_memory)
+        .max_core_instance_size(4 << 20)
+        .max_component_instance_size(4 << 20)
+        .max_tables_per_module(4)
+        .max_memories_per_module(1)
+        // Keeping the first pages of memories and tables resident makes teardown
+        // cheap and avoids the cross-core TLB shootdowns of decommitting them.
+        .linear_memory_keep_resident(2 << 20)
+        .table_keep_resident(64 << 10)
+        .max_unused_warm_slots(n);
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        pool.pagemap_scan(Enabled::Yes);
+    }
+    let mut config = base_config();
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while calls run. Holds the
+/// engine weakly: the thread ends when the engine is dropped.
+struct Ticker {
+    shared: Arc<TickerShared>,
+}
+
+struct TickerShared {
+    running: AtomicUsize,
+    thread: std::sync::OnceLock<Thread>,
+}
+
+impl Ticker {
+    fn start(engine: &Engine) -> Ticker {
+        let shared = Arc::new(TickerShared { running: AtomicUsize::new(0), thread: std::sync::OnceLock::new() });
+        let weak = engine.weak();
+        let inner = Arc::clone(&shared);
+        let handle = thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                loop {
+                    if inner.running.load(Ordering::Acquire) == 0 {
+                        thread::park_timeout(Duration::from_secs(1));
+                    } else {
+                        thread::sleep(EPOCH_TICK);
+                    }
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => return,
+                    }
+                }
+            });
+        match handle {
+            Ok(h) => {
+                let _ = shared.thread.set(h.thread().clone());
+            }
+            // Without a ticker, deadlines cannot fire for guests spinning in
+            // wasm; calls still run and host-side timeouts still apply.
+            Err(e) => tracing::error!(error = %e, "could not start the epoch ticker thread"),
+        }
+        Ticker { shared }
+    }
+
+    fn enter(&self) -> RunningGuard {
+        if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
+            if let Some(t) = self.shared.thread.get() {
+                t.unpark();
+            }
+        }
+        RunningGuard { shared: Arc::clone(&self.shared) }
+    }
+}
+
+/// See [`Runtime::running`].
+pub struct RunningGuard {
+    shared: Arc<TickerShared>,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.shared.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,50 @@
+//! toolhost: a WebAssembly plugin host for AI-agent tools.
+//!
+//! Every tool is a component implementing the WIT contract in `wit/`; the host
+//! owns the registry, the per-call pipeline, permissions and the sandbox.
+//!
+//! ```no_run
+//! use toolhost::{CallOptions, Host, ToolUse};
+//!
+//! let host = Host::builder().workspace("/path/to/project").build()?;
+//! let session = host.ephemeral_session();
+//! let result = host.call(
+//!     &session,
+//!     &ToolUse { id: "toolu_1".into(), name: "Read".into(), input: serde_json::json!({"file_path": "/path/to/project/README.md"}) },
+//!     &CallOptions::default(),
+//! );
+//! println!("{}", result.text());
+//! # Ok::<(), toolhost::HostError>(())
+//! ```
+//!
+//! Modules, one way: [`registry`] (what exists) ← pool order; the pipeline
+//! (one call) uses the registry, [`permissions`] and the sandbox.
+
+mod bindings;
+mod builtins;
+mod cache;
+pub mod contract;
+pub mod engine;
+mod host;
+pub mod permissions;
+mod pipeline;
+pub mod registry;
+mod result;
+mod sandbox;
+mod schema;
+pub mod session;
+mod state;
+mod tool;
+
+pub use engine::Allocator;
+pub use host::{
+    DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, Host, HostBuilder, HostError, default_cache_dir, default_data_dir,
+    default_plugins_dir,
+};
+pub use permissions::PermissionMode;
+pub use pipeline::{CallOptions, ToolUse};
+pub use result::{Content, ToolResult};
+pub use sandbox::{FileAccess, Grants};
+pub use session::Session;
+pub use state::{Progress, ProgressSink};
+pub use tool::{LoadError, LoadedTool, Origin, ToolSpec};

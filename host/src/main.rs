@@ -1,0 +1,204 @@
+//! The `toolhost` command line: a thin front over the library.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost::{Allocator, CallOptions, Content, Host, PermissionMode, ToolResult, ToolUse};
+
+#[derive(Parser)]
+#[command(name = "toolhost", version, about = "A WebAssembly plugin host for AI-agent tools")]
+struct Cli {
+    /// The directory file tools work in [default: the current directory]
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Where third-party components (*.wasm) are loaded from
+    /// [default: $TOOLHOST_PLUGINS, else ~/.config/toolhost/plugins]
+    #[arg(long, global = true, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Permission mode: default, plan, acceptEdits, dontAsk, bypassPermissions
+    #[arg(long, global = true, default_value = "default", value_name = "MODE")]
+    mode: PermissionMode,
+    /// Wall-clock limit of one call, in milliseconds
+    #[arg(long, global = true, value_name = "MS", default_value_t = toolhost::DEFAULT_TIMEOUT.as_millis() as u64)]
+    timeout_ms: u64,
+    /// Memory limit of one call, in MiB
+    #[arg(long, global = true, value_name = "MIB", default_value_t = toolhost::DEFAULT_MEMORY >> 20)]
+    memory_mib: usize,
+    /// Instance allocator: auto, pooling, on-demand
+    #[arg(long, global = true, env = "TOOLHOST_ALLOCATOR", default_value = "auto", value_name = "KIND")]
+    allocator: Allocator,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the tools offered to the model, in pool order
+    Tools {
+        /// Print name, description and input schema of each tool as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the whole pipeline
+    Call {
+        /// The tool's name (or an alias)
+        name: String,
+        /// The tool's input, as JSON
+        input: String,
+        /// Print the tool_result object {"tool_use_id","content","is_error"}
+        #[arg(long)]
+        json: bool,
+        /// Keep session state on disk under this id, so separate calls can
+        /// Read then Edit
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// The tool_use id [default: a fresh one]
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Check that a file is a usable tool component
+    Check {
+        /// The component file
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let plugins = match (&cli.command, cli.plugins.clone()) {
+        // `check` looks at one file; it loads no other plugin.
+        (Command::Check { .. }, _) => None,
+        (_, Some(dir)) => Some(dir),
+        (_, None) => Some(toolhost::default_plugins_dir()),
+    };
+    let mut builder = Host::builder()
+        .plugins_dir(plugins)
+        .mode(cli.mode)
+        .allocator(cli.allocator)
+        .timeout(Duration::from_millis(cli.timeout_ms))
+        .memory_limit(cli.memory_mib << 20);
+    if let Some(w) = &cli.workspace {
+        builder = builder.workspace(w);
+    }
+    let host = builder.build().context("starting the host")?;
+    for problem in host.problems() {
+        eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
+    }
+    match cli.command {
+        Command::Tools { json } => tools(&host, json),
+        Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
+        Command::Check { file } => check(&host, &file),
+    }
+}
+
+fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
+    let pool = host.pool();
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let list: Vec<_> = pool
+            .iter()
+            .map(|t| json!({"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.input_schema}))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &list)?;
+        writeln!(out)?;
+    } else {
+        let width = pool.iter().map(|t| t.spec.name.len()).max().unwrap_or(0);
+        for t in &pool {
+            let origin = match &t.origin {
+                toolhost::Origin::Builtin => String::new(),
+                toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
+            };
+            writeln!(out, "{:width$}  {}{origin}", t.spec.name, t.spec.description)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn call(host: &Host, name: &str, input: &str, as_json: bool, session_id: Option<String>, id: Option<String>) -> anyhow::Result<ExitCode> {
+    let id = id.unwrap_or_else(fresh_id);
+    let session = match &session_id {
+        Some(s) => host.session(s)?,
+        None => host.ephemeral_session(),
+    };
+    let result = match serde_json::from_str(input) {
+        Ok(input) => {
+            let progress: toolhost::ProgressSink = Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message));
+            let options = CallOptions { progress: Some(progress), cancel: None };
+            host.call(&session, &ToolUse { id, name: name.to_string(), input }, &options)
+        }
+        Err(e) => ToolResult::error(
+            &id,
+            format!("<tool_use_error>InputValidationError: the input of {name} is not valid JSON: {e}</tool_use_error>"),
+        ),
+    };
+    if let Err(e) = session.save() {
+        eprintln!("toolhost: warning: could not save session state: {e}");
+    }
+    print_result(&result, as_json)?;
+    Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        serde_json::to_writer(&mut out, &result.to_json())?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for block in &result.content {
+        match block {
+            Content::Text(t) => writeln!(out, "{t}")?,
+            Content::Image { media_type, data } => writeln!(out, "[image {media_type}, {} base64 characters]", data.len())?,
+        }
+    }
+    if result.is_error && std::io::stderr().is_terminal() {
+        eprintln!("(the result is an error)");
+    }
+    Ok(())
+}
+
+fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    match host.check_component(file) {
+        Ok(tool) => {
+            let caps: Vec<&str> = tool.shape.capabilities.iter().map(|c| c.name()).collect();
+            println!("ok: {} is the tool `{}`", file.display(), tool.spec.name);
+            println!("  contract:      {}", tool.shape.version);
+            println!("  description:   {}", tool.spec.description);
+            println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
+            println!("  imports:       {}", tool.shape.imports.len());
+            println!("  input schema:  valid ({} properties)", tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len()));
+            println!("  enabled:       {}", tool.spec.enabled);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("error: {}: {e}", file.display());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn fresh_id() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("toolu_{:016x}{:08x}", nanos as u64, std::process::id())
+}

@@ -1,0 +1,137 @@
+//! Input validation against a tool's JSON Schema, with messages a model can act on.
+
+use jsonschema::error::ValidationErrorKind;
+use serde_json::Value;
+
+/// A compiled schema.
+pub struct Schema {
+    pub json: Value,
+    validator: jsonschema::Validator,
+}
+
+impl Schema {
+    /// Compiles `json`; an invalid schema is an error naming what is wrong.
+    pub fn compile(json: Value) -> Result<Schema, String> {
+        let validator = jsonschema::options()
+            .should_validate_formats(false)
+            .build(&json)
+            .map_err(|e| format!("invalid JSON Schema: {e}"))?;
+        Ok(Schema { json, validator })
+    }
+
+    /// Checks `input`; the error lists every problem, one per line, in the
+    /// shape models are used to (`InputValidationError: Read failed due to the
+    /// following issue: ...`).
+    pub fn check(&self, tool: &str, input: &Value) -> Result<(), String> {
+        if self.validator.is_valid(input) {
+            return Ok(());
+        }
+        let mut problems: Vec<String> = self.validator.iter_errors(input).map(|e| describe(&self.json, &e)).collect();
+        problems.dedup();
+        let (noun, list) = if problems.len() == 1 { ("issue", problems[0].clone()) } else { ("issues", problems.join("\n")) };
+        Err(format!("InputValidationError: {tool} failed due to the following {noun}:\n{list}"))
+    }
+}
+
+fn describe(schema: &Value, error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str().to_string();
+    let field = if at.is_empty() { "the input".to_string() } else { format!("`{}`", pointer_to_field(&at)) };
+    let nested = |name: &str| if at.is_empty() { name.to_string() } else { format!("{}.{name}", pointer_to_field(&at)) };
+    match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            format!("The required parameter `{}` is missing", nested(property.as_str().unwrap_or_default()))
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|p| format!("An unexpected parameter `{}` was provided", nested(p)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ValidationErrorKind::Type { .. } => {
+            let expected = schema
+                .pointer(error.schema_path().as_str())
+                .map(|t| match t {
+                    Value::Array(types) => types.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or "),
+                    other => other.as_str().unwrap_or("another type").to_string(),
+                })
+                .unwrap_or_else(|| "another type".into());
+            if at.is_empty() {
+                format!("The input must be a JSON {expected}, but a {} was provided", type_name(error.instance()))
+            } else {
+                format!(
+                    "The parameter {field} type is expected as `{expected}` but provided as `{}`",
+                    type_name(error.instance())
+                )
+            }
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("The parameter {field} must be one of {options}, but {} was provided", error.instance())
+        }
+        _ => format!("The parameter {field} is invalid: {error}"),
+    }
+}
+
+/// `/a/0/b` → `a[0].b`
+fn pointer_to_field(pointer: &str) -> String {
+    let mut out = String::new();
+    for part in pointer.trim_start_matches('/').split('/') {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if part.chars().all(|c| c.is_ascii_digit()) && !part.is_empty() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&part);
+        }
+    }
+    out
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Schema {
+        Schema::compile(json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string"},
+                "limit": {"type": ["integer", "null"], "minimum": 1},
+                "mode": {"enum": ["a", "b"]}
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn messages_name_the_fields() {
+        let s = schema();
+        assert_eq!(
+            s.check("Read", &json!({})).unwrap_err(),
+            "InputValidationError: Read failed due to the following issue:\nThe required parameter `file_path` is missing"
+        );
+        let e = s.check("Read", &json!({"file_path": 1, "limit": "2", "extra": true})).unwrap_err();
+        assert!(e.contains("The parameter `file_path` type is expected as `string` but provided as `integer`"), "{e}");
+        assert!(e.contains("The parameter `limit` type is expected as `integer or null` but provided as `string`"), "{e}");
+        assert!(e.contains("An unexpected parameter `extra` was provided"), "{e}");
+        let e = s.check("Read", &json!({"file_path": "x", "limit": 0})).unwrap_err();
+        assert!(e.contains("`limit` is invalid"), "{e}");
+        assert!(s.check("Read", &json!("text")).unwrap_err().contains("must be a JSON object, but a string"));
+        s.check("Read", &json!({"file_path": "x", "limit": null})).unwrap();
+    }
+}

@@ -1,0 +1,344 @@
+//! What a Store holds for one call: the WASI context, the resource table, the
+//! limits, and the call's scope (which tool, which session, which directories,
+//! where progress goes, when to stop). The host imports of the contract are
+//! implemented here, each refusing what the call's grants do not allow.
+
+use crate::bindings::toolhost::tool::{files, progress, session as wit_session, types};
+use crate::session::{Session, WriteError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreContextMut, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Longest progress or log message kept, in bytes.
+const MAX_MESSAGE: usize = 16 * 1024;
+/// Most progress events one call may send; later ones are dropped.
+const MAX_PROGRESS_EVENTS: u32 = 10_000;
+
+/// A progress report from a running call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub tool_use_id: String,
+    pub message: String,
+    /// Optional JSON data from the tool.
+    pub data: Option<serde_json::Value>,
+}
+
+/// Where progress goes; called on the thread running the call, in order.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Why a call was stopped from outside.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Interrupted {
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// The memory limit was hit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("exceeded its memory limit of {limit} bytes (asked for {desired})")]
+pub struct MemoryExceeded {
+    pub limit: usize,
+    pub desired: usize,
+}
+
+/// Per-Store limits, enforced through [`ResourceLimiter`].
+pub struct Limits {
+    pub memory: usize,
+}
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory {
+            // An error (not `Ok(false)`) traps at once with a message we can
+            // report, instead of a guest abort somewhere in its allocator.
+            return Err(MemoryExceeded { limit: self.memory, desired }.into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+    fn tables(&self) -> usize {
+        64
+    }
+    fn memories(&self) -> usize {
+        16
+    }
+}
+
+/// How a tool's session keys are kept apart from other tools'.
+#[derive(Clone, Debug)]
+pub enum Namespace {
+    /// Built-in tools share one namespace (Read records what Edit checks).
+    Shared,
+    /// A third-party tool sees only keys under this prefix.
+    Private(String),
+}
+
+/// Everything the host imports need to know about the call.
+pub struct Scope {
+    pub tool: Arc<str>,
+    pub tool_use_id: String,
+    pub session: Arc<Session>,
+    pub namespace: Namespace,
+    pub progress: Option<ProgressSink>,
+    progress_sent: u32,
+    /// Directories `files.replace` may write (empty: not granted).
+    pub writable: Vec<PathBuf>,
+    pub deadline: Option<(Instant, Duration)>,
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Scope {
+    pub fn new(tool: Arc<str>, tool_use_id: String, session: Arc<Session>, namespace: Namespace) -> Scope {
+        Scope {
+            tool,
+            tool_use_id,
+            session,
+            namespace,
+            progress: None,
+            progress_sent: 0,
+            writable: Vec::new(),
+            deadline: None,
+            cancel: None,
+        }
+    }
+
+    fn key(&self, key: &str) -> String {
+        match &self.namespace {
+            Namespace::Shared => key.to_string(),
+            Namespace::Private(prefix) => format!("{prefix}{key}"),
+        }
+    }
+}
+
+/// The data of a Store.
+pub struct HostState {
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    pub limits: Limits,
+    pub scope: Scope,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// The epoch callback: stops the guest when the call is cancelled or past its
+/// deadline, otherwise checks again at the next tick.
+pub fn on_epoch(ctx: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline> {
+    let scope = &ctx.data().scope;
+    if scope.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return Err(Interrupted::Cancelled.into());
+    }
+    if let Some((at, limit)) = scope.deadline {
+        if Instant::now() >= at {
+            return Err(Interrupted::Timeout(limit).into());
+        }
+    }
+    Ok(UpdateDeadline::Continue(1))
+}
+
+fn clip(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+impl types::Host for HostState {}
+
+impl progress::Host for HostState {
+    fn report(&mut self, message: String, data: Option<String>) {
+        let scope = &mut self.scope;
+        let Some(sink) = &scope.progress else { return };
+        if scope.progress_sent >= MAX_PROGRESS_EVENTS {
+            return;
+        }
+        scope.progress_sent += 1;
+        let data = data.and_then(|d| serde_json::from_str(&d).ok());
+        sink(Progress { tool_use_id: scope.tool_use_id.clone(), message: clip(message), data });
+    }
+
+    fn log(&mut self, level: progress::LogLevel, message: String) {
+        let message = clip(message);
+        let (tool, id) = (&*self.scope.tool, &self.scope.tool_use_id);
+        match level {
+            progress::LogLevel::Trace => tracing::trace!(tool, id, "{message}"),
+            progress::LogLevel::Debug => tracing::debug!(tool, id, "{message}"),
+            progress::LogLevel::Info => tracing::info!(tool, id, "{message}"),
+            progress::LogLevel::Warn => tracing::warn!(tool, id, "{message}"),
+            progress::LogLevel::Error => tracing::error!(tool, id, "{message}"),
+        }
+    }
+}
+
+impl wit_session::Host for HostState {
+    fn get(&mut self, key: String) -> Option<String> {
+        self.scope.session.get(&self.scope.key(&key))
+    }
+
+    fn set(&mut self, key: String, value: String) -> Result<(), wit_session::SessionError> {
+        let full = self.scope.key(&key);
+        let quota = match &self.scope.namespace {
+            Namespace::Shared => None,
+            Namespace::Private(prefix) => Some(prefix.as_str()),
+        };
+        self.scope.session.set(&full, &value, quota).map_err(|e| match e {
+            WriteError::InvalidKey => wit_session::SessionError::InvalidKey,
+            WriteError::ValueTooLarge => wit_session::SessionError::ValueTooLarge,
+            WriteError::QuotaExceeded => wit_session::SessionError::QuotaExceeded,
+        })
+    }
+
+    fn remove(&mut self, key: String) {
+        self.scope.session.remove(&self.scope.key(&key));
+    }
+
+    fn keys(&mut self, prefix: String) -> Vec<String> {
+        let full = self.scope.key(&prefix);
+        let strip = full.len() - prefix.len();
+        self.scope.session.keys(&full).into_iter().map(|k| k[strip..].to_string()).collect()
+    }
+}
+
+impl files::Host for HostState {
+    fn replace(&mut self, path: String, contents: Vec<u8>) -> Result<(), files::FilesError> {
+        replace_file(&self.scope.writable, Path::new(&path), &contents)
+    }
+}
+
+/// Atomically replaces `path` (absolute, inside one of `writable`) with
+/// `contents`, following a symlink to its target as long as the target stays
+/// inside the same directory; the old file's permission bits are kept. All
+/// filesystem access goes through a capability handle on the writable
+/// directory, so no path (`..`, symlinks) can reach outside it.
+pub fn replace_file(writable: &[PathBuf], path: &Path, contents: &[u8]) -> Result<(), files::FilesError> {
+    use cap_std::fs::{Dir, OpenOptions};
+    use std::io::Write;
+
+    let refused = || files::FilesError::NotPermitted(path.display().to_string());
+    let normalized = normalize(path);
+    let Some(root) = writable.iter().filter(|w| normalized.starts_with(w)).max_by_key(|w| w.as_os_str().len()) else {
+        return Err(refused());
+    };
+    let rel = normalized.strip_prefix(root).map_err(|_| refused())?.to_path_buf();
+    let Some(name) = rel.file_name().map(|n| n.to_os_string()) else {
+        return Err(files::FilesError::NotFound(format!("{} names a directory, not a file", path.display())));
+    };
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => refused(),
+        std::io::ErrorKind::NotFound => files::FilesError::NotFound(format!("{}: {e}", path.display())),
+        _ => files::FilesError::Io(e.to_string()),
+    };
+    let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(io)?;
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    if !parent.as_os_str().is_empty() {
+        dir.create_dir_all(parent).map_err(io)?;
+    }
+    // A symlink is replaced at its target; cap-std refuses a target outside `root`.
+    let target = match dir.symlink_metadata(&rel) {
+        Ok(meta) if meta.file_type().is_symlink() => dir.canonicalize(&rel).map_err(io)?,
+        Ok(meta) if meta.is_dir() => {
+            return Err(files::FilesError::NotFound(format!("{} is a directory", path.display())));
+        }
+        _ => rel.clone(),
+    };
+    let permissions = dir.metadata(&target).ok().map(|m| m.permissions());
+    let target_parent = target.parent().unwrap_or(Path::new("")).to_path_buf();
+    let tmp = target_parent.join(format!(
+        ".{}.toolhost-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        if let Some(p) = permissions {
+            dir.set_permissions(&tmp, p)?;
+        }
+        dir.rename(&tmp, &dir, &target)
+    };
+    write().map_err(|e| {
+        let _ = dir.remove_file(&tmp);
+        io(e)
+    })
+}
+
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn replace_keeps_mode_and_follows_symlinks_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let script = root.join("run.sh");
+        std::fs::write(&script, "old").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        replace_file(std::slice::from_ref(&root), &script, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&script).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o777, 0o755);
+
+        std::os::unix::fs::symlink("run.sh", root.join("link.sh")).unwrap();
+        replace_file(std::slice::from_ref(&root), &root.join("link.sh"), b"via link").unwrap();
+        assert!(std::fs::symlink_metadata(root.join("link.sh")).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&script).unwrap(), "via link");
+
+        replace_file(std::slice::from_ref(&root), &root.join("new/dir/f.txt"), b"created").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(), "created");
+        let leftovers: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("toolhost")).collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn replace_refuses_escapes() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "keep").unwrap();
+        std::os::unix::fs::symlink(&secret, root.join("escape")).unwrap();
+        let w = std::slice::from_ref(&root);
+        assert!(matches!(replace_file(w, &root.join("escape"), b"x"), Err(files::FilesError::NotPermitted(_))));
+        assert!(matches!(replace_file(w, &root.join("../x"), b"x"), Err(files::FilesError::NotPermitted(_))));
+        assert!(matches!(replace_file(&[], &root.join("a"), b"x"), Err(files::FilesError::NotPermitted(_))));
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep");
+    }
+}

@@ -1,0 +1,202 @@
+//! A loaded tool: its compiled component ready to instantiate, what it says
+//! about itself, its compiled schemas, and what it was granted.
+
+use crate::bindings::{FilePlugin, FilePluginPre, InterruptBehavior, ToolInfo};
+use crate::contract::{self, Capability, Shape, ShapeError};
+use crate::sandbox::{self, CallLimits, Captured, Dirs, FileAccess, Grants};
+use crate::schema::Schema;
+use crate::session::Session;
+use crate::state::{HostState, Namespace, Scope};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+
+/// Where a tool came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Embedded in the `toolhost` binary.
+    Builtin,
+    /// A component file in the plugins directory.
+    Plugin(PathBuf),
+}
+
+/// What a tool says about itself (the contract's `tool-info`), parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub prompt: String,
+    pub search_hint: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub max_result_size_chars: Option<u64>,
+    pub should_defer: bool,
+    pub always_load: bool,
+    /// Whether a user interrupt stops a running call (`true`) or lets it finish.
+    pub cancel_on_interrupt: bool,
+    pub enabled: bool,
+}
+
+/// Why a component could not be loaded as a tool.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error("imports the `{}` capability, which is not granted to it", .0.name())]
+    NotGranted(Capability),
+    #[error("could not be compiled: {0}")]
+    Compile(String),
+    #[error("could not be linked: {0}")]
+    Link(String),
+    #[error("failed while describing itself: {0}")]
+    Describe(String),
+    #[error("declares an invalid tool: {0}")]
+    Invalid(String),
+}
+
+/// A tool ready to serve calls.
+pub struct LoadedTool {
+    pub spec: ToolSpec,
+    pub origin: Origin,
+    pub grants: Grants,
+    pub shape: Shape,
+    pub(crate) pre: FilePluginPre<HostState>,
+    pub(crate) input: Schema,
+    pub(crate) output: Option<Schema>,
+}
+
+impl LoadedTool {
+    /// Built-in tools are trusted to grant permission (`allow`); third-party
+    /// tools are not.
+    pub fn trusted(&self) -> bool {
+        self.origin == Origin::Builtin
+    }
+
+    /// The namespace of its session state.
+    pub(crate) fn namespace(&self) -> Namespace {
+        match self.origin {
+            Origin::Builtin => Namespace::Shared,
+            Origin::Plugin(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
+        }
+    }
+}
+
+/// Checks, links and describes `component`.
+pub(crate) fn load(
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    component: &Component,
+    origin: Origin,
+    grants: Grants,
+    limits: CallLimits,
+    session: &Arc<Session>,
+) -> Result<LoadedTool, LoadError> {
+    let shape = contract::inspect(engine, component)?;
+    for cap in &shape.capabilities {
+        let granted = match cap {
+            Capability::Progress | Capability::Session => true,
+            Capability::Files => grants.files == FileAccess::ReadWrite,
+        };
+        if !granted {
+            return Err(LoadError::NotGranted(*cap));
+        }
+    }
+    let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let pre = FilePluginPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+
+    // Describing itself gets a short leash: no files, a few seconds.
+    let limits = CallLimits { timeout: limits.timeout.min(Duration::from_secs(10)), ..limits };
+    let scope = Scope::new("(loading)".into(), "load".into(), Arc::clone(session), Namespace::Private("load/".into()));
+    let (mut store, captured) = sandbox::store(engine, &Grants::default(), &Dirs::default(), scope, limits);
+    let describe = |e: wasmtime::Error, captured: &Captured| {
+        let stderr = captured.last_stderr_lines(3);
+        LoadError::Describe(if stderr.is_empty() { format!("{e:#}") } else { format!("{e:#}: {stderr}") })
+    };
+    let plugin = pre.instantiate(&mut store).map_err(|e| describe(e, &captured))?;
+    let tool = plugin.toolhost_tool_tool();
+    let info = tool.call_info(&mut store).map_err(|e| describe(e, &captured))?;
+    let enabled = tool.call_is_enabled(&mut store).map_err(|e| describe(e, &captured))?;
+    let spec = parse_info(info, enabled)?;
+    let input = Schema::compile(spec.input_schema.clone()).map_err(|e| LoadError::Invalid(format!("input schema: {e}")))?;
+    let output = spec
+        .output_schema
+        .clone()
+        .map(Schema::compile)
+        .transpose()
+        .map_err(|e| LoadError::Invalid(format!("output schema: {e}")))?;
+    Ok(LoadedTool { spec, origin, grants, shape, pre, input, output })
+}
+
+fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {
+    let invalid = LoadError::Invalid;
+    check_name(&info.name).map_err(invalid)?;
+    for alias in &info.aliases {
+        check_name(alias).map_err(|e| LoadError::Invalid(format!("alias: {e}")))?;
+    }
+    let input_schema: Value = serde_json::from_str(&info.input_schema)
+        .map_err(|e| LoadError::Invalid(format!("input schema is not JSON: {e}")))?;
+    if input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(LoadError::Invalid("input schema must describe a JSON object (`\"type\": \"object\"`)".into()));
+    }
+    let output_schema = info
+        .output_schema
+        .map(|s| serde_json::from_str(&s))
+        .transpose()
+        .map_err(|e| LoadError::Invalid(format!("output schema is not JSON: {e}")))?;
+    Ok(ToolSpec {
+        name: info.name,
+        aliases: info.aliases,
+        description: info.description,
+        prompt: info.prompt,
+        search_hint: info.search_hint,
+        input_schema,
+        output_schema,
+        max_result_size_chars: info.max_result_size_chars,
+        should_defer: info.should_defer,
+        always_load: info.always_load,
+        cancel_on_interrupt: match info.interrupt_behavior {
+            InterruptBehavior::Cancel => true,
+            InterruptBehavior::Block => false,
+        },
+        enabled,
+    })
+}
+
+/// Tool names follow the Messages API's rule: 1–64 of `A-Z a-z 0-9 _ -`.
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok { Ok(()) } else { Err(format!("`{name}` is not a valid tool name (1-64 characters from A-Z a-z 0-9 _ -)")) }
+}
+
+/// A live instance serving one call.
+pub(crate) struct Instance {
+    pub store: Store<HostState>,
+    pub plugin: FilePlugin,
+    pub captured: Captured,
+}
+
+impl Instance {
+    pub fn new(engine: &Engine, tool: &LoadedTool, dirs: &Dirs, scope: Scope, limits: CallLimits) -> wasmtime::Result<Instance> {
+        let (mut store, captured) = sandbox::store(engine, &tool.grants, dirs, scope, limits);
+        let plugin = tool.pre.instantiate(&mut store)?;
+        Ok(Instance { store, plugin, captured })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_api_rule() {
+        check_name("Read").unwrap();
+        check_name("my_tool-2").unwrap();
+        for bad in ["", "has space", "dots.no", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

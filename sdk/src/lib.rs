@@ -1,0 +1,250 @@
+//! Write [toolhost](https://github.com/toolhost/toolhost) tools in Rust.
+//!
+//! A tool is a type implementing [`Tool`]. Its input is a serde type whose JSON
+//! Schema is generated with [`schemars`]; every method other than
+//! [`Tool::call`] has a fail-closed default (not concurrency-safe, not read-only,
+//! not destructive, enabled, permission `passthrough`). One macro,
+//! [`export_tool!`], turns the type into the component's exports. Build the crate
+//! as a `cdylib` for `wasm32-wasip2` and the result is a component the host loads.
+//!
+//! ```no_run
+//! use toolhost_sdk::{Context, JsonSchema, Deserialize, Output, Tool, ToolError, export_tool};
+//!
+//! /// Input of the `Hello` tool.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct HelloInput {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! struct Hello;
+//!
+//! impl Tool for Hello {
+//!     type Input = HelloInput;
+//!     const NAME: &'static str = "Hello";
+//!     const DESCRIPTION: &'static str = "Greets someone.";
+//!
+//!     // A pure function of its input: safe to run alongside anything.
+//!     fn is_read_only(_: &HelloInput) -> bool { true }
+//!     fn is_concurrency_safe(_: &HelloInput) -> bool { true }
+//!
+//!     fn call(input: HelloInput, ctx: &Context) -> Result<Output, ToolError> {
+//!         ctx.progress("greeting");
+//!         let count = ctx.session().get("greetings").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+//!         ctx.session().set("greetings", &(count + 1).to_string())?;
+//!         Ok(Output::text(format!("Hello, {}! (greeting #{})", input.name, count + 1)))
+//!     }
+//! }
+//!
+//! export_tool!(Hello);
+//! ```
+//!
+//! # Contract version
+//!
+//! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
+//! interfaces the component exports (`toolhost:tool/tool@1.0.0`): the host reads it
+//! before anything else and refuses a component built against another major version.
+//!
+//! # Security
+//!
+//! A tool gets no capability it was not granted: files are reachable only inside
+//! the directories the host preopens (the working directories for built-in file
+//! tools), and a third-party tool cannot grant itself permission, since the host
+//! treats its [`Permission::Allow`] as [`Permission::Passthrough`].
+
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize, de::DeserializeOwned};
+pub use serde_json;
+
+mod context;
+pub mod fs;
+mod output;
+
+pub use context::{Context, LogLevel, Mode, Session};
+pub use output::{Content, ErrorKind, InterruptBehavior, Output, Permission, ToolError};
+
+/// The version of the WIT contract this SDK builds components against.
+pub const CONTRACT_VERSION: &str = "1.0.0";
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bindings;
+    pub use crate::bindings::export_plugin;
+
+    /// Bridges a [`Tool`](crate::Tool) to the generated bindings.
+    pub struct Adapter<T>(core::marker::PhantomData<T>);
+    impl<T> Adapter<T> {
+        pub const fn new() -> Self {
+            Self(core::marker::PhantomData)
+        }
+    }
+}
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "file-plugin",
+        path: "../wit",
+        pub_export_macro: true,
+        export_macro_name: "export_plugin",
+        default_bindings_module: "toolhost_sdk::bindings",
+    });
+}
+
+/// Exports a [`Tool`] as the component's implementation of the contract.
+/// Use it once per crate.
+#[macro_export]
+macro_rules! export_tool {
+    ($tool:ty) => {
+        // Natively (unit tests, benchmarks of the same code) there is no
+        // component to export.
+        #[cfg(target_family = "wasm")]
+        const _: () = {
+            type __ToolhostExport = $crate::__private::Adapter<$tool>;
+            $crate::__private::export_plugin!(__ToolhostExport with_types_in $crate::__private::bindings);
+        };
+    };
+}
+
+/// A tool. Implement [`Tool::call`] and whatever else differs from the
+/// fail-closed defaults; each method runs in a fresh instance, so tools keep
+/// nothing between calls except through [`Context::session`].
+pub trait Tool: 'static {
+    /// The input, deserialized from the model's JSON. Use
+    /// `#[serde(deny_unknown_fields)]` to reject unknown fields (the generated
+    /// schema then says `additionalProperties: false`), and doc comments on the
+    /// fields: they become the schema's descriptions the model reads.
+    type Input: DeserializeOwned + JsonSchema;
+
+    /// The name the model calls the tool by. Unique in the host.
+    const NAME: &'static str;
+    /// One-line description.
+    const DESCRIPTION: &'static str;
+    /// Results longer than this are persisted to a file and replaced by a preview
+    /// plus the path. `None` means unlimited: use it only for tools that bound
+    /// their output themselves.
+    const MAX_RESULT_SIZE_CHARS: Option<u64> = Some(100_000);
+    /// List the tool by name only until tool search loads it.
+    const SHOULD_DEFER: bool = false;
+    /// Always list the full schema, even when deferring is on.
+    const ALWAYS_LOAD: bool = false;
+    /// What a user interrupt does to a running call. Default: `Block` (let it finish).
+    const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Block;
+
+    /// The full text shown to the model about how to use the tool.
+    /// Default: the description.
+    fn prompt() -> String {
+        Self::DESCRIPTION.to_string()
+    }
+    /// Other names that resolve to this tool.
+    fn aliases() -> Vec<String> {
+        Vec::new()
+    }
+    /// Keywords for tool search.
+    fn search_hint() -> Option<String> {
+        None
+    }
+    /// JSON Schema of [`Output::structured`], when the tool produces one.
+    fn output_schema() -> Option<String> {
+        None
+    }
+    /// Whether the tool is offered at all. Default: true.
+    fn is_enabled() -> bool {
+        true
+    }
+    /// Whether this call may run at the same time as others. Default: false.
+    fn is_concurrency_safe(_input: &Self::Input) -> bool {
+        false
+    }
+    /// Whether this call only reads. Default: false.
+    fn is_read_only(_input: &Self::Input) -> bool {
+        false
+    }
+    /// Whether this call may destroy data. Default: false.
+    fn is_destructive(_input: &Self::Input) -> bool {
+        false
+    }
+    /// Checks beyond the schema; an error goes back to the model. Default: ok.
+    fn validate_input(_input: &Self::Input, _ctx: &Context) -> Result<(), ToolError> {
+        Ok(())
+    }
+    /// The tool's own permission view of this call. Default: passthrough.
+    fn check_permissions(_input: &Self::Input, _ctx: &Context) -> Permission {
+        Permission::Passthrough
+    }
+    /// Runs the call.
+    fn call(input: Self::Input, ctx: &Context) -> Result<Output, ToolError>;
+}
+
+/// The input schema of `T` as JSON text, exactly as the host receives it.
+pub fn input_schema<T: Tool>() -> String {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T::Input>();
+    serde_json::to_string(&schema).unwrap_or_else(|_| "{}".to_string())
+}
+
+fn parse<T: Tool>(input: &str) -> Result<T::Input, ToolError> {
+    serde_json::from_str(input)
+        .map_err(|e| ToolError::invalid_input(format!("{} received input it cannot use: {e}", T::NAME)))
+}
+
+mod glue {
+    use super::*;
+    use crate::bindings::exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
+    use crate::bindings::toolhost::tool::types as wit;
+
+    impl<T: Tool> Guest for __private::Adapter<T> {
+        fn info() -> wit::ToolInfo {
+            wit::ToolInfo {
+                name: T::NAME.to_string(),
+                aliases: T::aliases(),
+                description: T::DESCRIPTION.to_string(),
+                prompt: T::prompt(),
+                search_hint: T::search_hint(),
+                input_schema: input_schema::<T>(),
+                output_schema: T::output_schema(),
+                max_result_size_chars: T::MAX_RESULT_SIZE_CHARS,
+                should_defer: T::SHOULD_DEFER,
+                always_load: T::ALWAYS_LOAD,
+                interrupt_behavior: T::INTERRUPT_BEHAVIOR.into(),
+            }
+        }
+
+        fn is_enabled() -> bool {
+            T::is_enabled()
+        }
+
+        // Input the tool cannot parse gets the fail-closed answer.
+        fn is_concurrency_safe(input: String) -> bool {
+            parse::<T>(&input).is_ok_and(|i| T::is_concurrency_safe(&i))
+        }
+
+        fn is_read_only(input: String) -> bool {
+            parse::<T>(&input).is_ok_and(|i| T::is_read_only(&i))
+        }
+
+        fn is_destructive(input: String) -> bool {
+            parse::<T>(&input).is_ok_and(|i| T::is_destructive(&i))
+        }
+
+        fn validate_input(input: String, ctx: CallContext) -> Result<(), wit::ToolError> {
+            let ctx = Context::from_wit(ctx);
+            let input = parse::<T>(&input)?;
+            T::validate_input(&input, &ctx).map_err(Into::into)
+        }
+
+        fn check_permissions(input: String, ctx: CallContext) -> PermissionDecision {
+            let ctx = Context::from_wit(ctx);
+            match parse::<T>(&input) {
+                Ok(input) => T::check_permissions(&input, &ctx).into(),
+                Err(e) => PermissionDecision::Deny(e.message),
+            }
+        }
+
+        fn call(input: String, ctx: CallContext) -> Result<wit::ToolOutput, wit::ToolError> {
+            let ctx = Context::from_wit(ctx);
+            let input = parse::<T>(&input)?;
+            T::call(input, &ctx).map(Into::into).map_err(Into::into)
+        }
+    }
+}
