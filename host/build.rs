@@ -2,10 +2,11 @@
 //! with the SHA-256 of each: the host caches their compiled form on disk under
 //! that hash (see `src/cache.rs`), so only the very first start compiles them.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+#[path = "build_wasm.rs"]
+mod build_wasm;
 
 /// The built-in tools: crate directory under `plugins/`.
 const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep"];
@@ -21,7 +22,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
 
     let packages: Vec<String> = BUILTINS.iter().map(|b| format!("toolhost-plugin-{b}")).collect();
-    let wasm_dir = build_wasm(&root, &packages);
+    let wasm_dir = build_wasm::build(&root, &packages);
 
     let mut table = String::from("&[\n");
     for name in BUILTINS {
@@ -38,38 +39,6 @@ fn main() {
     }
     table.push_str("]\n");
     std::fs::write(out_dir.join("builtins.rs"), table).expect("writing builtins.rs");
-}
-
-/// Builds `packages` for `wasm32-wasip2` in the `plugin` profile and returns the
-/// directory holding the `.wasm` files. A separate target directory keeps this
-/// nested cargo from waiting on the lock the outer build holds.
-fn build_wasm(root: &Path, packages: &[String]) -> PathBuf {
-    let target_dir = root.join("target").join("wasm");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root)
-        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2", "--target-dir"])
-        .arg(&target_dir);
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
-    // The outer build's settings are for the host, not for the guests.
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WORKSPACE_WRAPPER" {
-            cmd.env_remove(key.as_ref());
-        }
-    }
-    // SIMD in the guests gives the regex engine its fast paths back.
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+simd128");
-    let status = cmd.status().expect("running cargo to build the built-in tools");
-    if !status.success() {
-        panic!(
-            "building the built-in tools for wasm32-wasip2 failed (see above). If the target is \
-             missing, install it with `rustup target add wasm32-wasip2`."
-        );
-    }
-    target_dir.join("wasm32-wasip2").join("plugin")
 }
 
 fn env(key: &str) -> String {

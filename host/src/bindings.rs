@@ -10,7 +10,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::toolhost::tool::tool::{CallContext, PermissionDecision};
-pub use toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
+pub use self::toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
 
 /// The contract version this host implements (the package version in `wit/`).
 pub const CONTRACT: (u64, u64, u64) = (1, 0, 0);

@@ -176,17 +176,11 @@ pub fn number_lines<'a>(lines: impl IntoIterator<Item = &'a str>, first: usize, 
     }
 }
 
-/// The permission view shared by the tools that edit files: outside the working
-/// directories asks; in `acceptEdits` mode edits inside them are allowed;
-/// otherwise the host's mode decides.
-pub fn edit_permission(tool: &str, file_path: &str, ctx: &Context) -> Permission {
-    let path = absolute(ctx, file_path);
-    if !is_allowed(ctx, &path, Access::Write) {
-        return Permission::Ask {
-            message: format!("{tool} wants to write {}, outside the working directories.", path.display()),
-            suggested_rules: Vec::new(),
-        };
-    }
+/// The permission view shared by the tools that edit files: in `acceptEdits`
+/// mode an edit inside the working directories is allowed; otherwise the host's
+/// mode decides. (A path outside them never gets this far: `validate-input`
+/// refuses it, since the sandbox could not reach it anyway.)
+pub fn edit_permission(ctx: &Context) -> Permission {
     match ctx.mode() {
         Mode::AcceptEdits => Permission::Allow(None),
         Mode::Default | Mode::Plan | Mode::DontAsk | Mode::BypassPermissions => Permission::Passthrough,

@@ -41,8 +41,8 @@ impl Tool for Edit {
         fs::confine(ctx, &input.file_path, Access::Write).map(drop)
     }
 
-    fn check_permissions(input: &EditInput, ctx: &Context) -> Permission {
-        fs::edit_permission("Edit", &input.file_path, ctx)
+    fn check_permissions(_input: &EditInput, ctx: &Context) -> Permission {
+        fs::edit_permission(ctx)
     }
 
     fn call(input: EditInput, ctx: &Context) -> Result<Output, ToolError> {

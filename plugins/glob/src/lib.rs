@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Permission, Tool, ToolError, export_tool, serde_json};
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool, serde_json};
 
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 100;
@@ -38,16 +38,10 @@ impl Tool for Glob {
         true
     }
 
-    fn check_permissions(input: &GlobInput, ctx: &Context) -> Permission {
-        let (root, _) = split_pattern(&fs::absolute(ctx, input.path.as_deref().unwrap_or(ctx.cwd())), &input.pattern);
-        if fs::is_allowed(ctx, &root, Access::Read) {
-            Permission::Passthrough
-        } else {
-            Permission::Ask {
-                message: format!("Glob wants to list {}, outside the working directories.", root.display()),
-                suggested_rules: Vec::new(),
-            }
-        }
+    fn validate_input(input: &GlobInput, ctx: &Context) -> Result<(), ToolError> {
+        let base = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
+        let (root, _) = split_pattern(&base, &input.pattern);
+        if fs::is_allowed(ctx, &root, Access::Read) { Ok(()) } else { Err(fs::outside(ctx, &root)) }
     }
 
     fn call(input: GlobInput, ctx: &Context) -> Result<Output, ToolError> {

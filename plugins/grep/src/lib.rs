@@ -5,7 +5,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Permission, Tool, ToolError, export_tool, serde_json};
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool, serde_json};
 
 /// Lines or entries returned when the model gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -85,16 +85,8 @@ impl Tool for Grep {
         true
     }
 
-    fn check_permissions(input: &GrepInput, ctx: &Context) -> Permission {
-        let path = fs::absolute(ctx, input.path.as_deref().unwrap_or(ctx.cwd()));
-        if fs::is_allowed(ctx, &path, Access::Read) {
-            Permission::Passthrough
-        } else {
-            Permission::Ask {
-                message: format!("Grep wants to search {}, outside the working directories.", path.display()),
-                suggested_rules: Vec::new(),
-            }
-        }
+    fn validate_input(input: &GrepInput, ctx: &Context) -> Result<(), ToolError> {
+        fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read).map(drop)
     }
 
     fn call(input: GrepInput, ctx: &Context) -> Result<Output, ToolError> {

@@ -1,7 +1,7 @@
 //! The `Read` tool: a file's lines in `cat -n` form, or an image.
 
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Content, Context, Deserialize, JsonSchema, Output, Permission, Tool, ToolError, export_tool};
+use toolhost_sdk::{Content, Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool};
 
 /// Lines shown when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -46,16 +46,8 @@ impl Tool for Read {
         true
     }
 
-    fn check_permissions(input: &ReadInput, ctx: &Context) -> Permission {
-        let path = fs::absolute(ctx, &input.file_path);
-        if fs::is_allowed(ctx, &path, Access::Read) {
-            Permission::Passthrough
-        } else {
-            Permission::Ask {
-                message: format!("Read wants to read {}, outside the working directories.", path.display()),
-                suggested_rules: vec![format!("Read(/{}/**)", parent(&path))],
-            }
-        }
+    fn validate_input(input: &ReadInput, ctx: &Context) -> Result<(), ToolError> {
+        fs::confine(ctx, &input.file_path, Access::Read).map(drop)
     }
 
     fn call(input: ReadInput, ctx: &Context) -> Result<Output, ToolError> {
@@ -147,11 +139,6 @@ fn image_type(path: &std::path::Path) -> Option<&'static str> {
         "webp" => "image/webp",
         _ => return None,
     })
-}
-
-fn parent(path: &std::path::Path) -> String {
-    let parent = path.parent().unwrap_or(path).display().to_string();
-    parent.trim_start_matches('/').to_string()
 }
 
 const PROMPT: &str = "Reads a file from the local filesystem. You can access any file directly by using this tool.

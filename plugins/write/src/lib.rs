@@ -35,8 +35,8 @@ impl Tool for Write {
         fs::confine(ctx, &input.file_path, Access::Write).map(drop)
     }
 
-    fn check_permissions(input: &WriteInput, ctx: &Context) -> Permission {
-        fs::edit_permission("Write", &input.file_path, ctx)
+    fn check_permissions(_input: &WriteInput, ctx: &Context) -> Permission {
+        fs::edit_permission(ctx)
     }
 
     fn call(input: WriteInput, ctx: &Context) -> Result<Output, ToolError> {

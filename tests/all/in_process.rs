@@ -1,0 +1,97 @@
+//! The library API: one host serving many calls, whatever the tools do.
+
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use toolhost::{CallOptions, Host, ToolUse};
+use toolhost_tests::{ADVERSARY, ECHO, Sandbox, shared_cache_dir};
+
+fn host(sb: &Sandbox, configure: impl FnOnce(toolhost::HostBuilder) -> toolhost::HostBuilder) -> Host {
+    sb.install(ADVERSARY);
+    sb.install(ECHO);
+    let builder = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()));
+    let host = configure(builder).build().expect("host");
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+    host
+}
+
+fn tool_use(name: &str, input: serde_json::Value) -> ToolUse {
+    ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
+}
+
+#[test]
+fn one_host_keeps_serving_after_every_misbehaviour() {
+    let sb = Sandbox::new();
+    let host = host(&sb, |b| b.timeout(Duration::from_millis(400)).memory_limit(64 << 20));
+    let session = host.ephemeral_session();
+    let actions = ["panic", "trap", "stack", "loop", "alloc", "bad-json", "bad-structured", "bad-image", "invalid", "nonsense"];
+    for action in actions {
+        let r = host.call(&session, &tool_use("Adversary", json!({"action": action})), &CallOptions::default());
+        assert!(r.is_error, "{action}: {r:?}");
+        assert_eq!(r.tool_use_id, "toolu_Adversary");
+        let ok = host.call(&session, &tool_use("Echo", json!({"text": "alive"})), &CallOptions::default());
+        assert_eq!((ok.is_error, ok.text()), (false, "alive".to_string()), "after {action}");
+    }
+}
+
+#[test]
+fn cancellation_stops_a_spinning_guest() {
+    let sb = Sandbox::new();
+    let host = host(&sb, |b| b.timeout(Duration::from_secs(60)).mode(toolhost::PermissionMode::BypassPermissions));
+    let session = host.ephemeral_session();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+    let r = host.call(&session, &tool_use("Adversary", json!({"action": "loop"})), &options);
+    canceller.join().unwrap();
+    assert!(r.is_error && r.text().contains("Adversary was cancelled"), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly: {:?}", started.elapsed());
+}
+
+#[test]
+fn many_threads_share_one_host_through_a_small_pool() {
+    let sb = Sandbox::new();
+    let host = host(&sb, |b| b.max_instances(2));
+    let session = host.ephemeral_session();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let (host, session) = (host.clone(), Arc::clone(&session));
+            std::thread::spawn(move || {
+                for i in 0..40 {
+                    let text = format!("{t}-{i}");
+                    let r = host.call(&session, &tool_use("Echo", json!({"text": text})), &CallOptions::default());
+                    assert_eq!((r.is_error, r.text()), (false, text));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn progress_goes_to_the_sink() {
+    let sb = Sandbox::new();
+    let host = host(&sb, |b| b);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = CallOptions {
+        progress: Some(Arc::new(move |p: toolhost::Progress| sink.lock().unwrap().push((p.tool_use_id, p.message)))),
+        ..CallOptions::default()
+    };
+    let r = host.call(&host.ephemeral_session(), &tool_use("Echo", json!({"text": "x", "progress": 2})), &options);
+    assert!(!r.is_error);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [("toolu_Echo".to_string(), "step 0".to_string()), ("toolu_Echo".to_string(), "step 1".to_string())]);
+}

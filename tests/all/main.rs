@@ -1,0 +1,15 @@
+//! End-to-end tests: the real `toolhost` binary and real components.
+//!
+//! One test binary, a module per topic. Every test gets its own sandbox
+//! (workspace, plugins, data, home); compiled components are shared through
+//! one cache directory.
+
+mod support;
+
+mod check;
+mod file_tools;
+mod host_errors;
+mod in_process;
+mod modes;
+mod third_party;
+mod tools_list;

@@ -1,0 +1,37 @@
+//! Permission modes together with each tool's own check.
+
+use crate::support::*;
+use serde_json::json;
+
+#[test]
+fn writes_follow_the_mode() {
+    let sb = Sandbox::new();
+    let write = |name: &str, mode: &str| call(&sb, "Write", &json!({"file_path": p(&sb.ws(name)), "content": "x"}), &["--mode", mode]);
+    let text = write("default.txt", "default").assert_error("Permission to use Write was denied");
+    assert!(text.contains("--mode acceptEdits"), "the refusal names the mode that would allow it: {text}");
+    write("plan.txt", "plan").assert_error("Plan mode only runs read-only calls");
+    write("dontask.txt", "dontAsk").assert_error("dontAsk mode refuses");
+    write("accept.txt", "acceptEdits").assert_ok();
+    write("bypass.txt", "bypassPermissions").assert_ok();
+    let made: Vec<bool> = ["default.txt", "plan.txt", "dontask.txt", "accept.txt", "bypass.txt"].iter().map(|f| sb.ws(f).exists()).collect();
+    assert_eq!(made, [false, false, false, true, true]);
+}
+
+#[test]
+fn read_only_tools_run_in_every_mode() {
+    let sb = Sandbox::new();
+    let file = sb.write("r.txt", "ok\n");
+    for mode in ["default", "plan", "acceptEdits", "dontAsk", "bypassPermissions"] {
+        call(&sb, "Read", &json!({"file_path": p(&file)}), &["--mode", mode]).assert_ok();
+        call(&sb, "Glob", &json!({"pattern": "*.txt"}), &["--mode", mode]).assert_ok();
+        call(&sb, "Grep", &json!({"pattern": "ok"}), &["--mode", mode]).assert_ok();
+    }
+}
+
+#[test]
+fn unknown_modes_are_rejected_by_the_cli() {
+    let sb = Sandbox::new();
+    let r = toolhost(&sb, &["--mode", "yolo", "tools"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("unknown permission mode `yolo`"), "{}", r.stderr);
+}

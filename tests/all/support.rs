@@ -1,0 +1,101 @@
+//! Running the binary and reading its answers.
+
+use serde_json::Value;
+use std::sync::Once;
+pub use toolhost_tests::Sandbox;
+
+/// What one `toolhost` process did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    /// For `call --json`: the text of the result's text blocks, joined.
+    pub fn text(&self) -> String {
+        let v = self.json();
+        let blocks = v["content"].as_array().unwrap_or_else(|| panic!("no content: {self:?}"));
+        blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+    }
+
+    /// For `call --json`: `is_error`.
+    pub fn is_error(&self) -> bool {
+        self.json()["is_error"].as_bool().unwrap_or_else(|| panic!("no is_error: {self:?}"))
+    }
+
+    /// Asserts the call failed (exit 1, `is_error`) and its text contains `needle`.
+    #[track_caller]
+    pub fn assert_error(&self, needle: &str) -> String {
+        assert_eq!(self.code, 1, "{self:?}");
+        assert!(self.is_error(), "{self:?}");
+        let text = self.text();
+        assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+        text
+    }
+
+    /// Asserts the call succeeded and returns its text.
+    #[track_caller]
+    pub fn assert_ok(&self) -> String {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert!(!self.is_error(), "{self:?}");
+        self.text()
+    }
+}
+
+/// Fills the shared compile cache once, before tests run in parallel, so they
+/// do not all compile the same components at once.
+fn warm() {
+    static WARM: Once = Once::new();
+    WARM.call_once(|| {
+        let sb = Sandbox::new();
+        sb.install(toolhost_tests::ECHO);
+        sb.install(toolhost_tests::ADVERSARY);
+        let out = sb
+            .command(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["--plugins"])
+            .arg(&sb.plugins)
+            .arg("tools")
+            .output()
+            .expect("run toolhost");
+        assert!(out.status.success(), "warming the cache failed: {}", String::from_utf8_lossy(&out.stderr));
+    });
+}
+
+/// Runs `toolhost` in `sb` (its workspace and plugins directory) with `args`.
+pub fn toolhost(sb: &Sandbox, args: &[&str]) -> Run {
+    warm();
+    let out = sb
+        .command(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--workspace")
+        .arg(&sb.workspace)
+        .arg("--plugins")
+        .arg(&sb.plugins)
+        .args(args)
+        .output()
+        .expect("run toolhost");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `toolhost call NAME INPUT --json` plus `extra` arguments.
+pub fn call(sb: &Sandbox, name: &str, input: &Value, extra: &[&str]) -> Run {
+    let input = input.to_string();
+    let mut args = vec!["call", name, &input, "--json"];
+    args.extend_from_slice(extra);
+    toolhost(sb, &args)
+}
+
+/// A path as the JSON string the model would send.
+pub fn p(path: &std::path::Path) -> String {
+    path.display().to_string()
+}

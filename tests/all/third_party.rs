@@ -1,0 +1,147 @@
+//! Third-party components: loading, sandboxing, and every way they can misbehave.
+
+use crate::support::*;
+use serde_json::json;
+use toolhost_tests::{ADVERSARY, BROKEN_INFO, ECHO, FILES_THIEF, FUTURE_CONTRACT};
+
+fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
+    call(sb, "Adversary", &action, extra)
+}
+
+#[test]
+fn a_plugin_is_loaded_and_called() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    assert_eq!(call(&sb, "Echo", &json!({"text": "hi"}), &[]).assert_ok(), "hi");
+    // Aliases resolve.
+    assert_eq!(call(&sb, "Parrot", &json!({"text": "polly"}), &[]).assert_ok(), "polly");
+}
+
+#[test]
+fn progress_reaches_the_caller_in_order() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    let r = call(&sb, "Echo", &json!({"text": "done", "progress": 3}), &[]);
+    r.assert_ok();
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("[progress]")).collect();
+    assert_eq!(lines, ["[progress] step 0", "[progress] step 1", "[progress] step 2"]);
+}
+
+#[test]
+fn plugin_session_state_is_private_and_persistent() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    let file = sb.write("f.txt", "x\n");
+    let s = ["--session", "plug"];
+    call(&sb, "Read", &json!({"file_path": p(&file)}), &s).assert_ok();
+    assert_eq!(call(&sb, "Echo", &json!({"text": "a", "count": true}), &s).assert_ok(), "a (call 1; keys [\"calls\"])");
+    assert_eq!(call(&sb, "Echo", &json!({"text": "b", "count": true}), &s).assert_ok(), "b (call 2; keys [\"calls\"])");
+    // A different session starts over.
+    assert!(call(&sb, "Echo", &json!({"text": "c", "count": true}), &["--session", "other"]).assert_ok().starts_with("c (call 1;"));
+}
+
+#[test]
+fn traps_and_panics_are_error_results() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let text = adversary(&sb, json!({"action": "panic"}), &[]).assert_error("Adversary crashed");
+    assert!(text.contains("adversary panicked on purpose"), "the panic message is shown: {text}");
+    adversary(&sb, json!({"action": "trap"}), &[]).assert_error("Adversary crashed");
+    adversary(&sb, json!({"action": "stack"}), &[]).assert_error("Adversary crashed");
+}
+
+#[test]
+fn endless_loops_time_out() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let started = std::time::Instant::now();
+    adversary(&sb, json!({"action": "loop"}), &["--timeout-ms", "300"]).assert_error("Adversary timed out after 300 ms");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn memory_bombs_hit_the_limit() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    adversary(&sb, json!({"action": "alloc"}), &["--memory-mib", "64"]).assert_error("Adversary exceeded its memory limit of 64 MiB");
+}
+
+#[test]
+fn malformed_output_is_an_error_result() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    adversary(&sb, json!({"action": "bad-json"}), &[]).assert_error("a json block is not valid JSON");
+    adversary(&sb, json!({"action": "bad-structured"}), &[]).assert_error("does not match its output schema");
+    adversary(&sb, json!({"action": "bad-image"}), &[]).assert_error("unsupported media type `application/x-evil`");
+    adversary(&sb, json!({"action": "invalid"}), &[]).assert_error("the adversary refuses this input");
+}
+
+#[test]
+fn huge_outputs_are_persisted_not_returned() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let r = adversary(&sb, json!({"action": "huge", "count": 50_000_000}), &[]);
+    let text = r.assert_ok();
+    assert!(text.len() < 10_000, "the model gets a preview, not 50 MB ({} bytes)", text.len());
+    assert!(text.contains("Output too large (50000000 characters)"), "{}", &text[..300]);
+}
+
+#[test]
+fn no_capability_without_a_grant() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let secret = sb.write("secret.txt", "in the workspace");
+    for path in [p(&secret), "/etc/passwd".into(), "secret.txt".into()] {
+        let text = adversary(&sb, json!({"action": "read", "path": path}), &[]).assert_ok();
+        assert!(text.starts_with("denied:"), "{text}");
+    }
+    let text = adversary(&sb, json!({"action": "env"}), &[]).assert_ok();
+    assert_eq!(text, "env: []; args: [\"Adversary\"]", "no environment leaks into a plugin");
+}
+
+#[test]
+fn a_plugin_cannot_grant_itself_permission() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    adversary(&sb, json!({"action": "self-allow"}), &[]).assert_error("Permission to use Adversary was denied");
+    adversary(&sb, json!({"action": "self-allow"}), &["--mode", "bypassPermissions"]).assert_ok();
+}
+
+#[test]
+fn floods_are_bounded() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let text = adversary(&sb, json!({"action": "session-flood"}), &["--session", "flood"]).assert_ok();
+    let stored: usize = text.trim_start_matches("stored ").parse().unwrap();
+    assert!(stored > 0 && stored * 60_000 <= 1024 * 1024 + 60_000, "{text}");
+    let r = adversary(&sb, json!({"action": "progress-flood"}), &[]);
+    r.assert_ok();
+    let events = r.stderr.lines().filter(|l| l.starts_with("[progress]")).count();
+    assert_eq!(events, 10_000, "progress is capped per call");
+}
+
+#[test]
+fn broken_components_are_left_out_and_the_rest_serve() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    sb.install(BROKEN_INFO);
+    sb.install(FUTURE_CONTRACT);
+    sb.install(FILES_THIEF);
+    std::fs::write(sb.plugins.join("garbage.wasm"), "this is not wasm").unwrap();
+    std::fs::write(sb.plugins.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let r = toolhost(&sb, &["tools"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let names: Vec<&str> = r.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(names, ["Edit", "Glob", "Grep", "Read", "Write", "Echo"]);
+    for expected in [
+        "broken on purpose while describing itself",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.0.0",
+        "imports the `files` capability, which is not granted to it",
+        "garbage.wasm: not a WebAssembly file",
+        "core.wasm: a core WebAssembly module, not a component",
+    ] {
+        assert!(r.stderr.contains(expected), "missing {expected:?} in:\n{}", r.stderr);
+    }
+    assert_eq!(call(&sb, "Echo", &json!({"text": "still serving"}), &[]).assert_ok(), "still serving");
+    call(&sb, "Future", &json!({}), &[]).assert_error("No such tool available: Future");
+}

@@ -1,0 +1,97 @@
+//! Shared pieces of toolhost's end-to-end tests and benchmarks.
+//!
+//! The test guests (`tests/guests/*`) are real components built once by this
+//! crate's build script; their paths are the constants below.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+
+/// The workspace root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace root").to_path_buf()
+}
+
+/// The compile cache shared by every test process, so each component is
+/// compiled once per build, not once per test.
+pub fn shared_cache_dir() -> PathBuf {
+    repo_root().join("target").join("test-cache")
+}
+
+/// A throwaway environment: a workspace, a plugins directory, a data
+/// directory and a home, all inside one temporary directory.
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub workspace: PathBuf,
+    pub plugins: PathBuf,
+    pub data: PathBuf,
+    pub home: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new().prefix("toolhost-e2e-").tempdir().expect("temp dir");
+        // Canonical, so paths printed by the host compare equal.
+        let root = dir.path().canonicalize().expect("canonical temp dir");
+        let make = |name: &str| {
+            let p = root.join(name);
+            std::fs::create_dir_all(&p).expect("create dir");
+            p
+        };
+        Sandbox {
+            workspace: make("workspace"),
+            plugins: make("plugins"),
+            data: make("data"),
+            home: make("home"),
+            root,
+            _dir: dir,
+        }
+    }
+
+    /// A path inside the workspace.
+    pub fn ws(&self, rel: &str) -> PathBuf {
+        self.workspace.join(rel)
+    }
+
+    /// Writes a file inside the workspace, creating directories.
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.ws(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent");
+        }
+        std::fs::write(&p, contents).expect("write file");
+        p
+    }
+
+    /// Copies a guest into the plugins directory.
+    pub fn install(&self, guest: &str) -> PathBuf {
+        let name = Path::new(guest).file_name().expect("guest file name");
+        let dest = self.plugins.join(name);
+        std::fs::copy(guest, &dest).expect("copy guest");
+        dest
+    }
+
+    /// `program` with the environment pointed at this sandbox (data, cache,
+    /// home) and nothing of the user's configuration.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.workspace)
+            .env("HOME", &self.home)
+            .env("TOOLHOST_DATA_DIR", &self.data)
+            .env("TOOLHOST_CACHE_DIR", shared_cache_dir())
+            .env_remove("TOOLHOST_PLUGINS")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("RUST_LOG");
+        cmd
+    }
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
