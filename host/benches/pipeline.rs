@@ -1,1 +1,428 @@
-fn main() {}
+//! toolhost's benchmark: `cargo bench -p toolhost --bench pipeline`.
+//!
+//! Every figure is measured side by side with its baseline in the same run:
+//! the pipeline against the same logic as a native function, Read and Grep
+//! against the same crates compiled natively (and Grep against `rg -j1`).
+//! Each allocator configuration runs in its own process (configurations
+//! interfere with each other inside one process). Prints a Markdown table.
+//!
+//! `rg` is looked up on PATH, then in `target/tools/bin`; if absent it is
+//! installed there with `cargo install ripgrep`.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::{Allocator, CallOptions, Host, ToolUse};
+
+const TOOLHOST: &str = env!("CARGO_BIN_EXE_toolhost");
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let part = args.get(i + 1).expect("--child PART").as_str();
+        let allocator: Allocator = args.get(i + 2).map_or(Allocator::Pooling, |a| a.parse().expect("allocator"));
+        let out = match part {
+            "calls" => calls(allocator),
+            "read" => read_10mb(),
+            "grep" => grep_tree(),
+            "rss" => rss(),
+            other => panic!("unknown part {other}"),
+        };
+        println!("{out}");
+        return;
+    }
+    // `cargo bench` passes `--bench`; a filter argument selects parts.
+    let only: Option<&str> = args.iter().skip(1).find(|a| !a.starts_with("--")).map(String::as_str);
+    let run = |part: &str| only.is_none_or(|o| part.contains(o));
+    let mut report = Report::default();
+    if run("calls") {
+        for alloc in ["pooling", "on-demand"] {
+            report.calls.push((alloc.to_string(), child("calls", alloc)));
+        }
+    }
+    if run("read") {
+        report.read = Some(child("read", "pooling"));
+    }
+    if run("grep") {
+        report.grep = Some(child("grep", "pooling"));
+    }
+    if run("startup") {
+        report.startup = Some(startup());
+    }
+    if run("rss") {
+        report.rss = Some(child("rss", "pooling"));
+    }
+    report.print();
+}
+
+/// Runs one part in a fresh process and returns its JSON.
+fn child(part: &str, allocator: &str) -> Value {
+    eprintln!("running {part} ({allocator})...");
+    let exe = std::env::current_exe().expect("bench executable");
+    let out = Command::new(exe).args(["--child", part, allocator]).output().expect("run bench child");
+    assert!(out.status.success(), "{part} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("child prints JSON")
+}
+
+struct Stats {
+    p50: f64,
+    p99: f64,
+}
+
+fn stats(mut micros: Vec<f64>) -> Stats {
+    micros.sort_by(f64::total_cmp);
+    let at = |q: f64| micros[((micros.len() as f64 - 1.0) * q).round() as usize];
+    Stats { p50: at(0.5), p99: at(0.99) }
+}
+
+fn time<T>(iterations: usize, mut f: impl FnMut() -> T) -> Stats {
+    let samples = (0..iterations)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    stats(samples)
+}
+
+fn bench_dir(name: &str) -> PathBuf {
+    let dir = toolhost_tests::repo_root().join("target").join("bench-data").join(name);
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    dir
+}
+
+fn host(allocator: Allocator, workspace: &Path, plugins: Option<PathBuf>) -> Host {
+    Host::builder()
+        .workspace(workspace)
+        .plugins_dir(plugins)
+        .allocator(allocator)
+        .data_dir(bench_dir("data"))
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .build()
+        .expect("host")
+}
+
+/// The Echo tool's logic as a native function: parse the input, build the result.
+fn echo_native(input: &Value) -> toolhost::ToolResult {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct EchoInput {
+        text: String,
+        #[serde(default)]
+        progress: u32,
+        #[serde(default)]
+        count: bool,
+    }
+    let parsed = EchoInput::deserialize(input).expect("valid input");
+    toolhost::ToolResult {
+        tool_use_id: "toolu_bench".into(),
+        content: vec![toolhost::Content::Text(parsed.text)],
+        is_error: false,
+        structured: None,
+    }
+}
+
+use serde::Deserialize as _;
+
+fn calls(allocator: Allocator) -> Value {
+    let ws = bench_dir("calls-ws");
+    let plugins = bench_dir("calls-plugins");
+    std::fs::copy(toolhost_tests::ECHO, plugins.join("echo.wasm")).expect("install echo");
+    let host = host(allocator, &ws, Some(plugins));
+    let session = host.ephemeral_session();
+    let call = ToolUse { id: "toolu_bench".into(), name: "Echo".into(), input: json!({"text": "hello"}) };
+    let options = CallOptions::default();
+    let one = || {
+        let r = host.call(&session, &call, &options);
+        assert!(!r.is_error, "{r:?}");
+        r
+    };
+    for _ in 0..2000 {
+        one();
+    }
+    let pipeline = time(20_000, one);
+    for _ in 0..2000 {
+        host.bare_call("Echo").expect("bare call");
+    }
+    let bare = time(20_000, || host.bare_call("Echo"));
+    let native = time(20_000, || echo_native(&call.input));
+
+    let throughput = |threads: usize| {
+        let window = Duration::from_secs(2);
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (host, session, call) = (host.clone(), Arc::clone(&session), call.clone());
+                std::thread::spawn(move || {
+                    let options = CallOptions::default();
+                    let start = Instant::now();
+                    let mut n = 0u64;
+                    while start.elapsed() < window {
+                        host.call(&session, &call, &options);
+                        n += 1;
+                    }
+                    n as f64 / start.elapsed().as_secs_f64()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("worker")).sum::<f64>()
+    };
+    let one_worker = throughput(1);
+    let two_workers = throughput(2);
+    json!({
+        "allocator": format!("{:?}", host.allocator()),
+        "pipeline_p50": pipeline.p50, "pipeline_p99": pipeline.p99,
+        "bare_p50": bare.p50, "bare_p99": bare.p99,
+        "native_p50": native.p50, "native_p99": native.p99,
+        "throughput_1": one_worker, "throughput_2": two_workers,
+    })
+}
+
+fn read_10mb() -> Value {
+    let ws = bench_dir("read-ws");
+    let file = ws.join("ten-megabytes.txt");
+    if std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) < 10_000_000 {
+        let mut text = String::with_capacity(10_100_000);
+        let mut i = 0u64;
+        while text.len() < 10_000_000 {
+            text.push_str(&format!("{i:08} the quick brown fox jumps over the lazy dog; fn main() {{ println!(\"{i}\"); }}\n"));
+            i += 1;
+        }
+        std::fs::write(&file, text).expect("write 10 MB file");
+    }
+    let host = host(Allocator::Pooling, &ws, None);
+    let session = host.ephemeral_session();
+    let call = ToolUse {
+        id: "toolu_read".into(),
+        name: "Read".into(),
+        input: json!({"file_path": file.display().to_string(), "limit": 1_000_000_000u64}),
+    };
+    let first = host.call(&session, &call, &CallOptions::default());
+    assert!(!first.is_error && first.text().len() > 10_000_000, "{:?}", &first.text()[..200.min(first.text().len())]);
+    let wasm = time(15, || host.call(&session, &call, &CallOptions::default()));
+    if std::env::var("TH_READ_EXP").is_ok() {
+        let one = ToolUse { input: json!({"file_path": file.display().to_string(), "limit": 1}), ..call.clone() };
+        let t = time(15, || host.call(&session, &one, &CallOptions::default()));
+        eprintln!("read 10MB, return 1 line: {:.1} ms", t.p50 / 1e3);
+        let bytes = std::fs::read(&file).unwrap();
+        let t = time(15, || toolhost_plugin_read::text_of(&bytes, None, Some(1_000_000_000)));
+        eprintln!("native render only: {:.1} ms", t.p50 / 1e3);
+        let t = time(15, || std::fs::read(&file).unwrap());
+        eprintln!("native read only: {:.1} ms", t.p50 / 1e3);
+    }
+    let native = time(15, || {
+        let bytes = std::fs::read(&file).expect("read");
+        toolhost_plugin_read::text_of(&bytes, None, Some(1_000_000_000)).expect("text")
+    });
+    json!({"wasm_ms": wasm.p50 / 1e3, "native_ms": native.p50 / 1e3})
+}
+
+/// The patterns of the Grep benchmark: a literal, an alternation with word
+/// boundaries, a regex without any literal.
+const PATTERNS: [(&str, &str); 3] =
+    [("literal", "connection_timeout"), ("alternation", r"\b(error|warning|fatal)\b"), ("no literal", r"[A-Z]{3}[0-9]{3}")];
+
+fn grep_tree() -> Value {
+    let root = bench_dir("grep-tree");
+    generate_tree(&root);
+    let rg = ripgrep();
+    let host = host(Allocator::Pooling, &root, None);
+    let session = host.ephemeral_session();
+    let mut rows = Vec::new();
+    for (label, pattern) in PATTERNS {
+        let input = json!({"pattern": pattern, "output_mode": "count", "head_limit": 0});
+        let call = ToolUse { id: "toolu_grep".into(), name: "Grep".into(), input: input.clone() };
+        let wasm = time(5, || {
+            let r = host.call(&session, &call, &CallOptions::default());
+            assert!(!r.is_error, "{r:?}");
+        });
+        let native_input: toolhost_plugin_grep::GrepInput = serde_json::from_value(input).expect("grep input");
+        let native = time(5, || toolhost_plugin_grep::search(&root, &native_input).expect("native search"));
+        let rg_ms = rg.as_ref().map(|rg| {
+            time(5, || {
+                let out = Command::new(rg).args(["-j1", "--count", pattern]).arg(&root).output().expect("rg");
+                assert!(out.status.success());
+            })
+            .p50
+                / 1e3
+        });
+        rows.push(json!({"pattern": label, "regex": pattern, "wasm_ms": wasm.p50 / 1e3, "native_ms": native.p50 / 1e3, "rg_ms": rg_ms}));
+    }
+    json!(rows)
+}
+
+/// 5,000 files of about 10 KB (50 MB) in 50 directories, from a fixed seed.
+fn generate_tree(root: &Path) {
+    let marker = root.join(".complete");
+    if marker.exists() {
+        return;
+    }
+    const WORDS: [&str; 24] = [
+        "the", "request", "error", "handler", "value", "returns", "warning", "config", "socket", "buffer", "client", "server",
+        "fatal", "parse", "token", "stream", "errors", "warnings", "index", "cache", "thread", "lock", "queue", "timeout",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for d in 0..50 {
+        let dir = root.join(format!("dir{d:02}"));
+        std::fs::create_dir_all(&dir).expect("tree dir");
+        for f in 0..100 {
+            let mut text = String::with_capacity(10_400);
+            while text.len() < 10_000 {
+                let n = next();
+                match n % 97 {
+                    0 => text.push_str("    if elapsed > connection_timeout { return Err(Timeout); }\n"),
+                    1 => text.push_str(&format!("const CODE: &str = \"{}{}{}{:03}\";\n", 'A', 'Q', 'Z', n % 1000)),
+                    _ => {
+                        let words = 6 + (n % 8) as usize;
+                        let line: Vec<&str> = (0..words).map(|_| WORDS[(next() % WORDS.len() as u64) as usize]).collect();
+                        text.push_str(&line.join(" "));
+                        text.push('\n');
+                    }
+                }
+            }
+            std::fs::write(dir.join(format!("file{f:03}.rs")), text).expect("tree file");
+        }
+    }
+    std::fs::write(marker, "").expect("marker");
+}
+
+fn ripgrep() -> Option<PathBuf> {
+    if Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Some("rg".into());
+    }
+    let tools = toolhost_tests::repo_root().join("target").join("tools");
+    let local = tools.join("bin").join("rg");
+    if !local.exists() {
+        eprintln!("installing ripgrep into {} for the comparison...", tools.display());
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo).args(["install", "ripgrep", "--locked", "--root"]).arg(&tools).status().is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("could not install ripgrep; the rg column stays empty");
+            return None;
+        }
+    }
+    Some(local)
+}
+
+fn startup() -> Value {
+    let ws = bench_dir("startup-ws");
+    let empty_plugins = bench_dir("startup-plugins");
+    let run = || {
+        let out = Command::new(TOOLHOST)
+            .arg("--workspace")
+            .arg(&ws)
+            .arg("--plugins")
+            .arg(&empty_plugins)
+            .arg("tools")
+            .env("TOOLHOST_CACHE_DIR", toolhost_tests::shared_cache_dir())
+            .output()
+            .expect("run toolhost");
+        assert!(out.status.success());
+    };
+    run();
+    let warm = time(40, run);
+    json!({"p50_ms": warm.p50 / 1e3, "p99_ms": warm.p99 / 1e3})
+}
+
+fn rss() -> Value {
+    let ws = bench_dir("rss-ws");
+    let host = host(Allocator::Pooling, &ws, None);
+    assert_eq!(host.pool().len(), 5);
+    std::thread::sleep(Duration::from_millis(200));
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    drop(host);
+    json!({"rss_mib": kib / 1024.0})
+}
+
+#[derive(Default)]
+struct Report {
+    calls: Vec<(String, Value)>,
+    read: Option<Value>,
+    grep: Option<Value>,
+    startup: Option<Value>,
+    rss: Option<Value>,
+}
+
+impl Report {
+    fn print(&self) {
+        println!("| measure | toolhost | baseline | ratio | target |");
+        println!("|---|---|---|---|---|");
+        for (alloc, c) in &self.calls {
+            let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "| per call through the pipeline, p50 / p99 ({alloc}) | {:.1} / {:.1} µs | native {:.2} / {:.2} µs | {:.0}× | p50 ≤ 20 µs, p99 ≤ 60 µs |",
+                f("pipeline_p50"),
+                f("pipeline_p99"),
+                f("native_p50"),
+                f("native_p99"),
+                f("pipeline_p50") / f("native_p50")
+            );
+            println!(
+                "| bare instantiate + call + drop, p50 / p99 ({alloc}) | {:.1} / {:.1} µs | | | ≤ 12 µs |",
+                f("bare_p50"),
+                f("bare_p99")
+            );
+            println!(
+                "| throughput, 1 → 2 workers ({alloc}) | {:.0} → {:.0} calls/s | | {:.2}× | ≥ 60k calls/s, ≥ 1.7× |",
+                f("throughput_1"),
+                f("throughput_2"),
+                f("throughput_2") / f("throughput_1")
+            );
+        }
+        if let Some(r) = &self.read {
+            let (w, n) = (r["wasm_ms"].as_f64().unwrap_or(f64::NAN), r["native_ms"].as_f64().unwrap_or(f64::NAN));
+            println!("| Read of a 10 MB file, p50 | {w:.1} ms | native {n:.1} ms | {:.2}× | ≤ 1.5× |", w / n);
+        }
+        if let Some(Value::Array(rows)) = &self.grep {
+            let (mut gn, mut gr, mut worst, mut count) = (0.0, 0.0, 0.0f64, 0.0);
+            for row in rows {
+                let w = row["wasm_ms"].as_f64().unwrap_or(f64::NAN);
+                let n = row["native_ms"].as_f64().unwrap_or(f64::NAN);
+                let rg = row["rg_ms"].as_f64();
+                let rg_text = rg.map_or("rg not available".to_string(), |r| format!("rg -j1 {r:.1} ms"));
+                let rg_ratio = rg.map_or(String::new(), |r| format!(", {:.2}× rg", w / r));
+                println!(
+                    "| Grep `{}` ({}), 5,000 files / 50 MB, p50 | {w:.1} ms | native {n:.1} ms; {rg_text} | {:.2}× native{rg_ratio} | |",
+                    row["regex"].as_str().unwrap_or_default(),
+                    row["pattern"].as_str().unwrap_or_default(),
+                    w / n
+                );
+                gn += (w / n).ln();
+                gr += rg.map_or(f64::NAN, |r| (w / r).ln());
+                worst = worst.max(rg.map_or(w / n, |r| w / r));
+                count += 1.0;
+            }
+            println!(
+                "| Grep, geometric mean | | | {:.2}× native, {:.2}× rg; worst {:.2}× | ≤ 2.5× native, ≤ 1.5× rg, worst ≤ 3× |",
+                (gn / count).exp(),
+                (gr / count).exp(),
+                worst
+            );
+        }
+        if let Some(s) = &self.startup {
+            println!(
+                "| start-up, `toolhost tools` (warm cache), p50 / p99 | {:.1} / {:.1} ms | | | ≤ 15 ms |",
+                s["p50_ms"].as_f64().unwrap_or(f64::NAN),
+                s["p99_ms"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
+        if let Some(r) = &self.rss {
+            println!("| RSS, host with the built-ins loaded, idle | {:.1} MiB | | | ≤ 20 MiB |", r["rss_mib"].as_f64().unwrap_or(f64::NAN));
+        }
+    }
+}

@@ -156,7 +156,12 @@ impl HostBuilder {
                 runtime,
                 linker,
                 registry,
+                dir_strings: DirStrings {
+                    cwd: cwd.to_string_lossy().into_owned(),
+                    working: working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+                },
                 dirs: Dirs { cwd, working, read_only: Vec::new() },
+                scratch_session: load_session,
                 data_dir,
                 mode: self.mode,
                 limits,
@@ -274,6 +279,12 @@ fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
     base.join("toolhost")
 }
 
+/// The working directories as strings, for call contexts.
+pub(crate) struct DirStrings {
+    pub cwd: String,
+    pub working: Vec<String>,
+}
+
 /// A running host. Cheap to clone; share it across threads.
 #[derive(Clone)]
 pub struct Host {
@@ -286,6 +297,10 @@ pub(crate) struct Inner {
     pub linker: Linker<HostState>,
     pub registry: Registry,
     pub dirs: Dirs,
+    /// `dirs` as the strings of a call's context, made once.
+    pub dir_strings: DirStrings,
+    /// A session for calls that belong to none (loading, benchmarks).
+    pub scratch_session: Arc<Session>,
     pub data_dir: PathBuf,
     pub mode: PermissionMode,
     pub limits: CallLimits,
@@ -339,6 +354,21 @@ impl Host {
     /// A new session kept in memory only.
     pub fn ephemeral_session(&self) -> Arc<Session> {
         Arc::new(Session::ephemeral(&self.inner.data_dir))
+    }
+
+    /// Instantiates `tool` in a fresh Store with no capabilities, calls its
+    /// cheapest export (`is-enabled`) and drops everything: the floor of a
+    /// call's cost. For benchmarks.
+    #[doc(hidden)]
+    pub fn bare_call(&self, tool: &str) -> Option<bool> {
+        let tool = self.inner.registry.resolve(tool)?;
+        let session = Arc::clone(&self.inner.scratch_session);
+        let scope = crate::state::Scope::new(Arc::from(tool.spec.name.as_str()), String::new(), session, tool.namespace());
+        let _running = self.inner.runtime.running();
+        let (mut store, _captured) =
+            crate::sandbox::store(&self.inner.runtime.engine, &Grants::default(), &Dirs::default(), scope, self.inner.limits);
+        let plugin = tool.pre.instantiate(&mut store).ok()?;
+        plugin.toolhost_tool_tool().call_is_enabled(&mut store).ok()
     }
 
     /// Loads a component file the way a plugin would be loaded, without

@@ -85,28 +85,32 @@ impl Host {
 
         let _slot = inner.gate.enter();
         let _running = inner.runtime.running();
-        let mut dirs = inner.dirs.clone();
-        let results_dir = session.results_dir();
-        if results_dir.is_dir() {
-            dirs.read_only.push(results_dir.clone());
-        }
+        let results = session.existing_results_dir();
+        let with_results;
+        let dirs = match &results {
+            None => &inner.dirs,
+            Some(r) => {
+                with_results = crate::sandbox::Dirs { read_only: vec![r.clone()], ..inner.dirs.clone() };
+                &with_results
+            }
+        };
         let mut scope = Scope::new(Arc::from(name), id.to_string(), Arc::clone(session), tool.namespace());
         scope.progress = options.progress.clone();
         scope.cancel = options.cancel.clone();
-        let mut instance = match Instance::new(&inner.runtime.engine, tool, &dirs, scope, inner.limits) {
+        let mut instance = match Instance::new(&inner.runtime.engine, tool, dirs, scope, inner.limits) {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
                 return ToolResult::error(id, format!("toolhost could not start {name}: {e}. The host keeps serving; try again."));
             }
         };
-        let ctx = |mode: PermissionMode| CallContext {
+        let ctx = CallContext {
             tool_use_id: id.to_string(),
             session_id: session.id().to_string(),
-            cwd: dirs.cwd.to_string_lossy().into_owned(),
-            working_dirs: dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
-            read_only_dirs: dirs.read_only.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
-            mode: wit_mode(mode),
+            cwd: inner.dir_strings.cwd.clone(),
+            working_dirs: inner.dir_strings.working.clone(),
+            read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+            mode: wit_mode(inner.mode),
         };
         let outcome = self.steps(tool, tool_use, &mut instance, &ctx, span);
         instance.captured.log(name, id);
@@ -115,7 +119,7 @@ impl Host {
             Err(Fault::Wasm(e)) => fault_result(name, id, &e, &instance),
         };
         if !result.is_error {
-            result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, &results_dir);
+            result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
         }
         result
     }
@@ -126,7 +130,7 @@ impl Host {
         tool: &LoadedTool,
         tool_use: &ToolUse,
         instance: &mut Instance,
-        ctx: &dyn Fn(PermissionMode) -> CallContext,
+        ctx: &CallContext,
         span: &tracing::Span,
     ) -> Result<ToolResult, Fault> {
         let inner = &*self.inner;
@@ -136,7 +140,7 @@ impl Host {
         let store = &mut instance.store;
 
         // 3. The tool's own validation.
-        if let Err(e) = guest.call_validate_input(&mut *store, &input_text, &ctx(inner.mode))? {
+        if let Err(e) = guest.call_validate_input(&mut *store, &input_text, ctx)? {
             return Ok(ToolResult::error(id, format!("<tool_use_error>{}</tool_use_error>", e.message)));
         }
 
@@ -145,7 +149,11 @@ impl Host {
         // 5. Permission.
         let read_only = guest.call_is_read_only(&mut *store, &input_text)?;
         let check_in = |mode: PermissionMode, store: &mut wasmtime::Store<_>| -> Result<ToolCheck, Fault> {
-            let decision = guest.call_check_permissions(store, &input_text, &ctx(mode))?;
+            let decision = if mode == inner.mode {
+                guest.call_check_permissions(store, &input_text, ctx)?
+            } else {
+                guest.call_check_permissions(store, &input_text, &CallContext { mode: wit_mode(mode), ..ctx.clone() })?
+            };
             Ok(tool_check(decision, tool.trusted()))
         };
         let check = check_in(inner.mode, store)?;
@@ -208,7 +216,7 @@ impl Host {
         }
 
         // 6. Call.
-        let output = guest.call_call(&mut *store, &input_text, &ctx(inner.mode))?;
+        let output = guest.call_call(&mut *store, &input_text, ctx)?;
 
         // 7. PostToolUse hooks: issue #4.
 

@@ -3,6 +3,7 @@
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+use crate::session::Session;
 use std::path::Path;
 
 /// Characters of an oversized result shown in its preview.
@@ -113,8 +114,9 @@ pub(crate) fn from_output(
 }
 
 /// When the text of `result` is longer than `max_chars`, writes it to a file
-/// in `dir` and replaces it with a preview and the file's path.
-pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u64>, dir: &Path) {
+/// in the session's results directory and replaces it with a preview and the
+/// file's path.
+pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u64>, session: &Session) {
     let Some(max) = max_chars else { return };
     let chars: usize = result
         .content
@@ -129,13 +131,17 @@ pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u6
     }
     let full = result.text();
     let preview: String = full.chars().take(PREVIEW_CHARS).collect();
+    let dir = session.results_dir();
     let file = dir.join(format!("{}.txt", sanitize(&result.tool_use_id)));
-    let saved = std::fs::create_dir_all(dir).and_then(|()| write_atomically(&file, full.as_bytes()));
+    let saved = std::fs::create_dir_all(&dir).and_then(|()| write_atomically(&file, full.as_bytes()));
     let text = match saved {
-        Ok(()) => format!(
+        Ok(()) => {
+            session.note_results();
+            format!(
             "<persisted-output>\nOutput too large ({chars} characters). Full output saved to: {}\n\nPreview (first {PREVIEW_CHARS} characters):\n{preview}\n...\n</persisted-output>",
-            file.display()
-        ),
+                file.display()
+            )
+        }
         Err(e) => {
             tracing::warn!(error = %e, file = %file.display(), "could not persist an oversized result");
             format!("{preview}\n...\n[Output truncated from {chars} characters; the full output could not be saved: {e}]")
@@ -165,17 +171,20 @@ mod tests {
     #[test]
     fn oversized_results_are_persisted_with_a_preview() {
         let dir = tempfile::tempdir().unwrap();
+        let session = Session::ephemeral(dir.path());
+        assert_eq!(session.existing_results_dir(), None);
         let big = "x".repeat(5000);
         let mut r = ToolResult { tool_use_id: "../evil id".into(), content: vec![Content::Text(big.clone())], is_error: false, structured: None };
-        persist_if_oversized(&mut r, Some(4000), dir.path());
+        persist_if_oversized(&mut r, Some(4000), &session);
         let text = r.text();
         assert!(text.starts_with("<persisted-output>\nOutput too large (5000 characters)"), "{text}");
-        let saved = dir.path().join("___evil_id.txt");
+        assert_eq!(session.existing_results_dir(), Some(session.results_dir()));
+        let saved = session.results_dir().join("___evil_id.txt");
         assert!(text.contains(&saved.display().to_string()));
         assert_eq!(std::fs::read_to_string(saved).unwrap(), big);
 
         let mut small = ToolResult::error("id", "short");
-        persist_if_oversized(&mut small, Some(10), dir.path());
+        persist_if_oversized(&mut small, Some(10), &session);
         assert_eq!(small.text(), "short");
     }
 

@@ -13,7 +13,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 1024;
@@ -49,6 +49,9 @@ pub struct Session {
     id: String,
     dir: PathBuf,
     persistent: bool,
+    /// The results directory is known to exist (checked at open, set when a
+    /// result is persisted), so calls need not look on every call.
+    has_results: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -69,14 +72,21 @@ impl Session {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let id = format!("ephemeral-{nanos:x}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-        Session { dir: data_dir.join("sessions").join(&id), id, persistent: false, state: Mutex::default() }
+        Session {
+            dir: data_dir.join("sessions").join(&id),
+            id,
+            persistent: false,
+            has_results: AtomicBool::new(false),
+            state: Mutex::default(),
+        }
     }
 
     /// Opens the persistent session `id`, loading its state if it exists.
     pub fn open(data_dir: &Path, id: &str) -> Result<Session, SessionError> {
         validate_id(id)?;
         let dir = data_dir.join("sessions").join(id);
-        let session = Session { dir, id: id.to_string(), persistent: true, state: Mutex::default() };
+        let has_results = AtomicBool::new(dir.join("tool-results").is_dir());
+        let session = Session { dir, id: id.to_string(), persistent: true, has_results, state: Mutex::default() };
         let entries = session.read_disk()?;
         let mut state = session.lock();
         state.bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
@@ -97,6 +107,17 @@ impl Session {
     /// Where oversized results are persisted.
     pub fn results_dir(&self) -> PathBuf {
         self.dir.join("tool-results")
+    }
+
+    /// The results directory, if results were persisted there (tools may read
+    /// it).
+    pub fn existing_results_dir(&self) -> Option<PathBuf> {
+        self.has_results.load(Ordering::Relaxed).then(|| self.results_dir())
+    }
+
+    /// Records that a result was persisted in [`Session::results_dir`].
+    pub(crate) fn note_results(&self) {
+        self.has_results.store(true, Ordering::Relaxed);
     }
 
     pub fn get(&self, key: &str) -> Option<String> {

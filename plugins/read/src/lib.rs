@@ -68,45 +68,66 @@ impl Tool for Read {
             return Ok(Output { content: vec![Content::Image { media_type: media_type.into(), data }], ..Output::default() });
         }
         let bytes = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        if fs::looks_binary(&bytes) {
+        let Some(out) = text_of(&bytes, input.offset, input.limit) else {
             return Err(ToolError::unsupported(format!(
                 "{} appears to be a binary file ({} bytes); Read only shows text files and images. \
                  Use Bash with a suitable command (e.g. `xxd`, `file`) to inspect it.",
                 path.display(),
                 bytes.len()
             )));
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        let out = render(&text, input.offset, input.limit);
+        };
         fs::record_read(ctx, &path, &meta)?;
         Ok(Output::text(out))
     }
 }
 
+/// What Read shows for a file's bytes, or `None` for a binary file. The same
+/// function runs natively in the benchmarks.
+pub fn text_of(bytes: &[u8], offset: Option<u64>, limit: Option<u64>) -> Option<String> {
+    if fs::looks_binary(bytes) {
+        return None;
+    }
+    // SIMD validation (simd128 in wasm); only invalid text pays for the
+    // lossy copy.
+    let text = match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
+    Some(render(&text, offset, limit))
+}
+
 /// The text the model sees for a file's contents: the selected lines numbered
 /// `cat -n` style, with a note when lines were left out, or a warning when there
-/// is nothing to show. The same function runs natively in the benchmarks.
+/// is nothing to show.
 pub fn render(text: &str, offset: Option<u64>, limit: Option<u64>) -> String {
     if text.is_empty() {
         return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into();
     }
     // `offset` is a 1-based line number; 0 means the start as well.
-    let start = offset.map_or(0, |o| (o as usize).saturating_sub(1));
+    let start = offset.map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX).saturating_sub(1));
     let limit = limit.map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
     let body = text.strip_suffix('\n').unwrap_or(text);
-    let mut out = String::with_capacity(body.len().min(limit.saturating_mul(80)) + body.len() / 8);
+    let bytes = body.as_bytes();
+    let mut out = String::with_capacity(body.len().min(limit.saturating_mul(128)).saturating_add(body.len() / 8).min(body.len() * 2 + 64));
     let mut shown = 0;
-    let mut total = 0;
-    for (i, line) in body.split('\n').enumerate() {
-        total = i + 1;
-        if i < start || shown >= limit {
-            continue;
+    let mut line_start = 0;
+    let mut index = 0;
+    // Lines are cut at `\n` bytes, which are always char boundaries.
+    let mut ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    for end in ends.by_ref() {
+        if index >= start {
+            let line = &body[line_start..end];
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            push_numbered(&mut out, index + 1, line);
+            shown += 1;
         }
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        let line = truncate_chars(line, MAX_LINE_CHARS);
-        fs::number_lines([line.as_ref()], i + 1, &mut out);
-        shown += 1;
+        index += 1;
+        line_start = end + 1;
+        if shown == limit {
+            break;
+        }
     }
+    let total = index + ends.count();
     if shown == 0 {
         return format!(
             "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {total} lines.</system-reminder>",
@@ -123,11 +144,34 @@ pub fn render(text: &str, offset: Option<u64>, limit: Option<u64>) -> String {
     out
 }
 
-fn truncate_chars(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    match line.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}... [line truncated, {} characters in all]", &line[..cut], line.chars().count()).into(),
-        None => line.into(),
+/// Appends `number` right-aligned in six columns, a tab, and `line` (cut at
+/// [`MAX_LINE_CHARS`]), without the formatting machinery: this loop is most of
+/// Read's time on large files.
+fn push_numbered(out: &mut String, number: usize, line: &str) {
+    let mut digits = [b' '; 20];
+    let mut n = number;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
+    let width = (digits.len() - i).max(6);
+    let padded = &digits[digits.len() - width..];
+    // Digits and spaces are ASCII.
+    out.push_str(std::str::from_utf8(padded).unwrap_or_default());
+    out.push('\t');
+    if line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS {
+        let cut = line.char_indices().nth(MAX_LINE_CHARS).map_or(line.len(), |(i, _)| i);
+        out.push_str(&line[..cut]);
+        out.push_str(&format!("... [line truncated, {} characters in all]", line.chars().count()));
+    } else {
+        out.push_str(line);
+    }
+    out.push('\n');
 }
 
 fn image_type(path: &std::path::Path) -> Option<&'static str> {
@@ -172,6 +216,15 @@ mod tests {
         let text = "1\n2\n3\n4\n5\n";
         assert_eq!(render(text, Some(2), Some(2)), "     2\t2\n     3\t3\n\n(Showing lines 2-3 of 5. Use offset and limit to read other parts.)\n");
         assert!(render(text, Some(9), None).contains("shorter than the provided offset (9). The file has 5 lines"));
+    }
+
+    #[test]
+    fn wide_line_numbers_and_invalid_utf8() {
+        let mut out = String::new();
+        push_numbered(&mut out, 1_234_567, "x");
+        assert_eq!(out, "1234567\tx\n");
+        assert_eq!(text_of(b"caf\xe9\n", None, None).unwrap(), "     1\tcaf\u{fffd}\n");
+        assert_eq!(text_of(b"\0\x01", None, None), None);
     }
 
     #[test]
