@@ -35,4 +35,3 @@ pub fn build(root: &Path, packages: &[String]) -> PathBuf {
     }
     target_dir.join("wasm32-wasip2").join("plugin")
 }
-

@@ -9,8 +9,8 @@ wasmtime::component::bindgen!({
     world: "file-plugin",
 });
 
-pub use exports::toolhost::tool::tool::{CallContext, PermissionDecision};
 pub use self::toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
+pub use exports::toolhost::tool::tool::{CallContext, PermissionDecision};
 
 /// The contract version this host implements (the package version in `wit/`).
 pub const CONTRACT: (u64, u64, u64) = (1, 0, 0);

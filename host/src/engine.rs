@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
-use wasmtime::{Config, Engine, Enabled, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 /// How often the epoch advances while calls run: the resolution of timeouts
 /// and cancellation for a guest spinning in wasm.
@@ -188,10 +188,10 @@ impl Ticker {
 
     fn enter(&self) -> RunningGuard {
         self.shared.running.fetch_add(1, Ordering::SeqCst);
-        if self.shared.parked.load(Ordering::SeqCst) {
-            if let Some(t) = self.shared.thread.get() {
-                t.unpark();
-            }
+        if self.shared.parked.load(Ordering::SeqCst)
+            && let Some(t) = self.shared.thread.get()
+        {
+            t.unpark();
         }
         RunningGuard { shared: Arc::clone(&self.shared) }
     }

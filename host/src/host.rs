@@ -125,14 +125,20 @@ impl HostBuilder {
             add_dir_forms(&mut working, dir)?;
         }
         let cwd = working[0].clone();
-        let limits = CallLimits { memory: self.memory.unwrap_or(DEFAULT_MEMORY), timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT) };
+        let limits = CallLimits {
+            memory: self.memory.unwrap_or(DEFAULT_MEMORY),
+            timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        };
         let instances = self.instances.unwrap_or(DEFAULT_INSTANCES);
         let sizes = PoolSizes { instances, max_memory: limits.memory.next_multiple_of(64 << 10) };
         let runtime = Runtime::new(self.allocator, sizes).map_err(|e| HostError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
-        crate::bindings::FilePlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        crate::bindings::FilePlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| HostError::Engine(format!("{e:#}")))?;
         let data_dir = self.data_dir.unwrap_or_else(default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(default_cache_dir()));
         let load_session = Arc::new(Session::ephemeral(&data_dir));
@@ -221,7 +227,8 @@ fn load_plugins(
             return;
         }
     };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
+    let mut paths: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
     paths.sort();
     for path in paths {
         let source = path.display().to_string();
@@ -246,7 +253,15 @@ fn load_component_file(
     contract::check_header(&bytes)?;
     let component = cache::compile(&runtime.engine, &bytes, &cache::content_hash(&bytes), cache_dir)
         .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
-    tool::load(&runtime.engine, linker, &component, Origin::Plugin(path.to_path_buf()), Grants::default(), limits, session)
+    tool::load(
+        &runtime.engine,
+        linker,
+        &component,
+        Origin::Plugin(path.to_path_buf()),
+        Grants::default(),
+        limits,
+        session,
+    )
 }
 
 /// `$TOOLHOST_DATA_DIR`, else `$XDG_DATA_HOME/toolhost`, else `~/.local/share/toolhost`.
@@ -363,10 +378,16 @@ impl Host {
     pub fn bare_call(&self, tool: &str) -> Option<bool> {
         let tool = self.inner.registry.resolve(tool)?;
         let session = Arc::clone(&self.inner.scratch_session);
-        let scope = crate::state::Scope::new(Arc::from(tool.spec.name.as_str()), String::new(), session, tool.namespace());
+        let scope =
+            crate::state::Scope::new(Arc::from(tool.spec.name.as_str()), String::new(), session, tool.namespace());
         let _running = self.inner.runtime.running();
-        let (mut store, _captured) =
-            crate::sandbox::store(&self.inner.runtime.engine, &Grants::default(), &Dirs::default(), scope, self.inner.limits);
+        let (mut store, _captured) = crate::sandbox::store(
+            &self.inner.runtime.engine,
+            &Grants::default(),
+            &Dirs::default(),
+            scope,
+            self.inner.limits,
+        );
         let plugin = tool.pre.instantiate(&mut store).ok()?;
         plugin.toolhost_tool_tool().call_is_enabled(&mut store).ok()
     }

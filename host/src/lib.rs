@@ -38,8 +38,8 @@ mod tool;
 
 pub use engine::Allocator;
 pub use host::{
-    DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, Host, HostBuilder, HostError, default_cache_dir, default_data_dir,
-    default_plugins_dir,
+    DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, Host, HostBuilder, HostError, default_cache_dir,
+    default_data_dir, default_plugins_dir,
 };
 pub use permissions::PermissionMode;
 pub use pipeline::{CallOptions, ToolUse};

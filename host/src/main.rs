@@ -71,7 +71,8 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -135,7 +136,14 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn call(host: &Host, name: &str, input: &str, as_json: bool, session_id: Option<String>, id: Option<String>) -> anyhow::Result<ExitCode> {
+fn call(
+    host: &Host,
+    name: &str,
+    input: &str,
+    as_json: bool,
+    session_id: Option<String>,
+    id: Option<String>,
+) -> anyhow::Result<ExitCode> {
     let id = id.unwrap_or_else(fresh_id);
     let session = match &session_id {
         Some(s) => host.session(s)?,
@@ -143,13 +151,16 @@ fn call(host: &Host, name: &str, input: &str, as_json: bool, session_id: Option<
     };
     let result = match serde_json::from_str(input) {
         Ok(input) => {
-            let progress: toolhost::ProgressSink = Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message));
+            let progress: toolhost::ProgressSink =
+                Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message));
             let options = CallOptions { progress: Some(progress), cancel: None };
             host.call(&session, &ToolUse { id, name: name.to_string(), input }, &options)
         }
         Err(e) => ToolResult::error(
             &id,
-            format!("<tool_use_error>InputValidationError: the input of {name} is not valid JSON: {e}</tool_use_error>"),
+            format!(
+                "<tool_use_error>InputValidationError: the input of {name} is not valid JSON: {e}</tool_use_error>"
+            ),
         ),
     };
     if let Err(e) = session.save() {
@@ -169,7 +180,9 @@ fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
     for block in &result.content {
         match block {
             Content::Text(t) => writeln!(out, "{t}")?,
-            Content::Image { media_type, data } => writeln!(out, "[image {media_type}, {} base64 characters]", data.len())?,
+            Content::Image { media_type, data } => {
+                writeln!(out, "[image {media_type}, {} base64 characters]", data.len())?
+            }
         }
     }
     if result.is_error && std::io::stderr().is_terminal() {
@@ -187,7 +200,10 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             println!("  description:   {}", tool.spec.description);
             println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
             println!("  imports:       {}", tool.shape.imports.len());
-            println!("  input schema:  valid ({} properties)", tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len()));
+            println!(
+                "  input schema:  valid ({} properties)",
+                tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
+            );
             println!("  enabled:       {}", tool.spec.enabled);
             Ok(ExitCode::SUCCESS)
         }

@@ -57,10 +57,9 @@ impl fmt::Display for PermissionMode {
 impl std::str::FromStr for PermissionMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        PermissionMode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown permission mode `{s}` (expected default, plan, acceptEdits, dontAsk or bypassPermissions)"))
+        PermissionMode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
+            format!("unknown permission mode `{s}` (expected default, plan, acceptEdits, dontAsk or bypassPermissions)")
+        })
     }
 }
 
@@ -134,7 +133,9 @@ pub fn decide(facts: &Facts) -> Decision {
         ToolCheck::Deny(reason) => {
             return Decision::Deny { message: reason.clone(), source: Source::Tool };
         }
-        ToolCheck::Ask { message, suggested_rules } => return ask(message.clone(), suggested_rules.clone(), Source::Tool),
+        ToolCheck::Ask { message, suggested_rules } => {
+            return ask(message.clone(), suggested_rules.clone(), Source::Tool);
+        }
         ToolCheck::Allow(input) if facts.read_only || mode != PermissionMode::Plan => {
             return Decision::Allow { input: input.clone(), source: Source::Tool };
         }

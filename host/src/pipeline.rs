@@ -1,11 +1,16 @@
 //! One call, start to finish: the pipeline of SPEC §4.
 //!
-//! 1. find the tool by name or alias; 2. validate the input against its JSON
-//! Schema; 3. the tool's `validate-input`; 4. PreToolUse hooks (issue #4);
-//! 5. the permission decision; 6. `call` in a fresh sandboxed instance;
-//! 7. PostToolUse hooks (issue #4); 8. map to a `tool_result`, persisting an
-//! oversized one. Every failure is an error result; nothing a tool or its input
-//! does reaches the caller as anything else.
+//! 1. find the tool by name or alias;
+//! 2. validate the input against its JSON Schema;
+//! 3. the tool's `validate-input`;
+//! 4. PreToolUse hooks (issue #4);
+//! 5. the permission decision;
+//! 6. `call` in a fresh sandboxed instance;
+//! 7. PostToolUse hooks (issue #4);
+//! 8. map to a `tool_result`, persisting an oversized one.
+//!
+//! Every failure is an error result; nothing a tool or its input does reaches
+//! the caller as anything else.
 
 use crate::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
 use crate::host::Host;
@@ -70,12 +75,21 @@ impl Host {
         result
     }
 
-    fn run(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions, span: &tracing::Span) -> ToolResult {
+    fn run(
+        &self,
+        session: &Arc<Session>,
+        tool_use: &ToolUse,
+        options: &CallOptions,
+        span: &tracing::Span,
+    ) -> ToolResult {
         let id = tool_use.id.as_str();
         let inner = &*self.inner;
         // 1. Lookup (disabled tools are not in the pool, so not callable).
         let Some(tool) = inner.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
-            return ToolResult::error(id, format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name));
+            return ToolResult::error(
+                id,
+                format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),
+            );
         };
         let name = tool.spec.name.as_str();
         // 2. Schema.
@@ -101,7 +115,10 @@ impl Host {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
-                return ToolResult::error(id, format!("toolhost could not start {name}: {e}. The host keeps serving; try again."));
+                return ToolResult::error(
+                    id,
+                    format!("toolhost could not start {name}: {e}. The host keeps serving; try again."),
+                );
             }
         };
         let ctx = CallContext {
@@ -152,7 +169,11 @@ impl Host {
             let decision = if mode == inner.mode {
                 guest.call_check_permissions(store, &input_text, ctx)?
             } else {
-                guest.call_check_permissions(store, &input_text, &CallContext { mode: wit_mode(mode), ..ctx.clone() })?
+                guest.call_check_permissions(
+                    store,
+                    &input_text,
+                    &CallContext { mode: wit_mode(mode), ..ctx.clone() },
+                )?
             };
             Ok(tool_check(decision, tool.trusted()))
         };

@@ -29,14 +29,23 @@ impl Registry {
         if let Some(&i) = self.names.get(&tool.spec.name) {
             let holder = &self.tools[i];
             let kind = if holder.origin == Origin::Builtin { "built-in" } else { "tool" };
-            self.problem(source, format!("its name `{}` is already taken by the {kind} `{}`, which wins", tool.spec.name, holder.spec.name));
+            self.problem(
+                source,
+                format!(
+                    "its name `{}` is already taken by the {kind} `{}`, which wins",
+                    tool.spec.name, holder.spec.name
+                ),
+            );
             return;
         }
         let index = self.tools.len();
         self.names.insert(tool.spec.name.clone(), index);
         for alias in &tool.spec.aliases {
             if self.names.contains_key(alias) {
-                self.problem(source, format!("alias `{alias}` of `{}` is already taken; the alias is ignored", tool.spec.name));
+                self.problem(
+                    source,
+                    format!("alias `{alias}` of `{}` is already taken; the alias is ignored", tool.spec.name),
+                );
             } else {
                 self.names.insert(alias.clone(), index);
             }

@@ -1,9 +1,9 @@
 //! Tool results as the model receives them (step 8 of the pipeline), including
 //! the persistence of oversized results.
 
+use crate::session::Session;
 use base64::Engine as _;
 use serde_json::{Value, json};
-use crate::session::Session;
 use std::path::Path;
 
 /// Characters of an oversized result shown in its preview.
@@ -17,7 +17,10 @@ const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/w
 pub enum Content {
     Text(String),
     /// An image, its data base64-encoded.
-    Image { media_type: String, data: String },
+    Image {
+        media_type: String,
+        data: String,
+    },
 }
 
 /// A `tool_result`: what goes back to the model for one `tool_use`.
@@ -33,7 +36,12 @@ pub struct ToolResult {
 impl ToolResult {
     /// An error result with `message` as its only block.
     pub fn error(tool_use_id: &str, message: impl Into<String>) -> ToolResult {
-        ToolResult { tool_use_id: tool_use_id.to_string(), content: vec![Content::Text(message.into())], is_error: true, structured: None }
+        ToolResult {
+            tool_use_id: tool_use_id.to_string(),
+            content: vec![Content::Text(message.into())],
+            is_error: true,
+            structured: None,
+        }
     }
 
     /// The text of all text blocks, joined by newlines.
@@ -76,7 +84,9 @@ pub(crate) fn from_output(
     output_schema: Option<&crate::schema::Schema>,
 ) -> ToolResult {
     use crate::bindings::ContentBlock;
-    let malformed = |why: String| ToolResult::error(tool_use_id, format!("{tool} returned malformed output: {why}. This is a bug in the tool."));
+    let malformed = |why: String| {
+        ToolResult::error(tool_use_id, format!("{tool} returned malformed output: {why}. This is a bug in the tool."))
+    };
     let mut content = Vec::with_capacity(output.content.len());
     for block in output.content {
         match block {
@@ -101,10 +111,10 @@ pub(crate) fn from_output(
         Some(s) => match serde_json::from_str::<Value>(&s) {
             Err(e) => return malformed(format!("its structured output is not valid JSON ({e})")),
             Ok(v) => {
-                if let Some(schema) = output_schema {
-                    if let Err(e) = schema.check(tool, &v) {
-                        return malformed(format!("its structured output does not match its output schema: {e}"));
-                    }
+                if let Some(schema) = output_schema
+                    && let Err(e) = schema.check(tool, &v)
+                {
+                    return malformed(format!("its structured output does not match its output schema: {e}"));
                 }
                 Some(v)
             }
@@ -138,13 +148,15 @@ pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u6
         Ok(()) => {
             session.note_results();
             format!(
-            "<persisted-output>\nOutput too large ({chars} characters). Full output saved to: {}\n\nPreview (first {PREVIEW_CHARS} characters):\n{preview}\n...\n</persisted-output>",
+                "<persisted-output>\nOutput too large ({chars} characters). Full output saved to: {}\n\nPreview (first {PREVIEW_CHARS} characters):\n{preview}\n...\n</persisted-output>",
                 file.display()
             )
         }
         Err(e) => {
             tracing::warn!(error = %e, file = %file.display(), "could not persist an oversized result");
-            format!("{preview}\n...\n[Output truncated from {chars} characters; the full output could not be saved: {e}]")
+            format!(
+                "{preview}\n...\n[Output truncated from {chars} characters; the full output could not be saved: {e}]"
+            )
         }
     };
     let images = result.content.drain(..).filter(|c| matches!(c, Content::Image { .. }));
@@ -160,7 +172,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// A tool-use id as a file name: anything but `A-Z a-z 0-9 _ -` becomes `_`.
 fn sanitize(id: &str) -> String {
-    let s: String = id.chars().take(128).map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let s: String =
+        id.chars().take(128).map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     if s.is_empty() { "result".into() } else { s }
 }
 
@@ -174,7 +187,12 @@ mod tests {
         let session = Session::ephemeral(dir.path());
         assert_eq!(session.existing_results_dir(), None);
         let big = "x".repeat(5000);
-        let mut r = ToolResult { tool_use_id: "../evil id".into(), content: vec![Content::Text(big.clone())], is_error: false, structured: None };
+        let mut r = ToolResult {
+            tool_use_id: "../evil id".into(),
+            content: vec![Content::Text(big.clone())],
+            is_error: false,
+            structured: None,
+        };
         persist_if_oversized(&mut r, Some(4000), &session);
         let text = r.text();
         assert!(text.starts_with("<persisted-output>\nOutput too large (5000 characters)"), "{text}");
@@ -192,7 +210,10 @@ mod tests {
     fn json_shape_matches_the_messages_api() {
         let r = ToolResult {
             tool_use_id: "t1".into(),
-            content: vec![Content::Text("hi".into()), Content::Image { media_type: "image/png".into(), data: "AA==".into() }],
+            content: vec![
+                Content::Text("hi".into()),
+                Content::Image { media_type: "image/png".into(), data: "AA==".into() },
+            ],
             is_error: false,
             structured: None,
         };

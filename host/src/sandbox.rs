@@ -79,8 +79,15 @@ impl Captured {
 }
 
 /// Builds the Store for one call of a tool with `grants`.
-pub fn store(engine: &Engine, grants: &Grants, dirs: &Dirs, mut scope: Scope, limits: CallLimits) -> (Store<HostState>, Captured) {
-    let captured = Captured { stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT), stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT) };
+pub fn store(
+    engine: &Engine,
+    grants: &Grants,
+    dirs: &Dirs,
+    mut scope: Scope,
+    limits: CallLimits,
+) -> (Store<HostState>, Captured) {
+    let captured =
+        Captured { stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT), stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT) };
     let mut wasi = WasiCtxBuilder::new();
     // Calls run on threads that may block: file I/O runs inline instead of
     // hopping to a thread pool (the difference is up to 20x for Grep).
@@ -104,12 +111,8 @@ pub fn store(engine: &Engine, grants: &Grants, dirs: &Dirs, mut scope: Scope, li
         scope.writable = dirs.working.clone();
     }
     scope.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
-    let state = HostState {
-        wasi: wasi.build(),
-        table: ResourceTable::new(),
-        limits: Limits { memory: limits.memory },
-        scope,
-    };
+    let state =
+        HostState { wasi: wasi.build(), table: ResourceTable::new(), limits: Limits { memory: limits.memory }, scope };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(1);

@@ -28,7 +28,8 @@ impl Schema {
         }
         let mut problems: Vec<String> = self.validator.iter_errors(input).map(|e| describe(&self.json, &e)).collect();
         problems.dedup();
-        let (noun, list) = if problems.len() == 1 { ("issue", problems[0].clone()) } else { ("issues", problems.join("\n")) };
+        let (noun, list) =
+            if problems.len() == 1 { ("issue", problems[0].clone()) } else { ("issues", problems.join("\n")) };
         Err(format!("InputValidationError: {tool} failed due to the following {noun}:\n{list}"))
     }
 }
@@ -36,7 +37,8 @@ impl Schema {
 fn describe(schema: &Value, error: &jsonschema::ValidationError<'_>) -> String {
     let at = error.instance_path().as_str().to_string();
     let field = if at.is_empty() { "the input".to_string() } else { format!("`{}`", pointer_to_field(&at)) };
-    let nested = |name: &str| if at.is_empty() { name.to_string() } else { format!("{}.{name}", pointer_to_field(&at)) };
+    let nested =
+        |name: &str| if at.is_empty() { name.to_string() } else { format!("{}.{name}", pointer_to_field(&at)) };
     match error.kind() {
         ValidationErrorKind::Required { property } => {
             format!("The required parameter `{}` is missing", nested(property.as_str().unwrap_or_default()))
@@ -127,7 +129,10 @@ mod tests {
         );
         let e = s.check("Read", &json!({"file_path": 1, "limit": "2", "extra": true})).unwrap_err();
         assert!(e.contains("The parameter `file_path` type is expected as `string` but provided as `integer`"), "{e}");
-        assert!(e.contains("The parameter `limit` type is expected as `integer or null` but provided as `string`"), "{e}");
+        assert!(
+            e.contains("The parameter `limit` type is expected as `integer or null` but provided as `string`"),
+            "{e}"
+        );
         assert!(e.contains("An unexpected parameter `extra` was provided"), "{e}");
         let e = s.check("Read", &json!({"file_path": "x", "limit": 0})).unwrap_err();
         assert!(e.contains("`limit` is invalid"), "{e}");

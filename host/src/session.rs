@@ -68,9 +68,7 @@ impl Session {
     /// directory under `data_dir`, so the paths given to the model stay valid.
     pub fn ephemeral(data_dir: &Path) -> Session {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let id = format!("ephemeral-{nanos:x}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         Session {
             dir: data_dir.join("sessions").join(&id),
@@ -142,7 +140,12 @@ impl Session {
             return Err(WriteError::QuotaExceeded);
         }
         if let Some(prefix) = quota_prefix {
-            let used: usize = state.entries.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, v)| k.len() + v.len()).sum();
+            let used: usize = state
+                .entries
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| k.len() + v.len())
+                .sum();
             if used - old + key.len() + value.len() > MAX_BYTES / 4 {
                 return Err(WriteError::QuotaExceeded);
             }
@@ -164,7 +167,12 @@ impl Session {
     /// Keys starting with `prefix`, sorted.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let state = self.lock();
-        state.entries.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect()
+        state
+            .entries
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// Writes this process's changes to disk (persistent sessions only):
@@ -180,7 +188,12 @@ impl Session {
         }
         let io = |source| SessionError::Io { path: self.state_path(), source };
         fs::create_dir_all(&self.dir).map_err(io)?;
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(self.dir.join("state.lock")).map_err(io)?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("state.lock"))
+            .map_err(io)?;
         lock.lock().map_err(io)?;
         let mut merged = self.read_disk()?;
         for key in &state.changed {
@@ -189,7 +202,8 @@ impl Session {
                 None => merged.remove(key),
             };
         }
-        let text = serde_json::to_vec_pretty(&merged).map_err(|e| SessionError::Corrupt { path: self.state_path(), source: e })?;
+        let text = serde_json::to_vec_pretty(&merged)
+            .map_err(|e| SessionError::Corrupt { path: self.state_path(), source: e })?;
         let tmp = self.dir.join(format!("state.json.{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = File::create(&tmp)?;
@@ -216,7 +230,9 @@ impl Session {
         let path = self.state_path();
         let mut text = String::new();
         match File::open(&path) {
-            Ok(mut f) => f.read_to_string(&mut text).map_err(|source| SessionError::Io { path: path.clone(), source })?,
+            Ok(mut f) => {
+                f.read_to_string(&mut text).map_err(|source| SessionError::Io { path: path.clone(), source })?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(source) => return Err(SessionError::Io { path, source }),
         };

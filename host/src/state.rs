@@ -144,10 +144,10 @@ pub fn on_epoch(ctx: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateD
     if scope.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
         return Err(Interrupted::Cancelled.into());
     }
-    if let Some((at, limit)) = scope.deadline {
-        if Instant::now() >= at {
-            return Err(Interrupted::Timeout(limit).into());
-        }
+    if let Some((at, limit)) = scope.deadline
+        && Instant::now() >= at
+    {
+        return Err(Interrupted::Timeout(limit).into());
     }
     Ok(UpdateDeadline::Continue(1))
 }
@@ -323,7 +323,11 @@ mod tests {
 
         replace_file(std::slice::from_ref(&root), &root.join("new/dir/f.txt"), b"created").unwrap();
         assert_eq!(std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(), "created");
-        let leftovers: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("toolhost")).collect();
+        let leftovers: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("toolhost"))
+            .collect();
         assert!(leftovers.is_empty());
     }
 

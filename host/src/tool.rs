@@ -121,7 +121,8 @@ pub(crate) fn load(
     let info = tool.call_info(&mut store).map_err(|e| describe(e, &captured))?;
     let enabled = tool.call_is_enabled(&mut store).map_err(|e| describe(e, &captured))?;
     let spec = parse_info(info, enabled)?;
-    let input = Schema::compile(spec.input_schema.clone()).map_err(|e| LoadError::Invalid(format!("input schema: {e}")))?;
+    let input =
+        Schema::compile(spec.input_schema.clone()).map_err(|e| LoadError::Invalid(format!("input schema: {e}")))?;
     let output = spec
         .output_schema
         .clone()
@@ -168,7 +169,9 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {
 
 /// Tool names follow the Messages API's rule: 1–64 of `A-Z a-z 0-9 _ -`.
 fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if ok { Ok(()) } else { Err(format!("`{name}` is not a valid tool name (1-64 characters from A-Z a-z 0-9 _ -)")) }
 }
 
@@ -180,7 +183,13 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    pub fn new(engine: &Engine, tool: &LoadedTool, dirs: &Dirs, scope: Scope, limits: CallLimits) -> wasmtime::Result<Instance> {
+    pub fn new(
+        engine: &Engine,
+        tool: &LoadedTool,
+        dirs: &Dirs,
+        scope: Scope,
+        limits: CallLimits,
+    ) -> wasmtime::Result<Instance> {
         let (mut store, captured) = sandbox::store(engine, &tool.grants, dirs, scope, limits);
         let plugin = tool.pre.instantiate(&mut store)?;
         Ok(Instance { store, plugin, captured })

@@ -57,11 +57,7 @@ pub fn is_allowed(ctx: &Context, path: &Path, access: Access) -> bool {
 /// Resolves `path` and refuses it unless it lies inside the allowed directories.
 pub fn confine(ctx: &Context, path: &str, access: Access) -> Result<PathBuf, ToolError> {
     let abs = absolute(ctx, path);
-    if is_allowed(ctx, &abs, access) {
-        Ok(abs)
-    } else {
-        Err(outside(ctx, &abs))
-    }
+    if is_allowed(ctx, &abs, access) { Ok(abs) } else { Err(outside(ctx, &abs)) }
 }
 
 /// The error for a path outside the working directories.
@@ -78,9 +74,11 @@ pub fn outside(ctx: &Context, path: &Path) -> ToolError {
 /// Turns an I/O error on `path` into a message the model can act on.
 pub fn io_error(ctx: &Context, path: &Path, err: &io::Error) -> ToolError {
     match err.kind() {
-        io::ErrorKind::NotFound => {
-            ToolError::not_found(format!("File does not exist: {}. Current working directory: {}", path.display(), ctx.cwd()))
-        }
+        io::ErrorKind::NotFound => ToolError::not_found(format!(
+            "File does not exist: {}. Current working directory: {}",
+            path.display(),
+            ctx.cwd()
+        )),
         io::ErrorKind::IsADirectory => ToolError::invalid_input(format!(
             "{} is a directory, not a file. Use Glob to list files or Bash `ls` to see its contents.",
             path.display()
@@ -124,11 +122,7 @@ pub struct ReadRecord {
 impl ReadRecord {
     /// The record for a file with metadata `meta`.
     pub fn of(meta: &std::fs::Metadata) -> Self {
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
+        let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
         ReadRecord { mtime_ns, size: meta.len() }
     }
 }

@@ -74,11 +74,6 @@ pub mod __private {
 
     /// Bridges a [`Tool`](crate::Tool) to the generated bindings.
     pub struct Adapter<T>(core::marker::PhantomData<T>);
-    impl<T> Adapter<T> {
-        pub const fn new() -> Self {
-            Self(core::marker::PhantomData)
-        }
-    }
 }
 
 #[doc(hidden)]
@@ -102,7 +97,7 @@ macro_rules! export_tool {
         #[cfg(target_family = "wasm")]
         const _: () = {
             type __ToolhostExport = $crate::__private::Adapter<$tool>;
-            $crate::__private::export_plugin!(__ToolhostExport with_types_in $crate::__private::bindings);
+    $crate::__private::export_plugin!(__ToolhostExport with_types_in $crate::__private::bindings);
         };
     };
 }

@@ -34,9 +34,9 @@ fn read_returns_images_as_image_blocks() {
     let sb = Sandbox::new();
     // A 1x1 PNG.
     let png: &[u8] = &[
-        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0,
-        0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0,
-        0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1,
+        8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5,
+        0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
     ];
     let file = sb.write("dot.png", png);
     let r = call(&sb, "Read", &json!({"file_path": p(&file)}), &[]);
@@ -55,12 +55,15 @@ fn paths_outside_the_workspace_are_refused() {
     let via_dots = format!("{}/../secret.txt", p(&sb.workspace));
     std::os::unix::fs::symlink(&secret, sb.ws("link.txt")).unwrap();
     for path in [p(&secret), via_dots.clone(), "/etc/passwd".to_string()] {
-        let text = call(&sb, "Read", &json!({"file_path": path}), &["--mode", "bypassPermissions"]).assert_error("outside the working directories");
+        let text = call(&sb, "Read", &json!({"file_path": path}), &["--mode", "bypassPermissions"])
+            .assert_error("outside the working directories");
         assert!(!text.contains("top secret"));
     }
-    let text = call(&sb, "Read", &json!({"file_path": p(&sb.ws("link.txt"))}), &[]).assert_error("resolves outside the working directories");
+    let text = call(&sb, "Read", &json!({"file_path": p(&sb.ws("link.txt"))}), &[])
+        .assert_error("resolves outside the working directories");
     assert!(!text.contains("top secret"));
-    call(&sb, "Grep", &json!({"pattern": "secret", "path": p(&sb.root)}), &[]).assert_error("outside the working directories");
+    call(&sb, "Grep", &json!({"pattern": "secret", "path": p(&sb.root)}), &[])
+        .assert_error("outside the working directories");
     call(&sb, "Glob", &json!({"pattern": "../*.txt"}), &[]).assert_error("outside the working directories");
 
     // Writing through the link or outside must not touch the secret.
@@ -86,7 +89,8 @@ fn write_creates_and_requires_a_fresh_read_to_overwrite() {
     assert_eq!(std::fs::read_to_string(&new).unwrap(), "fresh\n");
 
     let old = sb.write("old.txt", "original\n");
-    call(&sb, "Write", &json!({"file_path": p(&old), "content": "clobber"}), &s).assert_error("File has not been read yet");
+    call(&sb, "Write", &json!({"file_path": p(&old), "content": "clobber"}), &s)
+        .assert_error("File has not been read yet");
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "original\n");
 
     call(&sb, "Read", &json!({"file_path": p(&old)}), &s).assert_ok();
@@ -109,7 +113,8 @@ fn writes_after_a_change_on_disk_are_refused() {
     std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
     call(&sb, "Edit", &json!({"file_path": p(&file), "old_string": "two", "new_string": "2"}), &s)
         .assert_error("has been modified since it was read");
-    call(&sb, "Write", &json!({"file_path": p(&file), "content": "x"}), &s).assert_error("has been modified since it was read");
+    call(&sb, "Write", &json!({"file_path": p(&file), "content": "x"}), &s)
+        .assert_error("has been modified since it was read");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one two three\n");
 }
 
@@ -125,7 +130,8 @@ fn edit_replaces_and_refuses_bad_edits() {
     edit("fn a", "fn z", false).assert_error("File has not been read yet");
     call(&sb, "Read", &json!({"file_path": p(&file)}), &s).assert_ok();
     edit("fn c", "fn d", false).assert_error("String to replace not found in file.\nString: fn c");
-    edit("let x = 1;", "let x = 2;", false).assert_error("Found 2 matches of the string to replace, but replace_all is false");
+    edit("let x = 1;", "let x = 2;", false)
+        .assert_error("Found 2 matches of the string to replace, but replace_all is false");
     edit("same", "same", false).assert_error("No changes to make: old_string and new_string are exactly the same.");
     assert_eq!(std::fs::read(&file).unwrap(), original, "failed edits leave the file as it was");
 
@@ -133,7 +139,11 @@ fn edit_replaces_and_refuses_bad_edits() {
     assert!(text.contains("     2\tfn b() { todo!() }"), "{text}");
     edit("let x = 1;", "let y = 1;", true).assert_ok();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn a() {}\nfn b() { todo!() }\nlet y = 1;\nlet y = 1;\n");
-    let leftovers: Vec<_> = std::fs::read_dir(&sb.workspace).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(".toolhost-")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&sb.workspace)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".toolhost-"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
@@ -153,12 +163,17 @@ fn edit_keeps_an_executable_bit() {
 fn a_failed_write_leaves_nothing_behind() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.ws("taken/inner")).unwrap();
-    call(&sb, "Write", &json!({"file_path": p(&sb.ws("taken")), "content": "x"}), &["--mode", "acceptEdits"]).assert_error("is a directory");
+    call(&sb, "Write", &json!({"file_path": p(&sb.ws("taken")), "content": "x"}), &["--mode", "acceptEdits"])
+        .assert_error("is a directory");
     // A parent that is a file.
     sb.write("plain", "data");
     call(&sb, "Write", &json!({"file_path": p(&sb.ws("plain/child.txt")), "content": "x"}), &["--mode", "acceptEdits"]);
     assert_eq!(std::fs::read_to_string(sb.ws("plain")).unwrap(), "data");
-    let names: Vec<String> = std::fs::read_dir(&sb.workspace).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(&sb.workspace)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(names.iter().all(|n| !n.contains("toolhost")), "{names:?}");
 }
 
@@ -185,9 +200,12 @@ fn grep_modes_through_the_binary() {
     sb.write(".gitignore", "ignored/\n");
     let text = call(&sb, "Grep", &json!({"pattern": "needle"}), &[]).assert_ok();
     assert!(text.starts_with("Found 2 files\n"), "{text}");
-    let text = call(&sb, "Grep", &json!({"pattern": "needle", "output_mode": "content", "type": "py"}), &[]).assert_ok();
+    let text =
+        call(&sb, "Grep", &json!({"pattern": "needle", "output_mode": "content", "type": "py"}), &[]).assert_ok();
     assert_eq!(text, format!("{}:2:print('needle')", p(&sb.ws("a.py"))));
-    let text = call(&sb, "Grep", &json!({"pattern": "NEEDLE", "-i": true, "output_mode": "count", "glob": "*.rs"}), &[]).assert_ok();
+    let text =
+        call(&sb, "Grep", &json!({"pattern": "NEEDLE", "-i": true, "output_mode": "count", "glob": "*.rs"}), &[])
+            .assert_ok();
     assert_eq!(text, format!("{}:1\n\nFound 1 total occurrence across 1 file.", p(&sb.ws("b.rs"))));
     call(&sb, "Grep", &json!({"pattern": "(unclosed"}), &[]).assert_error("Invalid regular expression");
 }
@@ -198,9 +216,13 @@ fn oversized_results_are_persisted_and_readable() {
     let body: String = (0..20_000).map(|i| format!("match number {i}\n")).collect();
     sb.write("many.txt", &body);
     let s = ["--session", "big"];
-    let text = call(&sb, "Grep", &json!({"pattern": "match", "output_mode": "content", "head_limit": 0}), &s).assert_ok();
+    let text =
+        call(&sb, "Grep", &json!({"pattern": "match", "output_mode": "content", "head_limit": 0}), &s).assert_ok();
     assert!(text.starts_with("<persisted-output>\nOutput too large ("), "{}", &text[..200.min(text.len())]);
-    let path = text.lines().find_map(|l| l.strip_prefix("Output too large").and_then(|l| l.split("saved to: ").nth(1))).unwrap();
+    let path = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Output too large").and_then(|l| l.split("saved to: ").nth(1)))
+        .unwrap();
     assert!(path.starts_with(&p(&sb.data)), "{path}");
     let saved = std::fs::read_to_string(path).unwrap();
     assert_eq!(saved.lines().count(), 20_000);

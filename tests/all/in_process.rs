@@ -29,7 +29,8 @@ fn one_host_keeps_serving_after_every_misbehaviour() {
     let sb = Sandbox::new();
     let host = host(&sb, |b| b.timeout(Duration::from_millis(400)).memory_limit(64 << 20));
     let session = host.ephemeral_session();
-    let actions = ["panic", "trap", "stack", "loop", "alloc", "bad-json", "bad-structured", "bad-image", "invalid", "nonsense"];
+    let actions =
+        ["panic", "trap", "stack", "loop", "alloc", "bad-json", "bad-structured", "bad-image", "invalid", "nonsense"];
     for action in actions {
         let r = host.call(&session, &tool_use("Adversary", json!({"action": action})), &CallOptions::default());
         assert!(r.is_error, "{action}: {r:?}");
@@ -93,5 +94,8 @@ fn progress_goes_to_the_sink() {
     let r = host.call(&host.ephemeral_session(), &tool_use("Echo", json!({"text": "x", "progress": 2})), &options);
     assert!(!r.is_error);
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen, [("toolu_Echo".to_string(), "step 0".to_string()), ("toolu_Echo".to_string(), "step 1".to_string())]);
+    assert_eq!(
+        seen,
+        [("toolu_Echo".to_string(), "step 0".to_string()), ("toolu_Echo".to_string(), "step 1".to_string())]
+    );
 }

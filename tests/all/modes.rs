@@ -6,14 +6,19 @@ use serde_json::json;
 #[test]
 fn writes_follow_the_mode() {
     let sb = Sandbox::new();
-    let write = |name: &str, mode: &str| call(&sb, "Write", &json!({"file_path": p(&sb.ws(name)), "content": "x"}), &["--mode", mode]);
+    let write = |name: &str, mode: &str| {
+        call(&sb, "Write", &json!({"file_path": p(&sb.ws(name)), "content": "x"}), &["--mode", mode])
+    };
     let text = write("default.txt", "default").assert_error("Permission to use Write was denied");
     assert!(text.contains("--mode acceptEdits"), "the refusal names the mode that would allow it: {text}");
     write("plan.txt", "plan").assert_error("Plan mode only runs read-only calls");
     write("dontask.txt", "dontAsk").assert_error("dontAsk mode refuses");
     write("accept.txt", "acceptEdits").assert_ok();
     write("bypass.txt", "bypassPermissions").assert_ok();
-    let made: Vec<bool> = ["default.txt", "plan.txt", "dontask.txt", "accept.txt", "bypass.txt"].iter().map(|f| sb.ws(f).exists()).collect();
+    let made: Vec<bool> = ["default.txt", "plan.txt", "dontask.txt", "accept.txt", "bypass.txt"]
+        .iter()
+        .map(|f| sb.ws(f).exists())
+        .collect();
     assert_eq!(made, [false, false, false, true, true]);
 }
 

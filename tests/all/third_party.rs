@@ -37,7 +37,11 @@ fn plugin_session_state_is_private_and_persistent() {
     assert_eq!(call(&sb, "Echo", &json!({"text": "a", "count": true}), &s).assert_ok(), "a (call 1; keys [\"calls\"])");
     assert_eq!(call(&sb, "Echo", &json!({"text": "b", "count": true}), &s).assert_ok(), "b (call 2; keys [\"calls\"])");
     // A different session starts over.
-    assert!(call(&sb, "Echo", &json!({"text": "c", "count": true}), &["--session", "other"]).assert_ok().starts_with("c (call 1;"));
+    assert!(
+        call(&sb, "Echo", &json!({"text": "c", "count": true}), &["--session", "other"])
+            .assert_ok()
+            .starts_with("c (call 1;")
+    );
 }
 
 #[test]
@@ -55,7 +59,8 @@ fn endless_loops_time_out() {
     let sb = Sandbox::new();
     sb.install(ADVERSARY);
     let started = std::time::Instant::now();
-    adversary(&sb, json!({"action": "loop"}), &["--timeout-ms", "300"]).assert_error("Adversary timed out after 300 ms");
+    adversary(&sb, json!({"action": "loop"}), &["--timeout-ms", "300"])
+        .assert_error("Adversary timed out after 300 ms");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
 
@@ -63,7 +68,8 @@ fn endless_loops_time_out() {
 fn memory_bombs_hit_the_limit() {
     let sb = Sandbox::new();
     sb.install(ADVERSARY);
-    adversary(&sb, json!({"action": "alloc"}), &["--memory-mib", "64"]).assert_error("Adversary exceeded its memory limit of 64 MiB");
+    adversary(&sb, json!({"action": "alloc"}), &["--memory-mib", "64"])
+        .assert_error("Adversary exceeded its memory limit of 64 MiB");
 }
 
 #[test]

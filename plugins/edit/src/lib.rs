@@ -48,7 +48,9 @@ impl Tool for Edit {
     fn call(input: EditInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
         let meta = match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into())),
+            Ok(meta) if meta.is_dir() => {
+                return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into()));
+            }
             Ok(meta) => meta,
             // An empty old_string on a missing file creates it, as Claude Code does.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && input.old_string.is_empty() => {
@@ -62,10 +64,16 @@ impl Tool for Edit {
         fs::check_fresh(ctx, &path, &meta)?;
         let bytes = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         if fs::looks_binary(&bytes) {
-            return Err(ToolError::unsupported(format!("{} is a binary file; Edit only changes text files.", path.display())));
+            return Err(ToolError::unsupported(format!(
+                "{} is a binary file; Edit only changes text files.",
+                path.display()
+            )));
         }
         let old = String::from_utf8(bytes).map_err(|_| {
-            ToolError::unsupported(format!("{} is not valid UTF-8; Edit only changes UTF-8 text files.", path.display()))
+            ToolError::unsupported(format!(
+                "{} is not valid UTF-8; Edit only changes UTF-8 text files.",
+                path.display()
+            ))
         })?;
         let edit = apply(&old, &input)?;
         fs::replace(&path, edit.text.as_bytes())?;
@@ -119,10 +127,9 @@ pub fn apply(text: &str, input: &EditInput) -> Result<Applied, ToolError> {
     }
     let count = text.matches(old.as_str()).count();
     match count {
-        0 => Err(ToolError::invalid_input(format!(
-            "String to replace not found in file.\nString: {}",
-            input.old_string
-        ))),
+        0 => {
+            Err(ToolError::invalid_input(format!("String to replace not found in file.\nString: {}", input.old_string)))
+        }
         1 => Ok(Applied { text: text.replacen(old.as_str(), &new, 1), replacements: 1 }),
         n if input.replace_all => Ok(Applied { text: text.replace(old.as_str(), &new), replacements: n }),
         n => Err(ToolError::invalid_input(format!(
@@ -161,7 +168,9 @@ mod tests {
 
     #[test]
     fn refuses_absent_and_ambiguous_strings() {
-        assert!(apply("a b c", &input("x", "y", false)).unwrap_err().message.starts_with("String to replace not found"));
+        assert!(
+            apply("a b c", &input("x", "y", false)).unwrap_err().message.starts_with("String to replace not found")
+        );
         let e = apply("a a", &input("a", "b", false)).unwrap_err();
         assert!(e.message.starts_with("Found 2 matches"), "{}", e.message);
         assert_eq!(apply("a a", &input("a", "b", true)).unwrap(), Applied { text: "b b".into(), replacements: 2 });

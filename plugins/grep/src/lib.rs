@@ -186,7 +186,11 @@ pub fn search(root: &Path, input: &GrepInput) -> Result<SearchResult, ToolError>
                 if searcher.search_path(&matcher, &path, &mut sink).is_ok() && sink.0 > 0 {
                     files += 1;
                     total_count += sink.0;
-                    entries.push(if single_file { sink.0.to_string() } else { format!("{}:{}", path.display(), sink.0) });
+                    entries.push(if single_file {
+                        sink.0.to_string()
+                    } else {
+                        format!("{}:{}", path.display(), sink.0)
+                    });
                 }
             }
             OutputMode::FilesWithMatches => {
@@ -208,7 +212,10 @@ pub fn search(root: &Path, input: &GrepInput) -> Result<SearchResult, ToolError>
     let page: Vec<String> = entries.into_iter().skip(skip).take(limit).collect();
     let truncated = stopped_early || skip.saturating_add(page.len()) < available;
     let pagination = if truncated || skip > 0 {
-        format!("\n\n[Showing results with pagination = limit: {}, offset: {skip}]", input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT as u64))
+        format!(
+            "\n\n[Showing results with pagination = limit: {}, offset: {skip}]",
+            input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT as u64)
+        )
     } else {
         String::new()
     };
@@ -244,13 +251,10 @@ fn walk(root: &Path, input: &GrepInput) -> Result<impl Iterator<Item = PathBuf>,
         let mut overrides = ignore::overrides::OverrideBuilder::new(root);
         // Like Claude Code, a space- or comma-free list is one glob; braces work.
         for g in split_globs(glob) {
-            overrides
-                .add(g)
-                .map_err(|e| ToolError::invalid_input(format!("Invalid glob `{g}`: {e}")))?;
+            overrides.add(g).map_err(|e| ToolError::invalid_input(format!("Invalid glob `{g}`: {e}")))?;
         }
-        builder.overrides(
-            overrides.build().map_err(|e| ToolError::invalid_input(format!("Invalid glob `{glob}`: {e}")))?,
-        );
+        builder
+            .overrides(overrides.build().map_err(|e| ToolError::invalid_input(format!("Invalid glob `{glob}`: {e}")))?);
     }
     if let Some(ty) = &input.file_type {
         let mut types = ignore::types::TypesBuilder::new();
@@ -331,7 +335,8 @@ mod tests {
     use super::*;
 
     fn tree() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("grep-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let dir =
+            std::env::temp_dir().join(format!("grep-test-{}-{:?}", std::process::id(), std::thread::current().id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join(".gitignore"), "skip.txt\n").unwrap();
@@ -353,21 +358,59 @@ mod tests {
         assert!(files.starts_with("Found 2 files\n"), "{files}");
         assert!(!files.contains("skip.txt") && !files.contains("bin.dat"), "{files}");
 
-        let content = run(&dir, GrepInput { pattern: "needle".into(), output_mode: Some(OutputMode::Content), file_type: Some("rust".into()), ..Default::default() });
+        let content = run(
+            &dir,
+            GrepInput {
+                pattern: "needle".into(),
+                output_mode: Some(OutputMode::Content),
+                file_type: Some("rust".into()),
+                ..Default::default()
+            },
+        );
         assert_eq!(content, format!("{}:2:    let needle = 1;", dir.join("src/a.rs").display()));
 
-        let ctx = run(&dir, GrepInput { pattern: "let".into(), output_mode: Some(OutputMode::Content), before: Some(1), glob: Some("*.rs".into()), ..Default::default() });
+        let ctx = run(
+            &dir,
+            GrepInput {
+                pattern: "let".into(),
+                output_mode: Some(OutputMode::Content),
+                before: Some(1),
+                glob: Some("*.rs".into()),
+                ..Default::default()
+            },
+        );
         assert_eq!(ctx, format!("{0}-1-fn main() {{\n{0}:2:    let needle = 1;", dir.join("src/a.rs").display()));
 
-        let count = run(&dir, GrepInput { pattern: "needle".into(), output_mode: Some(OutputMode::Count), case_insensitive: Some(true), ..Default::default() });
+        let count = run(
+            &dir,
+            GrepInput {
+                pattern: "needle".into(),
+                output_mode: Some(OutputMode::Count),
+                case_insensitive: Some(true),
+                ..Default::default()
+            },
+        );
         assert!(count.contains(&format!("{}:2", dir.join("src/b.py").display())), "{count}");
         assert!(count.ends_with("Found 3 total occurrences across 2 files."), "{count}");
 
-        let paged = run(&dir, GrepInput { pattern: "needle".into(), output_mode: Some(OutputMode::Content), case_insensitive: Some(true), head_limit: Some(1), offset: Some(1), ..Default::default() });
+        let paged = run(
+            &dir,
+            GrepInput {
+                pattern: "needle".into(),
+                output_mode: Some(OutputMode::Content),
+                case_insensitive: Some(true),
+                head_limit: Some(1),
+                offset: Some(1),
+                ..Default::default()
+            },
+        );
         assert!(paged.ends_with("[Showing results with pagination = limit: 1, offset: 1]"), "{paged}");
         assert_eq!(paged.lines().count(), 3, "{paged}");
 
-        let multi = run(&dir, GrepInput { pattern: r"main\(\) \{.*needle".into(), multiline: Some(true), ..Default::default() });
+        let multi = run(
+            &dir,
+            GrepInput { pattern: r"main\(\) \{.*needle".into(), multiline: Some(true), ..Default::default() },
+        );
         assert!(multi.starts_with("Found 1 file\n"), "{multi}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -377,7 +420,11 @@ mod tests {
         let dir = tree();
         let e = search(&dir, &GrepInput { pattern: "(".into(), ..Default::default() }).unwrap_err();
         assert!(e.message.starts_with("Invalid regular expression"), "{}", e.message);
-        let e = search(&dir, &GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() }).unwrap_err();
+        let e = search(
+            &dir,
+            &GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() },
+        )
+        .unwrap_err();
         assert!(e.message.contains("Unknown file type"), "{}", e.message);
         std::fs::remove_dir_all(&dir).unwrap();
     }

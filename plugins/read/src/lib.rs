@@ -60,12 +60,19 @@ impl Tool for Read {
             if meta.len() > MAX_IMAGE_BYTES {
                 return Err(ToolError::new(
                     toolhost_sdk::ErrorKind::TooLarge,
-                    format!("{} is an image of {} bytes; images larger than {MAX_IMAGE_BYTES} bytes are not returned.", path.display(), meta.len()),
+                    format!(
+                        "{} is an image of {} bytes; images larger than {MAX_IMAGE_BYTES} bytes are not returned.",
+                        path.display(),
+                        meta.len()
+                    ),
                 ));
             }
             let data = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
             fs::record_read(ctx, &path, &meta)?;
-            return Ok(Output { content: vec![Content::Image { media_type: media_type.into(), data }], ..Output::default() });
+            return Ok(Output {
+                content: vec![Content::Image { media_type: media_type.into(), data }],
+                ..Output::default()
+            });
         }
         let bytes = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         let Some(out) = text_of(&bytes, input.offset, input.limit) else {
@@ -108,7 +115,9 @@ pub fn render(text: &str, offset: Option<u64>, limit: Option<u64>) -> String {
     let limit = limit.map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
     let body = text.strip_suffix('\n').unwrap_or(text);
     let bytes = body.as_bytes();
-    let mut out = String::with_capacity(body.len().min(limit.saturating_mul(128)).saturating_add(body.len() / 8).min(body.len() * 2 + 64));
+    let mut out = String::with_capacity(
+        body.len().min(limit.saturating_mul(128)).saturating_add(body.len() / 8).min(body.len() * 2 + 64),
+    );
     let mut shown = 0;
     let mut line_start = 0;
     let mut index = 0;
@@ -214,7 +223,10 @@ mod tests {
     #[test]
     fn offset_and_limit_select_lines() {
         let text = "1\n2\n3\n4\n5\n";
-        assert_eq!(render(text, Some(2), Some(2)), "     2\t2\n     3\t3\n\n(Showing lines 2-3 of 5. Use offset and limit to read other parts.)\n");
+        assert_eq!(
+            render(text, Some(2), Some(2)),
+            "     2\t2\n     3\t3\n\n(Showing lines 2-3 of 5. Use offset and limit to read other parts.)\n"
+        );
         assert!(render(text, Some(9), None).contains("shorter than the provided offset (9). The file has 5 lines"));
     }
 

@@ -42,7 +42,9 @@ impl Tool for Write {
     fn call(input: WriteInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
         let existing = match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into())),
+            Ok(meta) if meta.is_dir() => {
+                return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into()));
+            }
             Ok(meta) => {
                 fs::check_fresh(ctx, &path, &meta)?;
                 Some(std::fs::read_to_string(&path).unwrap_or_default())

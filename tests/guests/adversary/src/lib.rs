@@ -25,6 +25,7 @@ fn text(s: impl Into<String>) -> Result<ToolOutput, ToolError> {
 }
 
 #[inline(never)]
+#[allow(unconditional_recursion, reason = "the stack overflow is the point")]
 fn recurse(n: u64) -> u64 {
     let buf = [n; 64];
     std::hint::black_box(&buf);
@@ -61,7 +62,10 @@ impl Guest for Adversary {
     }
     fn validate_input(input: String, _: CallContext) -> Result<(), ToolError> {
         if action(&input) == "invalid" {
-            return Err(ToolError { kind: ErrorKind::InvalidInput, message: "the adversary refuses this input".into() });
+            return Err(ToolError {
+                kind: ErrorKind::InvalidInput,
+                message: "the adversary refuses this input".into(),
+            });
         }
         Ok(())
     }
@@ -92,21 +96,33 @@ impl Guest for Adversary {
                 let n = arg(&input, "count").and_then(|c| c.as_u64()).unwrap_or(100 << 20) as usize;
                 text("x".repeat(n))
             }
-            "bad-json" => Ok(ToolOutput { content: vec![ContentBlock::Json("{not json".into())], structured: None, is_error: false }),
-            "bad-structured" => Ok(ToolOutput { content: vec![], structured: Some(r#"{"nope":1}"#.into()), is_error: false }),
+            "bad-json" => Ok(ToolOutput {
+                content: vec![ContentBlock::Json("{not json".into())],
+                structured: None,
+                is_error: false,
+            }),
+            "bad-structured" => {
+                Ok(ToolOutput { content: vec![], structured: Some(r#"{"nope":1}"#.into()), is_error: false })
+            }
             "bad-image" => Ok(ToolOutput {
                 content: vec![ContentBlock::Image(Image { media_type: "application/x-evil".into(), data: vec![0; 4] })],
                 structured: None,
                 is_error: false,
             }),
             "read" => {
-                let path = arg(&input, "path").and_then(|p| p.as_str().map(str::to_owned)).unwrap_or_else(|| "/etc/passwd".into());
+                let path = arg(&input, "path")
+                    .and_then(|p| p.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "/etc/passwd".into());
                 match std::fs::read_to_string(&path) {
                     Ok(s) => text(format!("READ {} bytes", s.len())),
                     Err(e) => text(format!("denied: {e}")),
                 }
             }
-            "env" => text(format!("env: {:?}; args: {:?}", std::env::vars().collect::<Vec<_>>(), std::env::args().collect::<Vec<_>>())),
+            "env" => text(format!(
+                "env: {:?}; args: {:?}",
+                std::env::vars().collect::<Vec<_>>(),
+                std::env::args().collect::<Vec<_>>()
+            )),
             "session-flood" => {
                 let value = "v".repeat(60_000);
                 let mut stored = 0;
