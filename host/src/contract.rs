@@ -37,6 +37,8 @@ pub enum Capability {
     Progress,
     /// `session`: per-session key-value state. Every tool may.
     Session,
+    /// `output`: streaming text into the result. Every tool may.
+    Output,
     /// `files`: atomic file replacement in the working directories.
     Files,
 }
@@ -46,6 +48,7 @@ impl Capability {
         match self {
             Capability::Progress => "progress",
             Capability::Session => "session",
+            Capability::Output => "output",
             Capability::Files => "files",
         }
     }
@@ -136,6 +139,7 @@ pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeErr
             "types" => {}
             "progress" => capabilities.push(Capability::Progress),
             "session" => capabilities.push(Capability::Session),
+            "output" => capabilities.push(Capability::Output),
             "files" => capabilities.push(Capability::Files),
             _ => return Err(ShapeError::UnknownImport(name.to_string())),
         }

@@ -93,7 +93,7 @@ impl Host {
         };
         let name = tool.spec.name.as_str();
         // 2. Schema.
-        if let Err(message) = tool.input.check(name, &tool_use.input) {
+        if let Err(message) = tool.input_schema().check(name, &tool_use.input) {
             return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
         }
 
@@ -223,7 +223,7 @@ impl Host {
             Decision::Allow { input, source } => {
                 span.record("decision", field::display(format_args!("allow ({source})")));
                 if let Some(updated) = input {
-                    if let Err(message) = tool.input.check(name, &updated) {
+                    if let Err(message) = tool.input_schema().check(name, &updated) {
                         return Ok(ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>")));
                     }
                     input_text = updated.to_string();
@@ -243,7 +243,11 @@ impl Host {
 
         // 8. Result.
         Ok(match output {
-            Ok(output) => result::from_output(name, id, output, tool.output.as_ref()),
+            Ok(output) => {
+                let scope = &mut store.data_mut().scope;
+                let streamed = result::Streamed { text: std::mem::take(&mut scope.streamed), cut: scope.streamed_cut };
+                result::from_output(name, id, streamed, output, tool.output_schema())
+            }
             Err(e) => ToolResult::error(id, e.message),
         })
     }

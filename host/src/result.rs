@@ -74,12 +74,22 @@ impl ToolResult {
     }
 }
 
-/// Maps a tool's output to a result; an output that breaks the contract (a
-/// `json` block that is not JSON, an unknown image type, structured output that
-/// is not JSON or not valid against the output schema) is an error result.
+/// Text a tool streamed into its result (the `output` import).
+#[derive(Default)]
+pub(crate) struct Streamed {
+    pub text: String,
+    /// The host's cap was reached and the rest dropped.
+    pub cut: bool,
+}
+
+/// Maps a tool's output to a result: the streamed text begins the first text
+/// block. An output that breaks the contract (a `json` block that is not JSON,
+/// an unknown image type, structured output that is not JSON or not valid
+/// against the output schema) is an error result.
 pub(crate) fn from_output(
     tool: &str,
     tool_use_id: &str,
+    streamed: Streamed,
     output: crate::bindings::ToolOutput,
     output_schema: Option<&crate::schema::Schema>,
 ) -> ToolResult {
@@ -120,6 +130,19 @@ pub(crate) fn from_output(
             }
         },
     };
+    if !streamed.text.is_empty() || streamed.cut {
+        let mut text = streamed.text;
+        if streamed.cut {
+            text.push_str(&format!(
+                "\n[{tool} streamed more than {} MiB of output; the rest was dropped.]\n",
+                crate::state::MAX_STREAMED >> 20
+            ));
+        }
+        match content.first_mut() {
+            Some(Content::Text(first)) => first.insert_str(0, &text),
+            _ => content.insert(0, Content::Text(text)),
+        }
+    }
     ToolResult { tool_use_id: tool_use_id.to_string(), content, is_error: output.is_error, structured }
 }
 
@@ -204,6 +227,19 @@ mod tests {
         let mut small = ToolResult::error("id", "short");
         persist_if_oversized(&mut small, Some(10), &session);
         assert_eq!(small.text(), "short");
+    }
+
+    #[test]
+    fn streamed_text_begins_the_first_text_block() {
+        use crate::bindings::{ContentBlock, ToolOutput};
+        let output = |content| ToolOutput { content, structured: None, is_error: false };
+        let streamed = |text: &str, cut| Streamed { text: text.into(), cut };
+        let r = from_output("T", "id", streamed("head ", false), output(vec![ContentBlock::Text("tail".into())]), None);
+        assert_eq!(r.content, vec![Content::Text("head tail".into())]);
+        let r = from_output("T", "id", streamed("only", true), output(vec![]), None);
+        assert_eq!(r.text(), "only\n[T streamed more than 64 MiB of output; the rest was dropped.]\n");
+        let r = from_output("T", "id", Streamed::default(), output(vec![ContentBlock::Text("x".into())]), None);
+        assert_eq!(r.text(), "x");
     }
 
     #[test]

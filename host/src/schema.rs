@@ -7,6 +7,8 @@ use serde_json::Value;
 pub struct Schema {
     pub json: Value,
     validator: jsonschema::Validator,
+    /// Why the tool's schema could not be compiled, if it could not.
+    broken: Option<String>,
 }
 
 impl Schema {
@@ -16,13 +18,26 @@ impl Schema {
             .should_validate_formats(false)
             .build(&json)
             .map_err(|e| format!("invalid JSON Schema: {e}"))?;
-        Ok(Schema { json, validator })
+        Ok(Schema { json, validator, broken: None })
+    }
+
+    /// A schema that refuses every input, saying why: what a tool whose schema
+    /// does not compile gets (never a built-in in practice: the tests call
+    /// each of them).
+    pub fn reject_all(why: String) -> Schema {
+        let validator = jsonschema::validator_for(&Value::Bool(false)).expect("`false` is a valid schema");
+        Schema { json: Value::Bool(false), validator, broken: Some(why) }
     }
 
     /// Checks `input`; the error lists every problem, one per line, in the
     /// shape models are used to (`InputValidationError: Read failed due to the
     /// following issue: ...`).
     pub fn check(&self, tool: &str, input: &Value) -> Result<(), String> {
+        if let Some(why) = &self.broken {
+            return Err(format!(
+                "{tool} cannot be called: its own schema is broken ({why}). This is a bug in the tool."
+            ));
+        }
         if self.validator.is_valid(input) {
             return Ok(());
         }

@@ -3,7 +3,7 @@
 //! where progress goes, when to stop). The host imports of the contract are
 //! implemented here, each refusing what the call's grants do not allow.
 
-use crate::bindings::toolhost::tool::{files, progress, session as wit_session, types};
+use crate::bindings::toolhost::tool::{files, output, progress, session as wit_session, types};
 use crate::session::{Session, WriteError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +17,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 const MAX_MESSAGE: usize = 16 * 1024;
 /// Most progress events one call may send; later ones are dropped.
 const MAX_PROGRESS_EVENTS: u32 = 10_000;
+/// Most bytes of text one call may stream into its result.
+pub const MAX_STREAMED: usize = 64 << 20;
 
 /// A progress report from a running call.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,6 +100,10 @@ pub struct Scope {
     pub writable: Vec<PathBuf>,
     pub deadline: Option<(Instant, Duration)>,
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Text the tool streamed into its result (`output.append`).
+    pub streamed: String,
+    /// Streamed text beyond [`MAX_STREAMED`] was dropped.
+    pub streamed_cut: bool,
 }
 
 impl Scope {
@@ -112,6 +118,8 @@ impl Scope {
             writable: Vec::new(),
             deadline: None,
             cancel: None,
+            streamed: String::new(),
+            streamed_cut: false,
         }
     }
 
@@ -188,6 +196,21 @@ impl progress::Host for HostState {
             progress::LogLevel::Warn => tracing::warn!(tool, id, "{message}"),
             progress::LogLevel::Error => tracing::error!(tool, id, "{message}"),
         }
+    }
+}
+
+impl output::Host for HostState {
+    fn append(&mut self, text: String) {
+        // Copied into one growing string and freed at once, so the allocator
+        // reuses the piece's memory for the next one.
+        let scope = &mut self.scope;
+        let room = MAX_STREAMED - scope.streamed.len();
+        let mut take = text.len().min(room);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        scope.streamed.push_str(&text[..take]);
+        scope.streamed_cut |= take < text.len();
     }
 }
 

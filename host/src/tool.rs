@@ -9,7 +9,7 @@ use crate::session::Session;
 use crate::state::{HostState, Namespace, Scope};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
@@ -65,8 +65,10 @@ pub struct LoadedTool {
     pub grants: Grants,
     pub shape: Shape,
     pub(crate) pre: FilePluginPre<HostState>,
-    pub(crate) input: Schema,
-    pub(crate) output: Option<Schema>,
+    /// Compiled on first use for built-ins (known good; most runs use few of
+    /// them), at load for plugins (so a broken schema is refused at once).
+    input: OnceLock<Schema>,
+    output: OnceLock<Option<Schema>>,
 }
 
 impl LoadedTool {
@@ -74,6 +76,16 @@ impl LoadedTool {
     /// tools are not.
     pub fn trusted(&self) -> bool {
         self.origin == Origin::Builtin
+    }
+
+    /// The compiled input schema.
+    pub(crate) fn input_schema(&self) -> &Schema {
+        self.input.get_or_init(|| compile_input(&self.spec).unwrap_or_else(Schema::reject_all))
+    }
+
+    /// The compiled output schema, if the tool declares one.
+    pub(crate) fn output_schema(&self) -> Option<&Schema> {
+        self.output.get_or_init(|| compile_output(&self.spec).unwrap_or_else(|e| Some(Schema::reject_all(e)))).as_ref()
     }
 
     /// The namespace of its session state.
@@ -98,7 +110,7 @@ pub(crate) fn load(
     let shape = contract::inspect(engine, component)?;
     for cap in &shape.capabilities {
         let granted = match cap {
-            Capability::Progress | Capability::Session => true,
+            Capability::Progress | Capability::Session | Capability::Output => true,
             Capability::Files => grants.files == FileAccess::ReadWrite,
         };
         if !granted {
@@ -121,15 +133,20 @@ pub(crate) fn load(
     let info = tool.call_info(&mut store).map_err(|e| describe(e, &captured))?;
     let enabled = tool.call_is_enabled(&mut store).map_err(|e| describe(e, &captured))?;
     let spec = parse_info(info, enabled)?;
-    let input =
-        Schema::compile(spec.input_schema.clone()).map_err(|e| LoadError::Invalid(format!("input schema: {e}")))?;
-    let output = spec
-        .output_schema
-        .clone()
-        .map(Schema::compile)
-        .transpose()
-        .map_err(|e| LoadError::Invalid(format!("output schema: {e}")))?;
+    let (input, output) = (OnceLock::new(), OnceLock::new());
+    if origin != Origin::Builtin {
+        let _ = input.set(compile_input(&spec).map_err(LoadError::Invalid)?);
+        let _ = output.set(compile_output(&spec).map_err(LoadError::Invalid)?);
+    }
     Ok(LoadedTool { spec, origin, grants, shape, pre, input, output })
+}
+
+fn compile_input(spec: &ToolSpec) -> Result<Schema, String> {
+    Schema::compile(spec.input_schema.clone()).map_err(|e| format!("input schema: {e}"))
+}
+
+fn compile_output(spec: &ToolSpec) -> Result<Option<Schema>, String> {
+    spec.output_schema.clone().map(Schema::compile).transpose().map_err(|e| format!("output schema: {e}"))
 }
 
 fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {

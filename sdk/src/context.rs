@@ -1,6 +1,6 @@
 //! What a tool knows about the call it serves, and the host imports it may use.
 
-use crate::bindings::toolhost::tool::{progress, session, types as wit};
+use crate::bindings::toolhost::tool::{output, progress, session, types as wit};
 use crate::output::{ErrorKind, ToolError};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -123,6 +123,35 @@ impl Context {
     /// Session state: a small key-value store that outlives the call.
     pub fn session(&self) -> Session {
         Session { _private: () }
+    }
+
+    /// Streams text into the result: what is appended becomes the beginning
+    /// of the result's first text block, ahead of what [`Tool::call`](crate::Tool::call)
+    /// returns, so a tool with a large result need not hold it whole.
+    pub fn output(&self) -> OutputStream {
+        OutputStream { _private: () }
+    }
+}
+
+/// Text streamed into the call's result (see [`Context::output`]). Each
+/// [`append`](OutputStream::append) crosses into the host: append large pieces
+/// (tens of KiB), not lines. The host keeps at most 64 MiB of it; the text is
+/// discarded if the call fails.
+pub struct OutputStream {
+    _private: (),
+}
+
+impl OutputStream {
+    /// Appends `text` to the result.
+    pub fn append(&mut self, text: &str) {
+        output::append(text);
+    }
+}
+
+impl std::fmt::Write for OutputStream {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.append(s);
+        Ok(())
     }
 }
 

@@ -61,7 +61,7 @@ mod context;
 pub mod fs;
 mod output;
 
-pub use context::{Context, LogLevel, Mode, Session};
+pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.

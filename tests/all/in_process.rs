@@ -41,6 +41,23 @@ fn one_host_keeps_serving_after_every_misbehaviour() {
 }
 
 #[test]
+fn every_builtin_schema_compiles_and_is_enforced() {
+    let sb = Sandbox::new();
+    let host = host(&sb, |b| b);
+    let session = host.ephemeral_session();
+    for tool in host.pool().iter().filter(|t| t.origin == toolhost::Origin::Builtin) {
+        let r = host.call(&session, &tool_use(&tool.spec.name, json!({})), &CallOptions::default());
+        assert!(r.is_error, "{}: {r:?}", tool.spec.name);
+        assert!(
+            r.text().contains("InputValidationError") && r.text().contains("is missing"),
+            "{}: {}",
+            tool.spec.name,
+            r.text()
+        );
+    }
+}
+
+#[test]
 fn cancellation_stops_a_spinning_guest() {
     let sb = Sandbox::new();
     let host = host(&sb, |b| b.timeout(Duration::from_secs(60)).mode(toolhost::PermissionMode::BypassPermissions));

@@ -93,6 +93,30 @@ fn huge_outputs_are_persisted_not_returned() {
 }
 
 #[test]
+fn streamed_output_is_merged_and_capped() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let r = adversary(&sb, json!({"action": "stream", "count": 2}), &["--mode", "bypassPermissions"]);
+    let text = r.assert_ok();
+    // 2 MiB streamed plus the returned text: over the tool's 10,000-character limit, so persisted.
+    assert!(text.contains("Output too large (2097156 characters)"), "{}", &text[..200]);
+    let path = text.split("saved to: ").nth(1).unwrap().lines().next().unwrap();
+    let saved = std::fs::read_to_string(path).unwrap();
+    assert!(saved.starts_with("sss") && saved.ends_with("s|end"), "{}", &saved[saved.len() - 20..]);
+
+    let r = adversary(&sb, json!({"action": "stream", "count": 70}), &[]);
+    let text = r.assert_ok();
+    let path = text.split("saved to: ").nth(1).unwrap().lines().next().unwrap();
+    let saved = std::fs::read_to_string(path).unwrap();
+    assert!(saved.len() < 65 << 20, "the host keeps at most 64 MiB: {}", saved.len());
+    assert!(
+        saved.ends_with("streamed more than 64 MiB of output; the rest was dropped.]\n|end"),
+        "{}",
+        &saved[saved.len() - 80..]
+    );
+}
+
+#[test]
 fn no_capability_without_a_grant() {
     let sb = Sandbox::new();
     sb.install(ADVERSARY);

@@ -74,83 +74,185 @@ impl Tool for Read {
                 ..Output::default()
             });
         }
-        let bytes = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        let Some(out) = text_of(&bytes, input.offset, input.limit) else {
+        let file = std::fs::File::open(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
+        // Lines stream out to the host as they are rendered: the tool never
+        // holds the file or the result whole.
+        let mut stream = ctx.output();
+        let rendered = render_file(file, input.offset, input.limit, STREAM_CHUNK, &mut |text| stream.append(text))
+            .map_err(|e| fs::io_error(ctx, &path, &e))?;
+        let Some(tail) = rendered else {
             return Err(ToolError::unsupported(format!(
                 "{} appears to be a binary file ({} bytes); Read only shows text files and images. \
                  Use Bash with a suitable command (e.g. `xxd`, `file`) to inspect it.",
                 path.display(),
-                bytes.len()
+                meta.len()
             )));
         };
         fs::record_read(ctx, &path, &meta)?;
-        Ok(Output::text(out))
+        Ok(Output::text(tail))
     }
 }
 
-/// What Read shows for a file's bytes, or `None` for a binary file. The same
-/// function runs natively in the benchmarks.
+/// Bytes of rendered text handed to the sink at a time in the component.
+pub const STREAM_CHUNK: usize = 256 * 1024;
+/// Bytes read from the file at a time.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Reads `file` in chunks and renders what Read shows for it: the selected
+/// lines go to `sink` whenever `flush_at` bytes of them are ready, and the
+/// rest (the last lines, a note or a warning) is returned. `None` means the
+/// file is binary. The same code runs natively in the benchmarks (with
+/// `flush_at` set to `usize::MAX`, so everything is returned).
+pub fn render_file(
+    mut file: impl std::io::Read,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    flush_at: usize,
+    sink: &mut dyn FnMut(&str),
+) -> std::io::Result<Option<String>> {
+    let mut render = Render::new(offset, limit, flush_at, sink);
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut first = true;
+    loop {
+        // Fill the buffer (after any carried partial line) up to a chunk.
+        let want = buf.len() + READ_CHUNK;
+        let eof = loop {
+            let len = buf.len();
+            if len >= want {
+                break false;
+            }
+            buf.resize(want, 0);
+            match file.read(&mut buf[len..]) {
+                Ok(0) => {
+                    buf.truncate(len);
+                    break true;
+                }
+                Ok(n) => buf.truncate(len + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(len),
+                Err(e) => return Err(e),
+            }
+        };
+        if first {
+            if fs::looks_binary(&buf) {
+                return Ok(None);
+            }
+            first = false;
+        }
+        if eof {
+            render.feed(&buf, true);
+            return Ok(Some(render.finish()));
+        }
+        // Feed complete lines; a line cut by the chunk waits for the next.
+        match memchr::memrchr(b'\n', &buf) {
+            Some(last) => {
+                render.feed(&buf[..=last], false);
+                buf.drain(..=last);
+            }
+            None => continue,
+        }
+    }
+}
+
+/// What Read shows for bytes already in memory, or `None` for a binary file.
 pub fn text_of(bytes: &[u8], offset: Option<u64>, limit: Option<u64>) -> Option<String> {
-    if fs::looks_binary(bytes) {
-        return None;
-    }
-    // SIMD validation (simd128 in wasm); only invalid text pays for the
-    // lossy copy.
-    let text = match simdutf8::basic::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    };
-    Some(render(&text, offset, limit))
+    render_file(bytes, offset, limit, usize::MAX, &mut |_| {}).ok().flatten()
 }
 
-/// The text the model sees for a file's contents: the selected lines numbered
-/// `cat -n` style, with a note when lines were left out, or a warning when there
-/// is nothing to show.
+/// Renders lines `cat -n` style as they are fed.
+struct Render<'s> {
+    start: usize,
+    limit: usize,
+    /// Lines seen so far.
+    index: usize,
+    shown: usize,
+    out: String,
+    flush_at: usize,
+    sink: &'s mut dyn FnMut(&str),
+}
+
+impl<'s> Render<'s> {
+    fn new(offset: Option<u64>, limit: Option<u64>, flush_at: usize, sink: &'s mut dyn FnMut(&str)) -> Self {
+        Render {
+            // `offset` is a 1-based line number; 0 means the start as well.
+            start: offset.map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX).saturating_sub(1)),
+            limit: limit.map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX)),
+            index: 0,
+            shown: 0,
+            out: String::new(),
+            flush_at,
+            sink,
+        }
+    }
+
+    /// Feeds bytes made of whole lines (each ending in `\n`), or, at the end of
+    /// the file, whatever is left (a last line without `\n`).
+    fn feed(&mut self, bytes: &[u8], at_end: bool) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.shown == self.limit {
+            // Only the count of lines is still needed.
+            self.index += memchr::memchr_iter(b'\n', bytes).count() + usize::from(at_end && !bytes.ends_with(b"\n"));
+            return;
+        }
+        // Cut at `\n`, so no UTF-8 sequence is split; SIMD validation, and only
+        // invalid text pays for a lossy copy.
+        let text = match simdutf8::basic::from_utf8(bytes) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        if self.out.capacity() == 0 {
+            let estimate = body.len().min(self.limit.saturating_mul(128)) + body.len() / 8;
+            self.out.reserve(estimate.min(self.flush_at.saturating_add(4096)));
+        }
+        let mut line_start = 0;
+        let mut ends = memchr::memchr_iter(b'\n', body.as_bytes()).chain(std::iter::once(body.len()));
+        for end in ends.by_ref() {
+            if self.index >= self.start {
+                let line = &body[line_start..end];
+                push_numbered(&mut self.out, self.index + 1, line.strip_suffix('\r').unwrap_or(line));
+                self.shown += 1;
+                if self.out.len() >= self.flush_at {
+                    (self.sink)(&self.out);
+                    self.out.clear();
+                }
+            }
+            self.index += 1;
+            line_start = end + 1;
+            if self.shown == self.limit {
+                self.index += ends.count();
+                return;
+            }
+        }
+    }
+
+    /// The text not yet handed to the sink, with the closing note or warning.
+    fn finish(mut self) -> String {
+        let total = self.index;
+        if total == 0 {
+            return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into();
+        }
+        if self.shown == 0 {
+            return format!(
+                "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {total} lines.</system-reminder>",
+                self.start + 1
+            );
+        }
+        if self.start + self.shown < total {
+            self.out.push_str(&format!(
+                "\n(Showing lines {}-{} of {total}. Use offset and limit to read other parts.)\n",
+                self.start + 1,
+                self.start + self.shown
+            ));
+        }
+        self.out
+    }
+}
+
+/// The text the model sees for a file's contents, all at once.
 pub fn render(text: &str, offset: Option<u64>, limit: Option<u64>) -> String {
-    if text.is_empty() {
-        return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into();
-    }
-    // `offset` is a 1-based line number; 0 means the start as well.
-    let start = offset.map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX).saturating_sub(1));
-    let limit = limit.map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    let bytes = body.as_bytes();
-    let mut out = String::with_capacity(
-        body.len().min(limit.saturating_mul(128)).saturating_add(body.len() / 8).min(body.len() * 2 + 64),
-    );
-    let mut shown = 0;
-    let mut line_start = 0;
-    let mut index = 0;
-    // Lines are cut at `\n` bytes, which are always char boundaries.
-    let mut ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
-    for end in ends.by_ref() {
-        if index >= start {
-            let line = &body[line_start..end];
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            push_numbered(&mut out, index + 1, line);
-            shown += 1;
-        }
-        index += 1;
-        line_start = end + 1;
-        if shown == limit {
-            break;
-        }
-    }
-    let total = index + ends.count();
-    if shown == 0 {
-        return format!(
-            "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {total} lines.</system-reminder>",
-            start + 1
-        );
-    }
-    if start + shown < total {
-        out.push_str(&format!(
-            "\n(Showing lines {}-{} of {total}. Use offset and limit to read other parts.)\n",
-            start + 1,
-            start + shown
-        ));
-    }
-    out
+    text_of(text.as_bytes(), offset, limit).unwrap_or_default()
 }
 
 /// Appends `number` right-aligned in six columns, a tab, and `line` (cut at
@@ -169,9 +271,8 @@ fn push_numbered(out: &mut String, number: usize, line: &str) {
         }
     }
     let width = (digits.len() - i).max(6);
-    let padded = &digits[digits.len() - width..];
-    // Digits and spaces are ASCII.
-    out.push_str(std::str::from_utf8(padded).unwrap_or_default());
+    // SAFETY: `digits` holds only ASCII spaces and digits.
+    out.push_str(unsafe { std::str::from_utf8_unchecked(&digits[digits.len() - width..]) });
     out.push('\t');
     if line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS {
         let cut = line.char_indices().nth(MAX_LINE_CHARS).map_or(line.len(), |(i, _)| i);

@@ -5,7 +5,7 @@ wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
 use toolhost::tool::types::{ContentBlock, ErrorKind, Image, InterruptBehavior, ToolError, ToolInfo, ToolOutput};
-use toolhost::tool::{progress, session};
+use toolhost::tool::{output, progress, session};
 
 struct Adversary;
 
@@ -130,6 +130,14 @@ impl Guest for Adversary {
                     stored += 1;
                 }
                 text(format!("stored {stored}"))
+            }
+            "stream" => {
+                // `count` chunks of 1 MiB streamed, then the returned text.
+                let chunk = "s".repeat(1 << 20);
+                for _ in 0..arg(&input, "count").and_then(|c| c.as_u64()).unwrap_or(1) {
+                    output::append(&chunk);
+                }
+                text("|end")
             }
             "progress-flood" => {
                 for i in 0..50_000 {
