@@ -308,7 +308,6 @@ pub struct Host {
 
 pub(crate) struct Inner {
     pub runtime: Runtime,
-    #[allow(dead_code, reason = "kept with the host: hot loading links new components with it")]
     pub linker: Linker<HostState>,
     pub registry: Registry,
     pub dirs: Dirs,

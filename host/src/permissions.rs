@@ -141,7 +141,7 @@ pub fn decide(facts: &Facts) -> Decision {
         }
         ToolCheck::Allow(_) | ToolCheck::Passthrough => {}
     }
-    if facts.read_only && mode != PermissionMode::BypassPermissions {
+    if facts.read_only {
         return Decision::Allow { input: None, source: Source::Mode(mode) };
     }
     match mode {

@@ -42,17 +42,6 @@ pub struct CallOptions {
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
-/// A failure inside a guest call, as opposed to an error the tool returned.
-enum Fault {
-    Wasm(wasmtime::Error),
-}
-
-impl From<wasmtime::Error> for Fault {
-    fn from(e: wasmtime::Error) -> Self {
-        Fault::Wasm(e)
-    }
-}
-
 impl Host {
     /// Runs one call through the whole pipeline. Blocks the calling thread
     /// while the tool runs (use a blocking-capable thread in async code).
@@ -131,13 +120,11 @@ impl Host {
         };
         let outcome = self.steps(tool, tool_use, &mut instance, &ctx, span);
         instance.captured.log(name, id);
-        let mut result = match outcome {
-            Ok(r) => r,
-            Err(Fault::Wasm(e)) => fault_result(name, id, &e, &instance),
-        };
-        if !result.is_error {
-            result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
-        }
+        // An `Err` is a failure inside the guest (trap, timeout, malformed
+        // output), as opposed to an error the tool returned.
+        let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &instance));
+        // Errors too: a failed command's output can be as long as a good one's.
+        result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
         result
     }
 
@@ -149,7 +136,7 @@ impl Host {
         instance: &mut Instance,
         ctx: &CallContext,
         span: &tracing::Span,
-    ) -> Result<ToolResult, Fault> {
+    ) -> wasmtime::Result<ToolResult> {
         let inner = &*self.inner;
         let (name, id) = (tool.spec.name.as_str(), tool_use.id.as_str());
         let mut input_text = tool_use.input.to_string();
@@ -165,7 +152,7 @@ impl Host {
 
         // 5. Permission.
         let read_only = guest.call_is_read_only(&mut *store, &input_text)?;
-        let check_in = |mode: PermissionMode, store: &mut wasmtime::Store<_>| -> Result<ToolCheck, Fault> {
+        let check_in = |mode: PermissionMode, store: &mut wasmtime::Store<_>| -> wasmtime::Result<ToolCheck> {
             let decision = if mode == inner.mode {
                 guest.call_check_permissions(store, &input_text, ctx)?
             } else {
