@@ -34,6 +34,34 @@ fn read_only_tools_run_in_every_mode() {
 }
 
 #[test]
+fn the_pooling_allocator_falls_back_when_address_space_is_short() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "fine\n");
+    let input = json!({"file_path": p(&file)}).to_string();
+    // 16 GB of address space: too little for the pool's reservation, plenty
+    // for on-demand instances.
+    let run = |allocator: &str| {
+        let script =
+            format!("ulimit -v 16000000; exec \"$0\" --workspace \"$1\" --allocator {allocator} call Read \"$2\"");
+        sb.command("sh")
+            .args(["-c", &script, env!("CARGO_BIN_EXE_toolhost")])
+            .arg(&sb.workspace)
+            .arg(&input)
+            .output()
+            .unwrap()
+    };
+    let auto = run("auto");
+    assert!(auto.status.success(), "{auto:?}");
+    assert_eq!(String::from_utf8_lossy(&auto.stdout), "     1\tfine\n\n");
+    assert!(
+        String::from_utf8_lossy(&auto.stderr).contains("pooling allocator unavailable; using the on-demand allocator")
+    );
+    let pooling = run("pooling");
+    assert_eq!(pooling.status.code(), Some(2), "{pooling:?}");
+    assert!(String::from_utf8_lossy(&pooling.stderr).contains("could not create the wasm engine"));
+}
+
+#[test]
 fn unknown_modes_are_rejected_by_the_cli() {
     let sb = Sandbox::new();
     let r = toolhost(&sb, &["--mode", "yolo", "tools"]);
