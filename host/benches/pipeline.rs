@@ -29,6 +29,7 @@ fn main() {
             "read" => read_10mb(),
             "grep" => grep_tree(),
             "rss" => rss(),
+            "shell" => shell(),
             other => panic!("unknown part {other}"),
         };
         println!("{out}");
@@ -67,6 +68,9 @@ fn main() {
     }
     if run("rss") {
         report.rss = Some(child("rss", "pooling"));
+    }
+    if run("shell") {
+        report.shell = Some(child_pinned("shell", "pooling"));
     }
     report.print();
 }
@@ -386,6 +390,18 @@ fn startup() -> Value {
     json!({"p50_ms": warm.p50 / 1e3, "p99_ms": warm.p99 / 1e3, "cold_ms": cold_ms})
 }
 
+/// Parsing and classifying a 1 KB command with tree-sitter-bash.
+fn shell() -> Value {
+    let part = "git log --oneline -20 | grep -v 'Merge branch' | sort | uniq -c && FOO=1 ls -la src/*.rs 2>/dev/null; ";
+    let command = part.repeat(1024 / part.len() + 1);
+    let command = command.trim_end_matches("; ");
+    assert!(toolhost::shell::classify(command).read_only);
+    let t = time(2_000, || toolhost::shell::classify(command));
+    let typical = "git status && git diff --stat | tail -1";
+    let short = time(20_000, || toolhost::shell::classify(typical));
+    json!({"bytes": command.len(), "p50_us": t.p50, "p99_us": t.p99, "typical": typical, "typical_p50_us": short.p50})
+}
+
 fn rss() -> Value {
     let ws = bench_dir("rss-ws");
     let host = host(Allocator::Pooling, &ws, None);
@@ -408,6 +424,7 @@ struct Report {
     grep: Option<Value>,
     startup: Option<Value>,
     rss: Option<Value>,
+    shell: Option<Value>,
 }
 
 impl Report {
@@ -475,6 +492,19 @@ impl Report {
             println!(
                 "| first start ever (empty cache: compiles the built-ins) | {:.1} s | | | once |",
                 s["cold_ms"].as_f64().unwrap_or(f64::NAN) / 1e3
+            );
+        }
+        if let Some(s) = &self.shell {
+            println!(
+                "| parse + classify a {}-byte shell command, p50 / p99 | {:.1} / {:.1} µs | | | ≤ 50 µs |",
+                s["bytes"],
+                s["p50_us"].as_f64().unwrap_or(f64::NAN),
+                s["p99_us"].as_f64().unwrap_or(f64::NAN)
+            );
+            println!(
+                "| parse + classify `{}`, p50 | {:.1} µs | | | |",
+                s["typical"].as_str().unwrap_or_default().replace('|', "\\|"),
+                s["typical_p50_us"].as_f64().unwrap_or(f64::NAN)
             );
         }
         if let Some(r) = &self.rss {

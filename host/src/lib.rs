@@ -33,6 +33,7 @@ mod result;
 mod sandbox;
 mod schema;
 pub mod session;
+pub mod shell;
 mod state;
 mod tool;
 
