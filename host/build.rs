@@ -9,7 +9,7 @@ use std::path::PathBuf;
 mod build_wasm;
 
 /// The built-in tools: crate directory under `plugins/`.
-const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep"];
+const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "bash-output", "kill-shell"];
 
 fn main() {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
@@ -26,7 +26,7 @@ fn main() {
 
     let mut table = String::from("&[\n");
     for name in BUILTINS {
-        let wasm_path = wasm_dir.join(format!("toolhost_plugin_{name}.wasm"));
+        let wasm_path = wasm_dir.join(format!("toolhost_plugin_{}.wasm", name.replace('-', "_")));
         let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| panic!("reading {}: {e}", wasm_path.display()));
         // A copy in OUT_DIR: the nested build may rewrite the original later.
         let embedded = out_dir.join(format!("{name}.wasm"));

@@ -1,12 +1,14 @@
 //! Host-side bindings of the WIT contract (`wit/tool.wit`).
 //!
-//! Generated for the largest world (`file-plugin`); a component that imports
-//! less links against the same linker, and the loader checks its imports
-//! against its grants before anything runs.
+//! Generated for the world with every interface (`full`); a component that
+//! imports less links against the same linker, and the loader checks its
+//! imports against its grants before anything runs.
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "file-plugin",
+    world: "full",
+    imports: { "toolhost:tool/process": trappable },
+    with: { "toolhost:tool/process.child": crate::process::ChildProcess },
 });
 
 pub use self::toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};

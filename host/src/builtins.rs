@@ -15,12 +15,13 @@ pub(crate) struct EmbeddedTool {
 
 pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
-/// What each built-in may touch: the read-only tools read the working
-/// directories, the editing tools write them.
+/// What each built-in may touch: the read-only file tools read the working
+/// directories, the editing tools write them, the shell tools start processes
+/// (policed by the host) and see no files themselves.
 pub(crate) fn grants(crate_dir: &str) -> Grants {
-    let files = match crate_dir {
-        "write" | "edit" => FileAccess::ReadWrite,
-        _ => FileAccess::ReadOnly,
-    };
-    Grants { files }
+    match crate_dir {
+        "write" | "edit" => Grants { files: FileAccess::ReadWrite, process: false },
+        "bash" | "bash-output" | "kill-shell" => Grants { files: FileAccess::None, process: true },
+        _ => Grants { files: FileAccess::ReadOnly, process: false },
+    }
 }

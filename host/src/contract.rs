@@ -41,6 +41,10 @@ pub enum Capability {
     Output,
     /// `files`: atomic file replacement in the working directories.
     Files,
+    /// `shell`: the host's shell parser. Every tool may.
+    Shell,
+    /// `process`: starting processes.
+    Process,
 }
 
 impl Capability {
@@ -50,6 +54,8 @@ impl Capability {
             Capability::Session => "session",
             Capability::Output => "output",
             Capability::Files => "files",
+            Capability::Shell => "shell",
+            Capability::Process => "process",
         }
     }
 }
@@ -141,6 +147,8 @@ pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeErr
             "session" => capabilities.push(Capability::Session),
             "output" => capabilities.push(Capability::Output),
             "files" => capabilities.push(Capability::Files),
+            "shell" => capabilities.push(Capability::Shell),
+            "process" => capabilities.push(Capability::Process),
             _ => return Err(ShapeError::UnknownImport(name.to_string())),
         }
     }

@@ -134,11 +134,8 @@ impl HostBuilder {
         let runtime = Runtime::new(self.allocator, sizes).map_err(|e| HostError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
-        crate::bindings::FilePlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        crate::bindings::Full::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
         let data_dir = self.data_dir.unwrap_or_else(default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(default_cache_dir()));
         let load_session = Arc::new(Session::ephemeral(&data_dir));
@@ -166,7 +163,8 @@ impl HostBuilder {
                     cwd: cwd.to_string_lossy().into_owned(),
                     working: working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
                 },
-                dirs: Dirs { cwd, working, read_only: Vec::new() },
+                dirs: Arc::new(Dirs { cwd, working, read_only: Vec::new() }),
+                background: Arc::default(),
                 scratch_session: load_session,
                 data_dir,
                 mode: self.mode,
@@ -310,7 +308,9 @@ pub(crate) struct Inner {
     pub runtime: Runtime,
     pub linker: Linker<HostState>,
     pub registry: Registry,
-    pub dirs: Dirs,
+    pub dirs: Arc<Dirs>,
+    /// Background processes started by calls; killed when the host ends.
+    pub background: Arc<crate::process::BackgroundRegistry>,
     /// `dirs` as the strings of a call's context, made once.
     pub dir_strings: DirStrings,
     /// A session for calls that belong to none (loading, benchmarks).
@@ -377,16 +377,17 @@ impl Host {
     pub fn bare_call(&self, tool: &str) -> Option<bool> {
         let tool = self.inner.registry.resolve(tool)?;
         let session = Arc::clone(&self.inner.scratch_session);
-        let scope =
-            crate::state::Scope::new(Arc::from(tool.spec.name.as_str()), String::new(), session, tool.namespace());
-        let _running = self.inner.runtime.running();
-        let (mut store, _captured) = crate::sandbox::store(
-            &self.inner.runtime.engine,
-            &Grants::default(),
-            &Dirs::default(),
-            scope,
-            self.inner.limits,
+        let scope = crate::state::Scope::new(
+            Arc::from(tool.spec.name.as_str()),
+            String::new(),
+            session,
+            tool.namespace(),
+            Arc::clone(&self.inner.dirs),
+            Arc::clone(&self.inner.background),
         );
+        let _running = self.inner.runtime.running();
+        let (mut store, _captured) =
+            crate::sandbox::store(&self.inner.runtime.engine, &Grants::default(), scope, self.inner.limits);
         let plugin = tool.pre.instantiate(&mut store).ok()?;
         plugin.toolhost_tool_tool().call_is_enabled(&mut store).ok()
     }

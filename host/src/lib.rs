@@ -28,6 +28,7 @@ pub mod engine;
 mod host;
 pub mod permissions;
 mod pipeline;
+pub mod process;
 pub mod registry;
 mod result;
 mod sandbox;

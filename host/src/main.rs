@@ -153,7 +153,7 @@ fn call(
     let result = match serde_json::from_str(input) {
         Ok(input) => {
             let progress: toolhost::ProgressSink =
-                Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message));
+                Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message.trim_end_matches('\n')));
             let options = CallOptions { progress: Some(progress), cancel: None };
             host.call(&session, &ToolUse { id, name: name.to_string(), input }, &options)
         }

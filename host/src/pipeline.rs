@@ -15,6 +15,7 @@
 use crate::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
 use crate::host::Host;
 use crate::permissions::{self, Answer, AskRequest, Decision, Facts, PermissionMode, ToolCheck};
+use crate::process::Approval;
 use crate::result::{self, ToolResult};
 use crate::session::Session;
 use crate::state::{Interrupted, MemoryExceeded, ProgressSink, Scope};
@@ -89,18 +90,16 @@ impl Host {
         let _slot = inner.gate.enter();
         let _running = inner.runtime.running();
         let results = session.existing_results_dir();
-        let with_results;
         let dirs = match &results {
-            None => &inner.dirs,
-            Some(r) => {
-                with_results = crate::sandbox::Dirs { read_only: vec![r.clone()], ..inner.dirs.clone() };
-                &with_results
-            }
+            None => Arc::clone(&inner.dirs),
+            Some(r) => Arc::new(crate::sandbox::Dirs { read_only: vec![r.clone()], ..(*inner.dirs).clone() }),
         };
-        let mut scope = Scope::new(Arc::from(name), id.to_string(), Arc::clone(session), tool.namespace());
+        let background = Arc::clone(&inner.background);
+        let mut scope =
+            Scope::new(Arc::from(name), id.to_string(), Arc::clone(session), tool.namespace(), dirs, background);
         scope.progress = options.progress.clone();
         scope.cancel = options.cancel.clone();
-        let mut instance = match Instance::new(&inner.runtime.engine, tool, dirs, scope, inner.limits) {
+        let mut instance = match Instance::new(&inner.runtime.engine, tool, scope, inner.limits) {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
@@ -209,6 +208,16 @@ impl Host {
         match decision {
             Decision::Allow { input, source } => {
                 span.record("decision", field::display(format_args!("allow ({source})")));
+                // What the call may start: a call allowed only because it reads
+                // can start only what the host classifies as read-only.
+                store.data_mut().scope.approval = match source {
+                    permissions::Source::Mode(mode) if read_only && mode != PermissionMode::BypassPermissions => {
+                        Approval::ReadOnly
+                    }
+                    permissions::Source::Mode(_) | permissions::Source::Tool | permissions::Source::User => {
+                        Approval::Any
+                    }
+                };
                 if let Some(updated) = input {
                     if let Err(message) = tool.input_schema().check(name, &updated) {
                         return Ok(ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>")));

@@ -31,6 +31,8 @@ pub enum FileAccess {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grants {
     pub files: FileAccess,
+    /// The process capability (starting commands, policed by the host).
+    pub process: bool,
 }
 
 /// The directories of a call, as absolute host paths. Each is preopened in the
@@ -78,14 +80,10 @@ impl Captured {
     }
 }
 
-/// Builds the Store for one call of a tool with `grants`.
-pub fn store(
-    engine: &Engine,
-    grants: &Grants,
-    dirs: &Dirs,
-    mut scope: Scope,
-    limits: CallLimits,
-) -> (Store<HostState>, Captured) {
+/// Builds the Store for one call of a tool with `grants`, in the scope's
+/// directories.
+pub fn store(engine: &Engine, grants: &Grants, mut scope: Scope, limits: CallLimits) -> (Store<HostState>, Captured) {
+    let dirs = std::sync::Arc::clone(&scope.dirs);
     let captured =
         Captured { stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT), stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT) };
     let mut wasi = WasiCtxBuilder::new();
@@ -110,6 +108,7 @@ pub fn store(
     if grants.files == FileAccess::ReadWrite {
         scope.writable = dirs.working.clone();
     }
+    scope.process_granted = grants.process;
     scope.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
     let state =
         HostState { wasi: wasi.build(), table: ResourceTable::new(), limits: Limits { memory: limits.memory }, scope };

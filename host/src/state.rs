@@ -3,13 +3,20 @@
 //! where progress goes, when to stop). The host imports of the contract are
 //! implemented here, each refusing what the call's grants do not allow.
 
-use crate::bindings::toolhost::tool::{files, output, progress, session as wit_session, types};
+use crate::bindings::toolhost::tool::{
+    files, output, process as wit_process, progress, session as wit_session, shell as wit_shell, types,
+};
+use crate::process::{
+    Approval, BackgroundRegistry, ChildProcess, Policy, ProcessError, Program, Spawn, Status, Stream,
+};
+use crate::sandbox::Dirs;
 use crate::session::{Session, WriteError};
+use crate::shell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Resource, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -98,6 +105,14 @@ pub struct Scope {
     progress_sent: u32,
     /// Directories `files.replace` may write (empty: not granted).
     pub writable: Vec<PathBuf>,
+    /// The call's directories.
+    pub dirs: Arc<Dirs>,
+    /// The process capability was granted.
+    pub process_granted: bool,
+    /// What processes the call may start (set by the permission step).
+    pub approval: Approval,
+    /// The host's background processes.
+    pub background: Arc<BackgroundRegistry>,
     pub deadline: Option<(Instant, Duration)>,
     pub cancel: Option<Arc<AtomicBool>>,
     /// Text the tool streamed into its result (`output.append`).
@@ -107,7 +122,14 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn new(tool: Arc<str>, tool_use_id: String, session: Arc<Session>, namespace: Namespace) -> Scope {
+    pub fn new(
+        tool: Arc<str>,
+        tool_use_id: String,
+        session: Arc<Session>,
+        namespace: Namespace,
+        dirs: Arc<Dirs>,
+        background: Arc<BackgroundRegistry>,
+    ) -> Scope {
         Scope {
             tool,
             tool_use_id,
@@ -116,6 +138,10 @@ impl Scope {
             progress: None,
             progress_sent: 0,
             writable: Vec::new(),
+            dirs,
+            process_granted: false,
+            approval: Approval::Nothing,
+            background,
             deadline: None,
             cancel: None,
             streamed: String::new(),
@@ -240,6 +266,195 @@ impl wit_session::Host for HostState {
         let full = self.scope.key(&prefix);
         let strip = full.len() - prefix.len();
         self.scope.session.keys(&full).into_iter().map(|k| k[strip..].to_string()).collect()
+    }
+}
+
+impl wit_shell::Host for HostState {
+    fn parse(&mut self, command: String) -> wit_shell::ParsedCommand {
+        if command.len() > crate::process::MAX_COMMAND {
+            return wit_shell::ParsedCommand {
+                commands: Vec::new(),
+                operators: Vec::new(),
+                command_substitution: false,
+                process_substitution: false,
+                variable_expansion: false,
+                heredoc: false,
+                subshell: false,
+                control_flow: false,
+                parse_error: true,
+            };
+        }
+        let p = shell::parse(&command);
+        wit_shell::ParsedCommand {
+            commands: p
+                .commands
+                .into_iter()
+                .map(|c| wit_shell::SimpleCommand {
+                    argv: c.argv,
+                    dynamic: c.dynamic,
+                    assignments: c.assignments,
+                    redirections: c
+                        .redirections
+                        .into_iter()
+                        .map(|r| wit_shell::Redirection {
+                            descriptor: r.descriptor,
+                            operator: r.operator,
+                            target: r.target,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            operators: p
+                .operators
+                .into_iter()
+                .map(|o| match o {
+                    shell::Operator::And => wit_shell::Operator::And,
+                    shell::Operator::Or => wit_shell::Operator::Or,
+                    shell::Operator::Sequence => wit_shell::Operator::Sequence,
+                    shell::Operator::Pipe => wit_shell::Operator::Pipe,
+                    shell::Operator::Background => wit_shell::Operator::Background,
+                })
+                .collect(),
+            command_substitution: p.command_substitution,
+            process_substitution: p.process_substitution,
+            variable_expansion: p.variable_expansion,
+            heredoc: p.heredoc,
+            subshell: p.subshell,
+            control_flow: p.control_flow,
+            parse_error: p.parse_error,
+        }
+    }
+
+    fn classify(&mut self, command: String) -> wit_shell::Classification {
+        if command.len() > crate::process::MAX_COMMAND {
+            return wit_shell::Classification {
+                read_only: false,
+                reason: Some("the command is too long to check".into()),
+            };
+        }
+        let c = shell::classify(&command);
+        wit_shell::Classification { read_only: c.read_only, reason: c.reason }
+    }
+}
+
+fn spawn_request(options: wit_process::SpawnOptions) -> Spawn {
+    Spawn {
+        program: match options.program {
+            wit_process::Program::Shell(s) => Program::Shell(s),
+            wit_process::Program::Argv(a) => Program::Argv(a),
+        },
+        cwd: options.cwd,
+        env: options.env,
+        stdin: options.stdin,
+        timeout: Duration::from_millis(options.timeout_ms),
+    }
+}
+
+fn process_error(e: ProcessError) -> wit_process::ProcessError {
+    match e {
+        ProcessError::NotPermitted(m) => wit_process::ProcessError::NotPermitted(m),
+        ProcessError::BadDirectory(m) => wit_process::ProcessError::BadDirectory(m),
+        ProcessError::SpawnFailed(m) => wit_process::ProcessError::SpawnFailed(m),
+        ProcessError::UnknownId(m) => wit_process::ProcessError::UnknownId(m),
+    }
+}
+
+fn exit_status(s: Status) -> wit_process::ExitStatus {
+    match s {
+        Status::Exited(c) => wit_process::ExitStatus::Exited(c),
+        Status::Signaled(s) => wit_process::ExitStatus::Signaled(s),
+    }
+}
+
+impl HostState {
+    fn policy(&self) -> Policy<'_> {
+        Policy { granted: self.scope.process_granted, approval: self.scope.approval, dirs: &self.scope.dirs }
+    }
+}
+
+impl wit_process::Host for HostState {
+    fn spawn(
+        &mut self,
+        options: wit_process::SpawnOptions,
+    ) -> wasmtime::Result<Result<Resource<ChildProcess>, wit_process::ProcessError>> {
+        let deadline = self.scope.deadline.map(|(at, _)| at);
+        match ChildProcess::spawn(spawn_request(options), &self.policy(), deadline) {
+            Ok(child) => Ok(Ok(self.table.push(child)?)),
+            Err(e) => Ok(Err(process_error(e))),
+        }
+    }
+
+    fn start_background(
+        &mut self,
+        options: wit_process::SpawnOptions,
+    ) -> wasmtime::Result<Result<String, wit_process::ProcessError>> {
+        let session = self.scope.session.id().to_string();
+        Ok(self.scope.background.start(&session, spawn_request(options), &self.policy()).map_err(process_error))
+    }
+
+    fn read_background(
+        &mut self,
+        id: String,
+    ) -> wasmtime::Result<Result<wit_process::BackgroundOutput, wit_process::ProcessError>> {
+        if !self.scope.process_granted {
+            return Ok(Err(wit_process::ProcessError::NotPermitted("the process capability is not granted".into())));
+        }
+        let out = self.scope.background.read(self.scope.session.id(), &id).map_err(process_error);
+        Ok(out.map(|o| wit_process::BackgroundOutput {
+            stdout: o.stdout,
+            stderr: o.stderr,
+            dropped: o.dropped,
+            status: o.status.map(exit_status),
+        }))
+    }
+
+    fn kill_background(&mut self, id: String) -> wasmtime::Result<Result<(), wit_process::ProcessError>> {
+        if !self.scope.process_granted || self.scope.approval == Approval::Nothing {
+            return Ok(Err(wit_process::ProcessError::NotPermitted(
+                "killing a process needs the call's approval".into(),
+            )));
+        }
+        Ok(self.scope.background.kill(self.scope.session.id(), &id).map_err(process_error))
+    }
+}
+
+impl wit_process::HostChild for HostState {
+    fn read(
+        &mut self,
+        child: Resource<ChildProcess>,
+        wait_ms: u32,
+    ) -> wasmtime::Result<Option<Vec<wit_process::Chunk>>> {
+        let cancel = self.scope.cancel.clone();
+        let child = self.table.get_mut(&child)?;
+        Ok(child.read(Duration::from_millis(u64::from(wait_ms)), cancel.as_deref()).map(|chunks| {
+            chunks
+                .into_iter()
+                .map(|(stream, data)| wit_process::Chunk {
+                    source: match stream {
+                        Stream::Stdout => wit_process::StreamKind::Stdout,
+                        Stream::Stderr => wit_process::StreamKind::Stderr,
+                    },
+                    data,
+                })
+                .collect()
+        }))
+    }
+
+    fn wait(&mut self, child: Resource<ChildProcess>) -> wasmtime::Result<wit_process::Finished> {
+        let cancel = self.scope.cancel.clone();
+        let f = self.table.get_mut(&child)?.wait(cancel.as_deref());
+        Ok(wit_process::Finished { status: exit_status(f.status), timed_out: f.timed_out, cancelled: f.cancelled })
+    }
+
+    fn kill(&mut self, child: Resource<ChildProcess>) -> wasmtime::Result<()> {
+        self.table.get_mut(&child)?.kill();
+        Ok(())
+    }
+
+    fn drop(&mut self, child: Resource<ChildProcess>) -> wasmtime::Result<()> {
+        // Dropping the process kills its group.
+        self.table.delete(child)?;
+        Ok(())
     }
 }
 

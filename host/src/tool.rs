@@ -1,7 +1,7 @@
 //! A loaded tool: its compiled component ready to instantiate, what it says
 //! about itself, its compiled schemas, and what it was granted.
 
-use crate::bindings::{FilePlugin, FilePluginPre, InterruptBehavior, ToolInfo};
+use crate::bindings::{Full, FullPre, InterruptBehavior, ToolInfo};
 use crate::contract::{self, Capability, Shape, ShapeError};
 use crate::sandbox::{self, CallLimits, Captured, Dirs, FileAccess, Grants};
 use crate::schema::Schema;
@@ -64,7 +64,7 @@ pub struct LoadedTool {
     pub origin: Origin,
     pub grants: Grants,
     pub shape: Shape,
-    pub(crate) pre: FilePluginPre<HostState>,
+    pub(crate) pre: FullPre<HostState>,
     /// Compiled on first use for built-ins (known good; most runs use few of
     /// them), at load for plugins (so a broken schema is refused at once).
     input: OnceLock<Schema>,
@@ -110,20 +110,28 @@ pub(crate) fn load(
     let shape = contract::inspect(engine, component)?;
     for cap in &shape.capabilities {
         let granted = match cap {
-            Capability::Progress | Capability::Session | Capability::Output => true,
+            Capability::Progress | Capability::Session | Capability::Output | Capability::Shell => true,
             Capability::Files => grants.files == FileAccess::ReadWrite,
+            Capability::Process => grants.process,
         };
         if !granted {
             return Err(LoadError::NotGranted(*cap));
         }
     }
     let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-    let pre = FilePluginPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let pre = FullPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
 
     // Describing itself gets a short leash: no files, a few seconds.
     let limits = CallLimits { timeout: limits.timeout.min(Duration::from_secs(10)), ..limits };
-    let scope = Scope::new("(loading)".into(), "load".into(), Arc::clone(session), Namespace::Private("load/".into()));
-    let (mut store, captured) = sandbox::store(engine, &Grants::default(), &Dirs::default(), scope, limits);
+    let scope = Scope::new(
+        "(loading)".into(),
+        "load".into(),
+        Arc::clone(session),
+        Namespace::Private("load/".into()),
+        Arc::new(Dirs::default()),
+        Arc::default(),
+    );
+    let (mut store, captured) = sandbox::store(engine, &Grants::default(), scope, limits);
     let describe = |e: wasmtime::Error, captured: &Captured| {
         let stderr = captured.last_stderr_lines(3);
         LoadError::Describe(if stderr.is_empty() { format!("{e:#}") } else { format!("{e:#}: {stderr}") })
@@ -195,19 +203,13 @@ fn check_name(name: &str) -> Result<(), String> {
 /// A live instance serving one call.
 pub(crate) struct Instance {
     pub store: Store<HostState>,
-    pub plugin: FilePlugin,
+    pub plugin: Full,
     pub captured: Captured,
 }
 
 impl Instance {
-    pub fn new(
-        engine: &Engine,
-        tool: &LoadedTool,
-        dirs: &Dirs,
-        scope: Scope,
-        limits: CallLimits,
-    ) -> wasmtime::Result<Instance> {
-        let (mut store, captured) = sandbox::store(engine, &tool.grants, dirs, scope, limits);
+    pub fn new(engine: &Engine, tool: &LoadedTool, scope: Scope, limits: CallLimits) -> wasmtime::Result<Instance> {
+        let (mut store, captured) = sandbox::store(engine, &tool.grants, scope, limits);
         let plugin = tool.pre.instantiate(&mut store)?;
         Ok(Instance { store, plugin, captured })
     }

@@ -60,6 +60,8 @@ pub use serde_json;
 mod context;
 pub mod fs;
 mod output;
+pub mod process;
+pub mod shell;
 
 pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, Permission, ToolError};
@@ -79,7 +81,7 @@ pub mod __private {
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "file-plugin",
+        world: "full",
         path: "../wit",
         pub_export_macro: true,
         export_macro_name: "export_plugin",

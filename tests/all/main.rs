@@ -6,6 +6,7 @@
 
 mod support;
 
+mod bash;
 mod check;
 mod file_tools;
 mod host_errors;

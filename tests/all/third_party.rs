@@ -2,7 +2,7 @@
 
 use crate::support::*;
 use serde_json::json;
-use toolhost_tests::{ADVERSARY, BROKEN_INFO, ECHO, FILES_THIEF, FUTURE_CONTRACT};
+use toolhost_tests::{ADVERSARY, BROKEN_INFO, ECHO, FILES_THIEF, FUTURE_CONTRACT, PROCESS_THIEF};
 
 fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
     call(sb, "Adversary", &action, extra)
@@ -157,16 +157,18 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     sb.install(BROKEN_INFO);
     sb.install(FUTURE_CONTRACT);
     sb.install(FILES_THIEF);
+    sb.install(PROCESS_THIEF);
     std::fs::write(sb.plugins.join("garbage.wasm"), "this is not wasm").unwrap();
     std::fs::write(sb.plugins.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
     let r = toolhost(&sb, &["tools"]);
     assert_eq!(r.code, 0, "{r:?}");
     let names: Vec<&str> = r.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
-    assert_eq!(names, ["Edit", "Glob", "Grep", "Read", "Write", "Echo"]);
+    assert_eq!(names, ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write", "Echo"]);
     for expected in [
         "broken on purpose while describing itself",
         "was built against toolhost contract 2.0.0, but this host implements contract 1.0.0",
         "imports the `files` capability, which is not granted to it",
+        "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",
         "core.wasm: a core WebAssembly module, not a component",
     ] {

@@ -12,7 +12,10 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
     assert_eq!(first.code, 0, "{first:?}");
     let list = first.json();
     let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Edit", "Glob", "Grep", "Read", "Write", "Adversary", "Echo"]);
+    assert_eq!(
+        names,
+        ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write", "Adversary", "Echo"]
+    );
     for tool in list.as_array().unwrap() {
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
         assert_eq!(tool["input_schema"]["type"], "object", "{tool}");

@@ -1,0 +1,691 @@
+//! The process capability: the host starts processes for components granted
+//! it, and polices every start.
+//!
+//! What the host enforces, whatever the component does:
+//! - only components granted the capability can start anything, and only
+//!   during `call` (not while validating or checking permissions);
+//! - a call approved only because it was read-only can start only commands
+//!   the host itself classifies as read-only ([`crate::shell`]);
+//! - the working directory lies inside the working directories;
+//! - the environment is an allow-list of the host's, plus variables the tool
+//!   sets that cannot change what programs load;
+//! - each process runs in its own process group, killed whole at its
+//!   timeout, at the call's deadline, on cancellation, and when the component
+//!   drops it (background processes: when the host ends);
+//! - output is read through bounded buffers, so a flood of output blocks the
+//!   child instead of growing the host's memory.
+
+use crate::sandbox::Dirs;
+use crate::shell;
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Host variables a child inherits (plus every `LC_*`).
+const ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "SHELL"];
+/// Bytes read from a pipe at a time.
+const CHUNK: usize = 64 * 1024;
+/// Chunks buffered per foreground process before its output blocks.
+const BUFFERED_CHUNKS: usize = 32;
+/// Bytes kept per stream of a background process between reads.
+pub const BACKGROUND_KEEP: usize = 8 << 20;
+/// Longest command the host parses.
+pub const MAX_COMMAND: usize = 64 * 1024;
+
+/// What a call may start, decided by the permission step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approval {
+    /// Nothing (before the permission decision, or no grant).
+    #[default]
+    Nothing,
+    /// Only commands the host classifies as read-only.
+    ReadOnly,
+    /// Any command.
+    Any,
+}
+
+/// Which stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl From<std::process::ExitStatus> for Status {
+    fn from(s: std::process::ExitStatus) -> Self {
+        match (s.code(), s.signal()) {
+            (Some(code), _) => Status::Exited(code),
+            (None, Some(sig)) => Status::Signaled(sig),
+            (None, None) => Status::Exited(-1),
+        }
+    }
+}
+
+/// Why a start or an operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessError {
+    NotPermitted(String),
+    BadDirectory(String),
+    SpawnFailed(String),
+    UnknownId(String),
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub enum Program {
+    Shell(String),
+    Argv(Vec<String>),
+}
+
+impl Program {
+    /// The command as a shell would read it (what the classification sees).
+    fn as_shell(&self) -> String {
+        match self {
+            Program::Shell(s) => s.clone(),
+            Program::Argv(argv) => argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+        }
+    }
+}
+
+fn quote(word: &str) -> String {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// A request to start a process.
+#[derive(Clone, Debug)]
+pub struct Spawn {
+    pub program: Program,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+}
+
+/// The call-side facts the checks need.
+pub struct Policy<'a> {
+    pub granted: bool,
+    pub approval: Approval,
+    pub dirs: &'a Dirs,
+}
+
+/// Checks a request against the grant, the approval, the directories and the
+/// environment rules, and builds the command.
+fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<Command, ProcessError> {
+    if !policy.granted {
+        return Err(ProcessError::NotPermitted("this tool is not granted the process capability".into()));
+    }
+    let text = request.program.as_shell();
+    match policy.approval {
+        Approval::Nothing => {
+            return Err(ProcessError::NotPermitted(
+                "processes can only be started while the call runs, after its permission check".into(),
+            ));
+        }
+        Approval::ReadOnly => {
+            if text.len() > MAX_COMMAND {
+                return Err(ProcessError::NotPermitted("the command is too long to check".into()));
+            }
+            let verdict = shell::classify(&text);
+            if !verdict.read_only {
+                return Err(ProcessError::NotPermitted(format!(
+                    "this call was approved only for read-only commands, and `{}` is not read-only: {}",
+                    clip(&text),
+                    verdict.reason.unwrap_or_default()
+                )));
+            }
+        }
+        Approval::Any => {}
+    }
+    let cwd = working_dir(request.cwd.as_deref(), policy.dirs)?;
+    let mut cmd = match &request.program {
+        Program::Shell(s) => {
+            let mut c = Command::new("bash");
+            c.arg("-c").arg(s);
+            c
+        }
+        Program::Argv(argv) => {
+            let Some((first, rest)) = argv.split_first() else {
+                return Err(ProcessError::SpawnFailed("empty argv".into()));
+            };
+            let mut c = Command::new(first);
+            c.args(rest);
+            c
+        }
+    };
+    cmd.env_clear();
+    for (key, value) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if ENV_ALLOW.contains(&k.as_ref()) || k.starts_with("LC_") {
+            cmd.env(&key, value);
+        }
+    }
+    for (key, value) in &request.env {
+        if !valid_env_name(key) {
+            return Err(ProcessError::NotPermitted(format!("`{key}` is not a valid environment variable name")));
+        }
+        if dangerous_env(key) {
+            return Err(ProcessError::NotPermitted(format!("setting `{key}` can change what programs load; refused")));
+        }
+        cmd.env(key, value);
+    }
+    cmd.current_dir(&cwd)
+        .process_group(0)
+        .stdin(if request.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Ok(cmd)
+}
+
+fn clip(s: &str) -> String {
+    if s.chars().count() > 200 { format!("{}…", s.chars().take(200).collect::<String>()) } else { s.to_string() }
+}
+
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn dangerous_env(name: &str) -> bool {
+    name.starts_with("LD_")
+        || name.starts_with("DYLD_")
+        || matches!(name, "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS")
+}
+
+/// The working directory of a request: the call's by default; otherwise an
+/// absolute directory that lies, also after resolving symlinks, inside the
+/// working directories.
+fn working_dir(requested: Option<&str>, dirs: &Dirs) -> Result<PathBuf, ProcessError> {
+    let Some(requested) = requested else { return Ok(dirs.cwd.clone()) };
+    let path = Path::new(requested);
+    if !path.is_absolute() {
+        return Err(ProcessError::BadDirectory(format!("`{requested}` is not an absolute path")));
+    }
+    let inside = |p: &Path| dirs.working.iter().any(|w| p.starts_with(w));
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| ProcessError::BadDirectory(format!("`{requested}` cannot be used as a working directory: {e}")))?;
+    if !inside(&canonical) {
+        return Err(ProcessError::BadDirectory(format!(
+            "`{requested}` is outside the working directories ({})",
+            dirs.working.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    if !canonical.is_dir() {
+        return Err(ProcessError::BadDirectory(format!("`{requested}` is not a directory")));
+    }
+    Ok(canonical)
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        // SAFETY: killpg has no memory-safety preconditions; a stale group id
+        // at worst fails with ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+enum Event {
+    Chunk(Stream, Vec<u8>),
+    Closed,
+}
+
+/// Reads `pipe` into `tx` in chunks until it closes.
+fn pump(mut pipe: impl Read + Send + 'static, stream: Stream, tx: SyncSender<Event>) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(Event::Chunk(stream, buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Event::Closed);
+    });
+}
+
+fn feed_stdin(child: &mut std::process::Child, input: Option<Vec<u8>>) {
+    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), input) {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+}
+
+/// A foreground process of a call (the `child` resource).
+pub struct ChildProcess {
+    child: std::process::Child,
+    pgid: i32,
+    events: Receiver<Event>,
+    open: u8,
+    deadline: Instant,
+    timed_out: bool,
+    cancelled: bool,
+    status: Option<Status>,
+}
+
+/// How a foreground process finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub status: Status,
+    pub timed_out: bool,
+    pub cancelled: bool,
+}
+
+impl ChildProcess {
+    /// Starts a foreground process.
+    pub fn spawn(
+        request: Spawn,
+        policy: &Policy<'_>,
+        call_deadline: Option<Instant>,
+    ) -> Result<ChildProcess, ProcessError> {
+        let mut cmd = prepare(&request, policy)?;
+        let mut child = cmd.spawn().map_err(|e| ProcessError::SpawnFailed(format!("{e}")))?;
+        let pgid = child.id() as i32;
+        feed_stdin(&mut child, request.stdin);
+        let (tx, rx) = std::sync::mpsc::sync_channel(BUFFERED_CHUNKS);
+        if let Some(out) = child.stdout.take() {
+            pump(out, Stream::Stdout, tx.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            pump(err, Stream::Stderr, tx);
+        }
+        let mut deadline = Instant::now() + request.timeout;
+        if let Some(call) = call_deadline {
+            deadline = deadline.min(call);
+        }
+        Ok(ChildProcess {
+            child,
+            pgid,
+            events: rx,
+            open: 2,
+            deadline,
+            timed_out: false,
+            cancelled: false,
+            status: None,
+        })
+    }
+
+    /// Kills the group if the deadline passed or the call was cancelled.
+    fn enforce(&mut self, cancel: Option<&AtomicBool>) {
+        if self.timed_out || self.cancelled {
+            return;
+        }
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            self.cancelled = true;
+            kill_group(self.pgid);
+        } else if Instant::now() >= self.deadline {
+            self.timed_out = true;
+            kill_group(self.pgid);
+        }
+    }
+
+    /// Output that arrived within `wait`; `None` once both streams closed.
+    pub fn read(&mut self, wait: Duration, cancel: Option<&AtomicBool>) -> Option<Vec<(Stream, Vec<u8>)>> {
+        let until = Instant::now() + wait.min(Duration::from_secs(1));
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        while self.open > 0 {
+            self.enforce(cancel);
+            let event = if out.is_empty() {
+                let slice = until.saturating_duration_since(Instant::now()).min(Duration::from_millis(20));
+                match self.events.recv_timeout(slice) {
+                    Ok(e) => e,
+                    Err(RecvTimeoutError::Timeout) if Instant::now() < until => continue,
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.open = 0;
+                        break;
+                    }
+                }
+            } else {
+                match self.events.try_recv() {
+                    Ok(e) => e,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.open = 0;
+                        break;
+                    }
+                }
+            };
+            match event {
+                Event::Chunk(stream, data) => {
+                    bytes += data.len();
+                    out.push((stream, data));
+                    if bytes >= 1 << 20 {
+                        break;
+                    }
+                }
+                Event::Closed => self.open -= 1,
+            }
+            // Killed, and a grandchild that left the group still holds a pipe:
+            // do not wait for it.
+            if (self.timed_out || self.cancelled) && out.is_empty() && self.child.try_wait().ok().flatten().is_some() {
+                self.open = 0;
+            }
+        }
+        if out.is_empty() && self.open == 0 { None } else { Some(out) }
+    }
+
+    /// Waits for the process to end, killing it at its deadline.
+    pub fn wait(&mut self, cancel: Option<&AtomicBool>) -> Finished {
+        if let Some(status) = self.status {
+            return Finished { status, timed_out: self.timed_out, cancelled: self.cancelled };
+        }
+        let status = loop {
+            self.enforce(cancel);
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Status::from(s),
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(_) => break Status::Exited(-1),
+            }
+        };
+        // The leader is gone; make sure the rest of its group is too.
+        kill_group(self.pgid);
+        self.status = Some(status);
+        Finished { status, timed_out: self.timed_out, cancelled: self.cancelled }
+    }
+
+    /// Kills the process group.
+    pub fn kill(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stream of a background process: what it printed since the last read.
+#[derive(Default)]
+struct Pending {
+    data: VecDeque<u8>,
+    dropped: u64,
+}
+
+struct Background {
+    pgid: i32,
+    session: String,
+    stdout: Mutex<Pending>,
+    stderr: Mutex<Pending>,
+    status: Mutex<Option<Status>>,
+    done: AtomicBool,
+}
+
+/// What a background process printed since the last read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackgroundOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub dropped: u64,
+    pub status: Option<Status>,
+}
+
+/// The host's background processes, by id; each belongs to one session.
+/// Dropping the registry (the host ending) kills them all.
+#[derive(Default)]
+pub struct BackgroundRegistry {
+    next: AtomicU64,
+    running: Mutex<HashMap<String, Arc<Background>>>,
+}
+
+impl BackgroundRegistry {
+    /// Starts a background process for `session`.
+    pub fn start(&self, session: &str, request: Spawn, policy: &Policy<'_>) -> Result<String, ProcessError> {
+        let mut cmd = prepare(&request, policy)?;
+        let mut child = cmd.spawn().map_err(|e| ProcessError::SpawnFailed(format!("{e}")))?;
+        let pgid = child.id() as i32;
+        feed_stdin(&mut child, request.stdin.clone());
+        let entry = Arc::new(Background {
+            pgid,
+            session: session.to_string(),
+            stdout: Mutex::default(),
+            stderr: Mutex::default(),
+            status: Mutex::new(None),
+            done: AtomicBool::new(false),
+        });
+        let collect = |pipe: Option<Box<dyn Read + Send>>, stream: Stream| {
+            let entry = Arc::clone(&entry);
+            pipe.map(|mut pipe| {
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; CHUNK];
+                    while let Ok(n) = pipe.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let target = match stream {
+                            Stream::Stdout => &entry.stdout,
+                            Stream::Stderr => &entry.stderr,
+                        };
+                        let mut pending = target.lock().unwrap_or_else(|e| e.into_inner());
+                        pending.data.extend(&buf[..n]);
+                        let over = pending.data.len().saturating_sub(BACKGROUND_KEEP);
+                        if over > 0 {
+                            pending.data.drain(..over);
+                            pending.dropped += over as u64;
+                        }
+                    }
+                })
+            })
+        };
+        let readers = [
+            collect(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>), Stream::Stdout),
+            collect(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>), Stream::Stderr),
+        ];
+        let waiter = Arc::clone(&entry);
+        let timeout = request.timeout;
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + timeout;
+            let status = loop {
+                match child.try_wait() {
+                    Ok(Some(s)) => break Status::from(s),
+                    Ok(None) if Instant::now() >= deadline => kill_group(waiter.pgid),
+                    Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                    Err(_) => break Status::Exited(-1),
+                }
+            };
+            for r in readers.into_iter().flatten() {
+                let _ = r.join();
+            }
+            *waiter.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
+            waiter.done.store(true, Ordering::Release);
+        });
+        let id = format!("bash_{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), entry);
+        Ok(id)
+    }
+
+    fn get(&self, session: &str, id: &str) -> Result<Arc<Background>, ProcessError> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match running.get(id) {
+            Some(b) if b.session == session => Ok(Arc::clone(b)),
+            _ => Err(ProcessError::UnknownId(format!("no background process `{id}` in this session"))),
+        }
+    }
+
+    /// Output since the last read, and the state.
+    pub fn read(&self, session: &str, id: &str) -> Result<BackgroundOutput, ProcessError> {
+        let entry = self.get(session, id)?;
+        // Status first: once it is set, every byte is already in the buffers.
+        let status = if entry.done.load(Ordering::Acquire) {
+            *entry.status.lock().unwrap_or_else(|e| e.into_inner())
+        } else {
+            None
+        };
+        let take = |m: &Mutex<Pending>| {
+            let mut p = m.lock().unwrap_or_else(|e| e.into_inner());
+            let dropped = std::mem::take(&mut p.dropped);
+            (p.data.drain(..).collect::<Vec<u8>>(), dropped)
+        };
+        let (stdout, d1) = take(&entry.stdout);
+        let (stderr, d2) = take(&entry.stderr);
+        Ok(BackgroundOutput { stdout, stderr, dropped: d1 + d2, status })
+    }
+
+    /// Kills a background process group.
+    pub fn kill(&self, session: &str, id: &str) -> Result<(), ProcessError> {
+        let entry = self.get(session, id)?;
+        kill_group(entry.pgid);
+        Ok(())
+    }
+}
+
+impl Drop for BackgroundRegistry {
+    fn drop(&mut self) {
+        for entry in self.running.get_mut().unwrap_or_else(|e| e.into_inner()).values() {
+            if !entry.done.load(Ordering::Acquire) {
+                kill_group(entry.pgid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs() -> (tempfile::TempDir, Dirs) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
+    }
+
+    fn shell(cmd: &str) -> Spawn {
+        Spawn {
+            program: Program::Shell(cmd.into()),
+            cwd: None,
+            env: vec![],
+            stdin: None,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn run(child: &mut ChildProcess) -> (String, Finished) {
+        let mut out = Vec::new();
+        while let Some(chunks) = child.read(Duration::from_millis(200), None) {
+            for (_, data) in chunks {
+                out.extend(data);
+            }
+        }
+        (String::from_utf8_lossy(&out).into_owned(), child.wait(None))
+    }
+
+    #[test]
+    fn runs_and_reports_output_and_status() {
+        let (_t, dirs) = dirs();
+        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let mut child = ChildProcess::spawn(shell("echo out; echo err >&2; exit 3"), &policy, None).unwrap();
+        let (out, finished) = run(&mut child);
+        assert!(out.contains("out\n") && out.contains("err\n"), "{out}");
+        assert_eq!(finished.status, Status::Exited(3));
+        let mut child =
+            ChildProcess::spawn(Spawn { stdin: Some(b"piped".to_vec()), ..shell("cat; pwd") }, &policy, None).unwrap();
+        let (out, _) = run(&mut child);
+        assert_eq!(out, format!("piped{}\n", dirs.cwd.display()));
+    }
+
+    #[test]
+    fn policy_is_enforced_at_spawn() {
+        let (_t, dirs) = dirs();
+        let read_only = Policy { granted: true, approval: Approval::ReadOnly, dirs: &dirs };
+        assert!(ChildProcess::spawn(shell("ls"), &read_only, None).is_ok());
+        let err = ChildProcess::spawn(shell("rm -rf x"), &read_only, None).err().unwrap();
+        assert!(matches!(&err, ProcessError::NotPermitted(m) if m.contains("approved only for read-only")), "{err:?}");
+        let argv = Spawn { program: Program::Argv(vec!["rm".into(), "x".into()]), ..shell("") };
+        assert!(matches!(ChildProcess::spawn(argv, &read_only, None), Err(ProcessError::NotPermitted(_))));
+        let nothing = Policy { approval: Approval::Nothing, ..read_only };
+        assert!(matches!(ChildProcess::spawn(shell("ls"), &nothing, None), Err(ProcessError::NotPermitted(_))));
+        let ungranted = Policy { granted: false, approval: Approval::Any, dirs: &dirs };
+        assert!(matches!(ChildProcess::spawn(shell("ls"), &ungranted, None), Err(ProcessError::NotPermitted(_))));
+        let any = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let outside = Spawn { cwd: Some("/tmp".into()), ..shell("ls") };
+        assert!(
+            matches!(ChildProcess::spawn(outside, &any, None), Err(ProcessError::BadDirectory(m)) if m.contains("outside"))
+        );
+        let evil = Spawn { env: vec![("LD_PRELOAD".into(), "/x.so".into())], ..shell("ls") };
+        assert!(matches!(ChildProcess::spawn(evil, &any, None), Err(ProcessError::NotPermitted(_))));
+    }
+
+    #[test]
+    fn the_environment_is_an_allow_list() {
+        let (_t, dirs) = dirs();
+        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        // SAFETY: tests in this module do not read this variable concurrently.
+        unsafe { std::env::set_var("TOOLHOST_TEST_SECRET", "leak") };
+        let request = Spawn { env: vec![("MINE".into(), "1".into())], ..shell("env") };
+        let (out, _) = run(&mut ChildProcess::spawn(request, &policy, None).unwrap());
+        assert!(!out.contains("TOOLHOST_TEST_SECRET") && out.contains("MINE=1") && out.contains("PATH="), "{out}");
+    }
+
+    #[test]
+    fn timeouts_kill_the_whole_group() {
+        let (_t, dirs) = dirs();
+        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let marker = dirs.cwd.join("grandchild-survived");
+        let script = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let started = Instant::now();
+        let mut child =
+            ChildProcess::spawn(Spawn { timeout: Duration::from_millis(300), ..shell(&script) }, &policy, None)
+                .unwrap();
+        let (_, finished) = run(&mut child);
+        assert!(finished.timed_out && matches!(finished.status, Status::Signaled(9)), "{finished:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the grandchild was killed with its group");
+    }
+
+    #[test]
+    fn background_processes_are_read_incrementally_and_per_session() {
+        let (_t, dirs) = dirs();
+        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let registry = BackgroundRegistry::default();
+        let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &policy).unwrap();
+        assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = registry.read("s1", &id).unwrap();
+            seen.extend(out.stdout);
+            if out.status.is_some() || Instant::now() > deadline {
+                assert_eq!(out.status, Some(Status::Exited(0)));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(String::from_utf8_lossy(&seen), "one\ntwo\n");
+        let id = registry.start("s1", shell("sleep 30"), &policy).unwrap();
+        registry.kill("s1", &id).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while registry.read("s1", &id).unwrap().status.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(registry.read("s1", &id).unwrap().status, Some(Status::Signaled(9)));
+    }
+}
