@@ -30,6 +30,7 @@ fn main() {
             "grep" => grep_tree(),
             "rss" => rss(),
             "shell" => shell(),
+            "bash" => bash_true(),
             other => panic!("unknown part {other}"),
         };
         println!("{out}");
@@ -68,6 +69,9 @@ fn main() {
     }
     if run("rss") {
         report.rss = Some(child("rss", "pooling"));
+    }
+    if run("bash") {
+        report.bash = Some(child_pinned("bash", "pooling"));
     }
     if run("shell") {
         report.shell = Some(child_pinned("shell", "pooling"));
@@ -390,6 +394,20 @@ fn startup() -> Value {
     json!({"p50_ms": warm.p50 / 1e3, "p99_ms": warm.p99 / 1e3, "cold_ms": cold_ms})
 }
 
+/// `Bash {command: "true"}` through the whole pipeline (parse, classify,
+/// confine, spawn, wait) against `bash -c true` spawned natively.
+fn bash_true() -> Value {
+    let ws = bench_dir("bash-ws");
+    let host = host(Allocator::Pooling, &ws, None);
+    let session = host.ephemeral_session();
+    let call = ToolUse { id: "toolu_bash".into(), name: "Bash".into(), input: json!({"command": "true"}) };
+    let r = host.call(&session, &call, &CallOptions::default());
+    assert!(!r.is_error, "{r:?}");
+    let toolhost = time(300, || host.call(&session, &call, &CallOptions::default()));
+    let native = time(300, || Command::new("bash").args(["-c", "true"]).output().expect("bash"));
+    json!({"toolhost_us": toolhost.p50, "native_us": native.p50})
+}
+
 /// Parsing and classifying a 1 KB command with tree-sitter-bash.
 fn shell() -> Value {
     let part = "git log --oneline -20 | grep -v 'Merge branch' | sort | uniq -c && FOO=1 ls -la src/*.rs 2>/dev/null; ";
@@ -425,6 +443,7 @@ struct Report {
     startup: Option<Value>,
     rss: Option<Value>,
     shell: Option<Value>,
+    bash: Option<Value>,
 }
 
 impl Report {
@@ -492,6 +511,15 @@ impl Report {
             println!(
                 "| first start ever (empty cache: compiles the built-ins) | {:.1} s | | | once |",
                 s["cold_ms"].as_f64().unwrap_or(f64::NAN) / 1e3
+            );
+        }
+        if let Some(b) = &self.bash {
+            let (t, n) = (b["toolhost_us"].as_f64().unwrap_or(f64::NAN), b["native_us"].as_f64().unwrap_or(f64::NAN));
+            println!(
+                "| `Bash {{command: \"true\"}}` (confined) vs `bash -c true` spawned natively, p50 | {:.2} ms | {:.2} ms | {:.2}× | ≤ 1.3× |",
+                t / 1e3,
+                n / 1e3,
+                t / n
             );
         }
         if let Some(s) = &self.shell {

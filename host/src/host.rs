@@ -49,6 +49,7 @@ pub struct HostBuilder {
     timeout: Option<Duration>,
     instances: Option<u32>,
     approver: Option<Arc<dyn Approver>>,
+    confinement: crate::confine::Mode,
 }
 
 impl HostBuilder {
@@ -103,6 +104,12 @@ impl HostBuilder {
     /// Calls that may hold an instance at once; more wait. Default: 64.
     pub fn max_instances(mut self, n: u32) -> Self {
         self.instances = Some(n.max(1));
+        self
+    }
+    /// What to do when the kernel cannot confine the processes tools start
+    /// (Landlock, network namespaces). Default: refuse to start them.
+    pub fn child_confinement(mut self, mode: crate::confine::Mode) -> Self {
+        self.confinement = mode;
         self
     }
     /// Who answers when a call needs approval. Default: nobody, so such calls
@@ -170,6 +177,7 @@ impl HostBuilder {
                 mode: self.mode,
                 limits,
                 approver: self.approver,
+                confinement: self.confinement,
                 policy: Policy::default(),
             }),
         })
@@ -319,6 +327,7 @@ pub(crate) struct Inner {
     pub mode: PermissionMode,
     pub limits: CallLimits,
     pub approver: Option<Arc<dyn Approver>>,
+    pub confinement: crate::confine::Mode,
     #[allow(dead_code, reason = "the seam for rules and hooks (issue #4)")]
     pub policy: Policy,
     pub gate: Gate,

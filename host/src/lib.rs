@@ -23,6 +23,7 @@
 mod bindings;
 mod builtins;
 mod cache;
+pub mod confine;
 pub mod contract;
 pub mod engine;
 mod host;

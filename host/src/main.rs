@@ -32,6 +32,11 @@ struct Cli {
     /// Instance allocator: auto, pooling, on-demand
     #[arg(long, global = true, env = "TOOLHOST_ALLOCATOR", default_value = "auto", value_name = "KIND")]
     allocator: Allocator,
+    /// When the kernel cannot confine the processes tools start (Landlock,
+    /// network namespaces): `required` refuses to start them,
+    /// `best-effort` starts them unconfined with a warning
+    #[arg(long, global = true, default_value = "required", value_name = "MODE")]
+    child_confinement: toolhost::confine::Mode,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,7 +104,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .mode(cli.mode)
         .allocator(cli.allocator)
         .timeout(Duration::from_millis(cli.timeout_ms))
-        .memory_limit(cli.memory_mib << 20);
+        .memory_limit(cli.memory_mib << 20)
+        .child_confinement(cli.child_confinement);
     if let Some(w) = &cli.workspace {
         builder = builder.workspace(w);
     }

@@ -99,6 +99,7 @@ impl Host {
             Scope::new(Arc::from(name), id.to_string(), Arc::clone(session), tool.namespace(), dirs, background);
         scope.progress = options.progress.clone();
         scope.cancel = options.cancel.clone();
+        scope.confinement = inner.confinement;
         let mut instance = match Instance::new(&inner.runtime.engine, tool, scope, inner.limits) {
             Ok(i) => i,
             Err(e) => {

@@ -15,6 +15,7 @@
 //! - output is read through bounded buffers, so a flood of output blocks the
 //!   child instead of growing the host's memory.
 
+use crate::confine;
 use crate::sandbox::Dirs;
 use crate::shell;
 use std::collections::{HashMap, VecDeque};
@@ -123,11 +124,17 @@ pub struct Policy<'a> {
     pub granted: bool,
     pub approval: Approval,
     pub dirs: &'a Dirs,
+    /// Where the session keeps its files (the children's private temporary
+    /// directory goes there).
+    pub session_dir: &'a Path,
+    /// Whether children keep the network.
+    pub network: bool,
+    pub confinement: confine::Mode,
 }
 
 /// Checks a request against the grant, the approval, the directories and the
-/// environment rules, and builds the command.
-fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<Command, ProcessError> {
+/// environment rules, and builds the command, confined.
+fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<(Command, confine::Confined), ProcessError> {
     if !policy.granted {
         return Err(ProcessError::NotPermitted("this tool is not granted the process capability".into()));
     }
@@ -190,7 +197,14 @@ fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<Command, ProcessError
         .stdin(if request.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    Ok(cmd)
+    let tmp = confine::temp_dir(policy.session_dir)
+        .map_err(|e| ProcessError::SpawnFailed(format!("could not create the private temporary directory: {e}")))?;
+    cmd.env("TMPDIR", &tmp);
+    let mut writable = policy.dirs.working.clone();
+    writable.push(tmp);
+    let plan = confine::Plan { writable, network: policy.network, mode: policy.confinement };
+    let confined = confine::apply(&mut cmd, &plan).map_err(ProcessError::NotPermitted)?;
+    Ok((cmd, confined))
 }
 
 fn clip(s: &str) -> String {
@@ -285,14 +299,17 @@ pub struct ChildProcess {
     timed_out: bool,
     cancelled: bool,
     status: Option<Status>,
+    /// Confinement the host could not apply (best-effort mode).
+    unconfined: Vec<String>,
 }
 
 /// How a foreground process finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finished {
     pub status: Status,
     pub timed_out: bool,
     pub cancelled: bool,
+    pub unconfined: Vec<String>,
 }
 
 impl ChildProcess {
@@ -302,7 +319,7 @@ impl ChildProcess {
         policy: &Policy<'_>,
         call_deadline: Option<Instant>,
     ) -> Result<ChildProcess, ProcessError> {
-        let mut cmd = prepare(&request, policy)?;
+        let (mut cmd, confined) = prepare(&request, policy)?;
         let mut child = cmd.spawn().map_err(|e| ProcessError::SpawnFailed(format!("{e}")))?;
         let pgid = child.id() as i32;
         feed_stdin(&mut child, request.stdin);
@@ -326,6 +343,7 @@ impl ChildProcess {
             timed_out: false,
             cancelled: false,
             status: None,
+            unconfined: confined.missing,
         })
     }
 
@@ -393,20 +411,32 @@ impl ChildProcess {
     /// Waits for the process to end, killing it at its deadline.
     pub fn wait(&mut self, cancel: Option<&AtomicBool>) -> Finished {
         if let Some(status) = self.status {
-            return Finished { status, timed_out: self.timed_out, cancelled: self.cancelled };
+            return Finished {
+                status,
+                timed_out: self.timed_out,
+                cancelled: self.cancelled,
+                unconfined: self.unconfined.clone(),
+            };
         }
+        // Poll, backing off from 20 µs to 5 ms: a process that closed its
+        // output is usually gone already, and deadlines and cancellation
+        // still apply to one that is not.
+        let mut pause = Duration::from_micros(20);
         let status = loop {
             self.enforce(cancel);
             match self.child.try_wait() {
                 Ok(Some(s)) => break Status::from(s),
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(5));
+                }
                 Err(_) => break Status::Exited(-1),
             }
         };
         // The leader is gone; make sure the rest of its group is too.
         kill_group(self.pgid);
         self.status = Some(status);
-        Finished { status, timed_out: self.timed_out, cancelled: self.cancelled }
+        Finished { status, timed_out: self.timed_out, cancelled: self.cancelled, unconfined: self.unconfined.clone() }
     }
 
     /// Kills the process group.
@@ -459,8 +489,9 @@ pub struct BackgroundRegistry {
 impl BackgroundRegistry {
     /// Starts a background process for `session`.
     pub fn start(&self, session: &str, request: Spawn, policy: &Policy<'_>) -> Result<String, ProcessError> {
-        let mut cmd = prepare(&request, policy)?;
+        let (mut cmd, confined) = prepare(&request, policy)?;
         let mut child = cmd.spawn().map_err(|e| ProcessError::SpawnFailed(format!("{e}")))?;
+        drop((cmd, confined));
         let pgid = child.id() as i32;
         feed_stdin(&mut child, request.stdin.clone());
         let entry = Arc::new(Background {
@@ -571,6 +602,17 @@ impl Drop for BackgroundRegistry {
 mod tests {
     use super::*;
 
+    fn policy(dirs: &Dirs, approval: Approval) -> Policy<'_> {
+        Policy {
+            granted: true,
+            approval,
+            dirs,
+            session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
+            network: false,
+            confinement: confine::Mode::Required,
+        }
+    }
+
     fn dirs() -> (tempfile::TempDir, Dirs) {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
@@ -600,7 +642,7 @@ mod tests {
     #[test]
     fn runs_and_reports_output_and_status() {
         let (_t, dirs) = dirs();
-        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let policy = policy(&dirs, Approval::Any);
         let mut child = ChildProcess::spawn(shell("echo out; echo err >&2; exit 3"), &policy, None).unwrap();
         let (out, finished) = run(&mut child);
         assert!(out.contains("out\n") && out.contains("err\n"), "{out}");
@@ -614,7 +656,7 @@ mod tests {
     #[test]
     fn policy_is_enforced_at_spawn() {
         let (_t, dirs) = dirs();
-        let read_only = Policy { granted: true, approval: Approval::ReadOnly, dirs: &dirs };
+        let read_only = policy(&dirs, Approval::ReadOnly);
         assert!(ChildProcess::spawn(shell("ls"), &read_only, None).is_ok());
         let err = ChildProcess::spawn(shell("rm -rf x"), &read_only, None).err().unwrap();
         assert!(matches!(&err, ProcessError::NotPermitted(m) if m.contains("approved only for read-only")), "{err:?}");
@@ -622,9 +664,9 @@ mod tests {
         assert!(matches!(ChildProcess::spawn(argv, &read_only, None), Err(ProcessError::NotPermitted(_))));
         let nothing = Policy { approval: Approval::Nothing, ..read_only };
         assert!(matches!(ChildProcess::spawn(shell("ls"), &nothing, None), Err(ProcessError::NotPermitted(_))));
-        let ungranted = Policy { granted: false, approval: Approval::Any, dirs: &dirs };
+        let ungranted = Policy { granted: false, ..policy(&dirs, Approval::Any) };
         assert!(matches!(ChildProcess::spawn(shell("ls"), &ungranted, None), Err(ProcessError::NotPermitted(_))));
-        let any = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let any = policy(&dirs, Approval::Any);
         let outside = Spawn { cwd: Some("/tmp".into()), ..shell("ls") };
         assert!(
             matches!(ChildProcess::spawn(outside, &any, None), Err(ProcessError::BadDirectory(m)) if m.contains("outside"))
@@ -636,7 +678,7 @@ mod tests {
     #[test]
     fn the_environment_is_an_allow_list() {
         let (_t, dirs) = dirs();
-        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let policy = policy(&dirs, Approval::Any);
         // SAFETY: tests in this module do not read this variable concurrently.
         unsafe { std::env::set_var("TOOLHOST_TEST_SECRET", "leak") };
         let request = Spawn { env: vec![("MINE".into(), "1".into())], ..shell("env") };
@@ -647,7 +689,7 @@ mod tests {
     #[test]
     fn timeouts_kill_the_whole_group() {
         let (_t, dirs) = dirs();
-        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let policy = policy(&dirs, Approval::Any);
         let marker = dirs.cwd.join("grandchild-survived");
         let script = format!("(sleep 1; touch {}) & sleep 30", marker.display());
         let started = Instant::now();
@@ -664,7 +706,7 @@ mod tests {
     #[test]
     fn background_processes_are_read_incrementally_and_per_session() {
         let (_t, dirs) = dirs();
-        let policy = Policy { granted: true, approval: Approval::Any, dirs: &dirs };
+        let policy = policy(&dirs, Approval::Any);
         let registry = BackgroundRegistry::default();
         let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &policy).unwrap();
         assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));

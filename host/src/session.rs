@@ -246,6 +246,17 @@ impl Session {
     }
 }
 
+impl Drop for Session {
+    /// An ephemeral session's private temporary directory (where its commands
+    /// kept temporary files) goes with it; persisted results stay.
+    fn drop(&mut self) {
+        if !self.persistent {
+            let _ = fs::remove_dir_all(self.dir.join("tmp"));
+            let _ = fs::remove_dir(&self.dir);
+        }
+    }
+}
+
 fn validate_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && id.len() <= 128

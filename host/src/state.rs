@@ -113,6 +113,8 @@ pub struct Scope {
     pub approval: Approval,
     /// The host's background processes.
     pub background: Arc<BackgroundRegistry>,
+    /// What to do when a child cannot be confined.
+    pub confinement: crate::confine::Mode,
     pub deadline: Option<(Instant, Duration)>,
     pub cancel: Option<Arc<AtomicBool>>,
     /// Text the tool streamed into its result (`output.append`).
@@ -142,6 +144,7 @@ impl Scope {
             process_granted: false,
             approval: Approval::Nothing,
             background,
+            confinement: crate::confine::Mode::Required,
             deadline: None,
             cancel: None,
             streamed: String::new(),
@@ -368,7 +371,14 @@ fn exit_status(s: Status) -> wit_process::ExitStatus {
 
 impl HostState {
     fn policy(&self) -> Policy<'_> {
-        Policy { granted: self.scope.process_granted, approval: self.scope.approval, dirs: &self.scope.dirs }
+        Policy {
+            granted: self.scope.process_granted,
+            approval: self.scope.approval,
+            dirs: &self.scope.dirs,
+            session_dir: self.scope.session.dir(),
+            network: false,
+            confinement: self.scope.confinement,
+        }
     }
 }
 
@@ -443,7 +453,12 @@ impl wit_process::HostChild for HostState {
     fn wait(&mut self, child: Resource<ChildProcess>) -> wasmtime::Result<wit_process::Finished> {
         let cancel = self.scope.cancel.clone();
         let f = self.table.get_mut(&child)?.wait(cancel.as_deref());
-        Ok(wit_process::Finished { status: exit_status(f.status), timed_out: f.timed_out, cancelled: f.cancelled })
+        Ok(wit_process::Finished {
+            status: exit_status(f.status),
+            timed_out: f.timed_out,
+            cancelled: f.cancelled,
+            unconfined: f.unconfined,
+        })
     }
 
     fn kill(&mut self, child: Resource<ChildProcess>) -> wasmtime::Result<()> {

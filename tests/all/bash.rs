@@ -197,3 +197,38 @@ fn background_runs_are_read_and_killed_through_their_companions() {
     let r = host.call(&other, &tool_use("BashOutput", json!({"bash_id": id})), &CallOptions::default());
     assert!(r.is_error && r.text().contains("no background process"), "another session cannot see it: {r:?}");
 }
+
+#[test]
+fn a_child_cannot_write_outside_the_working_directories() {
+    let sb = Sandbox::new();
+    let outside = sb.root.join("outside.txt");
+    let command = format!("touch {0}; echo pwned > {0}; touch inside.txt; mktemp", outside.display());
+    let text = bash(&sb, &command, &["--mode", "bypassPermissions"]).assert_ok();
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(!outside.exists(), "Landlock kept the child inside the workspace");
+    assert!(sb.ws("inside.txt").exists(), "but it can write the workspace");
+    let tmp = text.lines().last().unwrap();
+    assert!(tmp.starts_with(&p(&sb.data)), "its TMPDIR is private to the session: {tmp}");
+}
+
+#[test]
+fn a_child_cannot_open_a_socket() {
+    let sb = Sandbox::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let text = bash(&sb, &command, &["--mode", "bypassPermissions"]).assert_error("Exit code");
+    assert!(text.contains("Network is unreachable") && !text.contains("connected"), "{text}");
+    assert!(listener.accept().is_err(), "nothing reached the listener");
+}
+
+#[test]
+fn confinement_mode_is_a_flag() {
+    let sb = Sandbox::new();
+    let r = toolhost(&sb, &["--child-confinement", "best-effort", "call", "Bash", r#"{"command":"echo ok"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ok\n"), "{r:?}");
+    let r = toolhost(&sb, &["--child-confinement", "sometimes", "tools"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("unknown confinement mode"), "{}", r.stderr);
+}

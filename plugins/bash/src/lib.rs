@@ -110,7 +110,27 @@ impl Tool for Bash {
             }
         }
         let finished = child.wait();
-        Ok(render(out.text(), finished.status, finished.timed_out, finished.cancelled, timeout_ms))
+        let mut output = render(out.text(), finished.status, finished.timed_out, finished.cancelled, timeout_ms);
+        if !finished.unconfined.is_empty() {
+            ctx.log(toolhost_sdk::LogLevel::Warn, &format!("ran unconfined: {}", finished.unconfined.join("; ")));
+            if let Some(toolhost_sdk::Content::Text(text)) = output.content.first_mut() {
+                text.push_str(&format!(
+                    "\n[The host could not confine this command: {}]",
+                    finished.unconfined.join("; ")
+                ));
+            }
+        }
+        let code = match finished.status {
+            ExitStatus::Exited(c) => Some(c),
+            ExitStatus::Signaled(_) => None,
+        };
+        Ok(output.with_structured(toolhost_sdk::serde_json::json!({
+            "exitCode": code,
+            "timedOut": finished.timed_out,
+            "cancelled": finished.cancelled,
+            "outputBytes": out.total(),
+            "unconfined": finished.unconfined,
+        })))
     }
 }
 
@@ -173,6 +193,11 @@ impl Capped {
             self.tail.drain(..over);
             self.tail.extend(data);
         }
+    }
+
+    /// Bytes pushed in all.
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     /// The kept text (invalid UTF-8 replaced), with a note of what was cut.
