@@ -62,6 +62,29 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
     Ok(component)
 }
 
+/// Where the description of the component with content hash `content` is kept.
+pub fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
+    dir.join("components").join(format!("{}.spec.json", key(engine, content)))
+}
+
+/// A saved description, if there is a readable one.
+pub fn read_spec(path: &Path) -> Option<crate::tool::ToolSpec> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Saves a description (a failure only costs the next start some time).
+pub fn write_spec(path: &Path, spec: &crate::tool::ToolSpec) {
+    let write = || -> anyhow::Result<()> {
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, serde_json::to_vec(spec)?)?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        tracing::warn!(path = %path.display(), error = %e, "could not save a tool description");
+    }
+}
+
 fn store(path: &Path, component: &Component) -> anyhow::Result<()> {
     let bytes = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
     let dir = path.parent().expect("cache entries live in a directory");
@@ -74,4 +97,35 @@ fn store(path: &Path, component: &Component) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolSpec;
+
+    #[test]
+    fn descriptions_round_trip_and_corrupt_ones_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = ToolSpec {
+            name: "T".into(),
+            aliases: vec!["U".into()],
+            description: "d".into(),
+            prompt: "p".into(),
+            search_hint: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            max_result_size_chars: Some(10),
+            should_defer: false,
+            always_load: false,
+            cancel_on_interrupt: true,
+            enabled: true,
+        };
+        let path = dir.path().join("t.spec.json");
+        write_spec(&path, &spec);
+        assert_eq!(read_spec(&path), Some(spec));
+        std::fs::write(&path, b"{not json").unwrap();
+        assert_eq!(read_spec(&path), None);
+        assert_eq!(read_spec(&dir.path().join("missing")), None);
+    }
 }

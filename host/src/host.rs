@@ -9,7 +9,7 @@ use crate::registry::{Problem, Registry};
 use crate::sandbox::{CallLimits, Dirs, Grants};
 use crate::session::{Session, SessionError};
 use crate::state::HostState;
-use crate::tool::{self, LoadError, LoadedTool, Origin};
+use crate::tool::{self, Description, LoadError, LoadedTool, Origin};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -152,8 +152,21 @@ impl HostBuilder {
             let component = cache::compile(&runtime.engine, embedded.wasm, embedded.sha256, cache_dir.as_deref())
                 .map_err(|e| HostError::Builtin { name: embedded.crate_dir.into(), message: format!("{e:#}") })?;
             let grants = builtins::grants(embedded.crate_dir);
-            let tool = tool::load(&runtime.engine, &linker, &component, Origin::Builtin, grants, limits, &load_session)
+            // A built-in's description depends only on its code: kept beside
+            // its compiled form, it spares instantiating every built-in at
+            // every start.
+            let spec_file = cache_dir.as_deref().map(|d| cache::spec_path(d, &runtime.engine, embedded.sha256));
+            let known = spec_file.as_deref().and_then(cache::read_spec);
+            let described = known.is_none();
+            let description = match known {
+                Some(spec) => Description::Known(Box::new(spec)),
+                None => Description::Ask { limits, session: &load_session },
+            };
+            let tool = tool::load(&runtime.engine, &linker, &component, Origin::Builtin, grants, description)
                 .map_err(|e| HostError::Builtin { name: embedded.crate_dir.into(), message: e.to_string() })?;
+            if let (true, Some(file)) = (described, &spec_file) {
+                cache::write_spec(file, &tool.spec);
+            }
             registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
         }
         if let Some(dir) = &self.plugins_dir {
@@ -259,15 +272,8 @@ fn load_component_file(
     contract::check_header(&bytes)?;
     let component = cache::compile(&runtime.engine, &bytes, &cache::content_hash(&bytes), cache_dir)
         .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
-    tool::load(
-        &runtime.engine,
-        linker,
-        &component,
-        Origin::Plugin(path.to_path_buf()),
-        Grants::default(),
-        limits,
-        session,
-    )
+    let description = Description::Ask { limits, session };
+    tool::load(&runtime.engine, linker, &component, Origin::Plugin(path.to_path_buf()), Grants::default(), description)
 }
 
 /// `$TOOLHOST_DATA_DIR`, else `$XDG_DATA_HOME/toolhost`, else `~/.local/share/toolhost`.

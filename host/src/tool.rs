@@ -24,7 +24,7 @@ pub enum Origin {
 }
 
 /// What a tool says about itself (the contract's `tool-info`), parsed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
     pub name: String,
     pub aliases: Vec<String>,
@@ -97,6 +97,15 @@ impl LoadedTool {
     }
 }
 
+/// Where a tool's description comes from.
+pub(crate) enum Description<'a> {
+    /// Saved from an earlier load of the same component (built-ins, see
+    /// `host.rs`): the component is not instantiated at all.
+    Known(Box<ToolSpec>),
+    /// Instantiate it once, within `limits`, to ask.
+    Ask { limits: CallLimits, session: &'a Arc<Session> },
+}
+
 /// Checks, links and describes `component`.
 pub(crate) fn load(
     engine: &Engine,
@@ -104,8 +113,7 @@ pub(crate) fn load(
     component: &Component,
     origin: Origin,
     grants: Grants,
-    limits: CallLimits,
-    session: &Arc<Session>,
+    description: Description<'_>,
 ) -> Result<LoadedTool, LoadError> {
     let shape = contract::inspect(engine, component)?;
     for cap in &shape.capabilities {
@@ -120,7 +128,26 @@ pub(crate) fn load(
     }
     let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
     let pre = FullPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let spec = match description {
+        Description::Known(spec) => *spec,
+        Description::Ask { limits, session } => describe(engine, &pre, limits, session)?,
+    };
+    let (input, output) = (OnceLock::new(), OnceLock::new());
+    if origin != Origin::Builtin {
+        let _ = input.set(compile_input(&spec).map_err(LoadError::Invalid)?);
+        let _ = output.set(compile_output(&spec).map_err(LoadError::Invalid)?);
+    }
+    Ok(LoadedTool { spec, origin, grants, shape, pre, input, output })
+}
 
+/// Instantiates the tool once, without capabilities, to read its `info` and
+/// `is-enabled`.
+fn describe(
+    engine: &Engine,
+    pre: &FullPre<HostState>,
+    limits: CallLimits,
+    session: &Arc<Session>,
+) -> Result<ToolSpec, LoadError> {
     // Describing itself gets a short leash: no files, a few seconds.
     let limits = CallLimits { timeout: limits.timeout.min(Duration::from_secs(10)), ..limits };
     let scope = Scope::new(
@@ -140,13 +167,7 @@ pub(crate) fn load(
     let tool = plugin.toolhost_tool_tool();
     let info = tool.call_info(&mut store).map_err(|e| describe(e, &captured))?;
     let enabled = tool.call_is_enabled(&mut store).map_err(|e| describe(e, &captured))?;
-    let spec = parse_info(info, enabled)?;
-    let (input, output) = (OnceLock::new(), OnceLock::new());
-    if origin != Origin::Builtin {
-        let _ = input.set(compile_input(&spec).map_err(LoadError::Invalid)?);
-        let _ = output.set(compile_output(&spec).map_err(LoadError::Invalid)?);
-    }
-    Ok(LoadedTool { spec, origin, grants, shape, pre, input, output })
+    parse_info(info, enabled)
 }
 
 fn compile_input(spec: &ToolSpec) -> Result<Schema, String> {
