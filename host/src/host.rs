@@ -206,27 +206,12 @@ fn add_dir_forms(out: &mut Vec<PathBuf>, dir: &Path) -> Result<(), HostError> {
     if !canonical.is_dir() {
         return Err(err(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));
     }
-    for form in [canonical, clean(&absolute)] {
+    for form in [canonical, crate::sandbox::normalize(&absolute)] {
         if !out.contains(&form) {
             out.push(form);
         }
     }
     Ok(())
-}
-
-fn clean(path: &Path) -> PathBuf {
-    use std::path::Component as C;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            C::ParentDir => {
-                out.pop();
-            }
-            C::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 fn load_plugins(

@@ -187,7 +187,7 @@ fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<(Command, confine::Co
         if !valid_env_name(key) {
             return Err(ProcessError::NotPermitted(format!("`{key}` is not a valid environment variable name")));
         }
-        if dangerous_env(key) {
+        if shell::changes_loading(key) {
             return Err(ProcessError::NotPermitted(format!("setting `{key}` can change what programs load; refused")));
         }
         cmd.env(key, value);
@@ -215,12 +215,6 @@ fn valid_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-fn dangerous_env(name: &str) -> bool {
-    name.starts_with("LD_")
-        || name.starts_with("DYLD_")
-        || matches!(name, "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS")
 }
 
 /// The working directory of a request: the call's by default; otherwise an

@@ -128,6 +128,23 @@ fn preopen(wasi: &mut WasiCtxBuilder, dirs: &[PathBuf], perms: FsPerms) {
     }
 }
 
+/// `path` as an absolute path without `.` and `..`, lexically (symlinks are
+/// left to the filesystem checks).
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
 fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }

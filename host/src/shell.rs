@@ -470,21 +470,23 @@ pub fn classify_parsed(parsed: &Parsed) -> Classification {
     Classification { read_only: true, reason: None }
 }
 
-fn dangerous_assignment(assignment: &str) -> bool {
-    let name = assignment.split(['=', '+', '[']).next().unwrap_or(assignment);
+/// Whether the variable `name` changes what programs load or what a shell
+/// runs before the command (`LD_PRELOAD`, `BASH_ENV`, ...).
+pub fn changes_loading(name: &str) -> bool {
     name.starts_with("LD_")
         || name.starts_with("DYLD_")
+        || matches!(name, "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS")
+}
+
+/// Whether an assignment before a command can change what runs: beyond
+/// [`changes_loading`], the search path and the programs others start.
+fn dangerous_assignment(assignment: &str) -> bool {
+    let name = assignment.split(['=', '+', '[']).next().unwrap_or(assignment);
+    changes_loading(name)
         || name.starts_with("GIT_")
         || matches!(
             name,
             "PATH"
-                | "BASH_ENV"
-                | "ENV"
-                | "SHELLOPTS"
-                | "BASHOPTS"
-                | "PS4"
-                | "PROMPT_COMMAND"
-                | "IFS"
                 | "PAGER"
                 | "LESSOPEN"
                 | "LESSCLOSE"

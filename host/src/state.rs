@@ -489,7 +489,7 @@ pub fn replace_file(writable: &[PathBuf], path: &Path, contents: &[u8]) -> Resul
     use std::io::Write;
 
     let refused = || files::FilesError::NotPermitted(path.display().to_string());
-    let normalized = normalize(path);
+    let normalized = crate::sandbox::normalize(path);
     let Some(root) = writable.iter().filter(|w| normalized.starts_with(w)).max_by_key(|w| w.as_os_str().len()) else {
         return Err(refused());
     };
@@ -536,21 +536,6 @@ pub fn replace_file(writable: &[PathBuf], path: &Path, contents: &[u8]) -> Resul
         let _ = dir.remove_file(&tmp);
         io(e)
     })
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::from("/");
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]
