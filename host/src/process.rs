@@ -242,6 +242,12 @@ fn working_dir(requested: Option<&str>, dirs: &Dirs) -> Result<PathBuf, ProcessE
     Ok(canonical)
 }
 
+/// Now plus `timeout`, saturating: a tool may ask for any timeout.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 fn kill_group(pgid: i32) {
     if pgid > 0 {
         // SAFETY: killpg has no memory-safety preconditions; a stale group id
@@ -324,7 +330,7 @@ impl ChildProcess {
         if let Some(err) = child.stderr.take() {
             pump(err, Stream::Stderr, tx);
         }
-        let mut deadline = Instant::now() + request.timeout;
+        let mut deadline = deadline_after(request.timeout);
         if let Some(call) = call_deadline {
             deadline = deadline.min(call);
         }
@@ -527,7 +533,7 @@ impl BackgroundRegistry {
         let waiter = Arc::clone(&entry);
         let timeout = request.timeout;
         std::thread::spawn(move || {
-            let deadline = Instant::now() + timeout;
+            let deadline = deadline_after(timeout);
             let status = loop {
                 match child.try_wait() {
                     Ok(Some(s)) => break Status::from(s),
@@ -667,6 +673,15 @@ mod tests {
         );
         let evil = Spawn { env: vec![("LD_PRELOAD".into(), "/x.so".into())], ..shell("ls") };
         assert!(matches!(ChildProcess::spawn(evil, &any, None), Err(ProcessError::NotPermitted(_))));
+    }
+
+    #[test]
+    fn any_timeout_is_accepted() {
+        let (_t, dirs) = dirs();
+        let policy = policy(&dirs, Approval::Any);
+        let request = Spawn { timeout: Duration::MAX, ..shell("true") };
+        let (_, finished) = run(&mut ChildProcess::spawn(request, &policy, None).unwrap());
+        assert_eq!(finished.status, Status::Exited(0));
     }
 
     #[test]
