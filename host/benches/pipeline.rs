@@ -166,6 +166,7 @@ fn echo_native(input: &Value) -> toolhost::ToolResult {
         content: vec![toolhost::Content::Text(parsed.text)],
         is_error: false,
         structured: None,
+        stop: None,
     }
 }
 

@@ -4,10 +4,12 @@ use crate::builtins;
 use crate::cache;
 use crate::contract;
 use crate::engine::{Allocator, PoolSizes, Runtime};
-use crate::permissions::{Approver, PermissionMode, Policy};
+use crate::permissions::{Approver, PermissionMode};
+use crate::policy::Policy;
 use crate::registry::{Problem, Registry};
 use crate::sandbox::{CallLimits, Dirs, Grants};
 use crate::session::{Session, SessionError};
+use crate::settings::Settings;
 use crate::state::HostState;
 use crate::tool::{self, Description, LoadError, LoadedTool, Origin};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,8 @@ pub enum HostError {
     Builtin { name: String, message: String },
     #[error(transparent)]
     Session(#[from] SessionError),
+    #[error("settings: {0}")]
+    Settings(String),
 }
 
 /// Builds a [`Host`]. Every setting has a default; see each method.
@@ -50,6 +54,7 @@ pub struct HostBuilder {
     instances: Option<u32>,
     approver: Option<Arc<dyn Approver>>,
     confinement: crate::confine::Mode,
+    settings: Option<Settings>,
 }
 
 impl HostBuilder {
@@ -119,6 +124,15 @@ impl HostBuilder {
         self
     }
 
+    /// Permission rules, hooks, the audit log, the mode and more working
+    /// directories, from settings files (see [`crate::settings::load`]).
+    /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
+    /// Default: no settings.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
     /// Creates the engine, loads the built-ins and the plugins directory.
     /// A broken plugin does not stop the host: it is left out and listed in
     /// [`Host::problems`].
@@ -127,11 +141,20 @@ impl HostBuilder {
             Some(w) => w,
             None => std::env::current_dir().map_err(|source| HostError::Workspace { path: ".".into(), source })?,
         };
+        let settings = self.settings.unwrap_or_default();
+        let mode = settings.mode.unwrap_or(self.mode);
+        if mode == PermissionMode::BypassPermissions && settings.bypass_disabled {
+            return Err(HostError::Settings(
+                "bypassPermissions mode is disabled by the managed settings (disableBypassPermissionsMode)".into(),
+            ));
+        }
         let mut working = Vec::new();
-        for dir in std::iter::once(&workspace).chain(&self.additional_dirs) {
+        for dir in std::iter::once(&workspace).chain(&self.additional_dirs).chain(&settings.additional_dirs) {
             add_dir_forms(&mut working, dir)?;
         }
         let cwd = working[0].clone();
+        let places = crate::rules::Places { cwd: cwd.clone(), working: working.clone(), home: std::env::home_dir() };
+        let policy = Policy::new(&settings, places).map_err(HostError::Settings)?;
         let limits = CallLimits {
             memory: self.memory.unwrap_or(DEFAULT_MEMORY),
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
@@ -187,11 +210,11 @@ impl HostBuilder {
                 background: Arc::default(),
                 scratch_session: load_session,
                 data_dir,
-                mode: self.mode,
+                mode,
                 limits,
                 approver: self.approver,
                 confinement: self.confinement,
-                policy: Policy::default(),
+                policy,
             }),
         })
     }
@@ -275,8 +298,14 @@ pub fn default_cache_dir() -> PathBuf {
 pub fn default_plugins_dir() -> PathBuf {
     match std::env::var_os("TOOLHOST_PLUGINS") {
         Some(dir) => PathBuf::from(dir),
-        None => xdg("", "XDG_CONFIG_HOME", ".config").join("plugins"),
+        None => config_dir().join("plugins"),
     }
+}
+
+/// `$TOOLHOST_CONFIG_DIR`, else `$XDG_CONFIG_HOME/toolhost`, else `~/.config/toolhost`:
+/// user settings and plugins.
+pub fn config_dir() -> PathBuf {
+    xdg("TOOLHOST_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
 }
 
 fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
@@ -319,7 +348,6 @@ pub(crate) struct Inner {
     pub limits: CallLimits,
     pub approver: Option<Arc<dyn Approver>>,
     pub confinement: crate::confine::Mode,
-    #[allow(dead_code, reason = "the seam for rules and hooks (issue #4)")]
     pub policy: Policy,
     pub gate: Gate,
 }
@@ -330,9 +358,13 @@ impl Host {
         HostBuilder::default()
     }
 
-    /// The pool offered to the model, in its stable order.
+    /// The pool offered to the model, in its stable order: enabled tools
+    /// that no deny rule names wholesale.
     pub fn pool(&self) -> Vec<Arc<LoadedTool>> {
-        self.inner.registry.pool()
+        let rules = self.inner.policy.rules();
+        let mut pool = self.inner.registry.pool();
+        pool.retain(|t| rules.denies_tool(&t.spec.name).is_none());
+        pool
     }
 
     /// The tool called `name` (or with that alias), enabled or not.

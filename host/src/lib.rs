@@ -26,15 +26,19 @@ mod cache;
 pub mod confine;
 pub mod contract;
 pub mod engine;
+pub mod hooks;
 mod host;
 pub mod permissions;
 mod pipeline;
+pub mod policy;
 pub mod process;
 pub mod registry;
 mod result;
+pub mod rules;
 mod sandbox;
 mod schema;
 pub mod session;
+pub mod settings;
 pub mod shell;
 mod state;
 mod tool;
@@ -44,10 +48,11 @@ pub use host::{
     DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, Host, HostBuilder, HostError, default_cache_dir,
     default_data_dir, default_plugins_dir,
 };
-pub use permissions::PermissionMode;
+pub use permissions::{Answer, Approver, AskRequest, PermissionMode};
 pub use pipeline::{CallOptions, ToolUse};
 pub use result::{Content, ToolResult};
 pub use sandbox::{FileAccess, Grants};
 pub use session::Session;
+pub use settings::{Settings, Sources};
 pub use state::{Progress, ProgressSink};
 pub use tool::{LoadError, LoadedTool, Origin, ToolSpec};

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::{Allocator, CallOptions, Content, Host, PermissionMode, ToolResult, ToolUse};
+use toolhost::rules::Behavior;
+use toolhost::{
+    Allocator, Answer, Approver, AskRequest, CallOptions, Content, Host, PermissionMode, Sources, ToolResult, ToolUse,
+};
 
 #[derive(Parser)]
 #[command(name = "toolhost", version, about = "A WebAssembly plugin host for AI-agent tools")]
@@ -21,8 +24,21 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     plugins: Option<PathBuf>,
     /// Permission mode: default, plan, acceptEdits, dontAsk, bypassPermissions
-    #[arg(long, global = true, default_value = "default", value_name = "MODE")]
-    mode: PermissionMode,
+    /// [default: the settings' defaultMode, else default]
+    #[arg(long, global = true, value_name = "MODE")]
+    mode: Option<PermissionMode>,
+    /// Allow calls matching a rule, e.g. 'Bash(npm run test:*)' (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    allow: Vec<String>,
+    /// Ask before calls matching a rule (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    ask: Vec<String>,
+    /// Deny calls matching a rule; a bare tool name removes the tool (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    deny: Vec<String>,
+    /// A settings file (or JSON text) on the command-line layer (repeatable)
+    #[arg(long, global = true, value_name = "FILE")]
+    settings: Vec<String>,
     /// Wall-clock limit of one call, in milliseconds
     #[arg(long, global = true, value_name = "MS", default_value_t = toolhost::DEFAULT_TIMEOUT.as_millis() as u64)]
     timeout_ms: u64,
@@ -99,15 +115,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         (_, Some(dir)) => Some(dir),
         (_, None) => Some(toolhost::default_plugins_dir()),
     };
+    let workspace = match &cli.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("the current directory")?,
+    };
+    let mut sources = Sources::standard(&workspace);
+    sources.command_line_files = cli.settings.clone();
+    sources.command_line_mode = cli.mode;
+    for (behavior, list) in [(Behavior::Allow, &cli.allow), (Behavior::Ask, &cli.ask), (Behavior::Deny, &cli.deny)] {
+        sources.command_line_rules.extend(list.iter().map(|r| (behavior, r.clone())));
+    }
+    let settings = toolhost::settings::load(&sources, &workspace)?;
     let mut builder = Host::builder()
         .plugins_dir(plugins)
-        .mode(cli.mode)
+        .settings(settings)
         .allocator(cli.allocator)
         .timeout(Duration::from_millis(cli.timeout_ms))
         .memory_limit(cli.memory_mib << 20)
         .child_confinement(cli.child_confinement);
     if let Some(w) = &cli.workspace {
         builder = builder.workspace(w);
+    }
+    // Asks go to the user when there is one at a terminal.
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        builder = builder.approver(Arc::new(TerminalApprover::default()));
     }
     let host = builder.build().context("starting the host")?;
     for problem in host.problems() {
@@ -170,6 +201,9 @@ fn call(
             ),
         ),
     };
+    if let Some(reason) = &result.stop {
+        eprintln!("toolhost: a hook asked to stop: {reason}");
+    }
     if let Err(e) = session.save() {
         eprintln!("toolhost: warning: could not save session state: {e}");
     }
@@ -217,6 +251,47 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
         Err(e) => {
             println!("error: {}: {e}", file.display());
             Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The terminal prompt: asks on standard error, reads the answer from
+/// standard input (both terminals). One prompt at a time.
+#[derive(Default)]
+struct TerminalApprover {
+    lock: std::sync::Mutex<()>,
+}
+
+impl Approver for TerminalApprover {
+    fn ask(&self, request: &AskRequest) -> Answer {
+        let _one_at_a_time = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let rule = request.suggested_rules.first();
+        let mut input = request.input.to_string();
+        if input.chars().count() > 600 {
+            input = format!("{}…", input.chars().take(600).collect::<String>());
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "\n{} wants to run with {input}", request.tool);
+        let _ = writeln!(err, "{}", request.message);
+        let _ = writeln!(err, "  y  allow once");
+        if let Some(rule) = rule {
+            let _ = writeln!(err, "  a  allow always (adds `{rule}` to the local settings)");
+        }
+        let _ = writeln!(err, "  n  deny (optionally: n <reason for the model>)");
+        let _ = write!(err, "Allow? [y/{}n] ", if rule.is_some() { "a/" } else { "" });
+        let _ = err.flush();
+        drop(err);
+        let mut line = String::new();
+        if std::io::stdin().read_line(&mut line).is_err() {
+            line.clear();
+        }
+        let answer = line.trim();
+        let (choice, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
+        match (choice.to_ascii_lowercase().as_str(), rule) {
+            ("y" | "yes", _) => Answer::AllowOnce,
+            ("a" | "always", Some(rule)) => Answer::AllowAlways(rule.clone()),
+            _ if reason.trim().is_empty() => Answer::Deny("The user denied this call.".into()),
+            _ => Answer::Deny(format!("The user denied this call: {}", reason.trim())),
         }
     }
 }

@@ -1,14 +1,17 @@
 //! Permission decisions (step 5 of the pipeline).
 //!
 //! The order is the one of the seeds: deny rules → hook decision → ask rules →
-//! the tool's own `check-permissions` → the mode → allow rules → ask. This
-//! module implements the tool's check and the mode; rules and hooks (settings
-//! files) plug in through [`Policy`], whose default has none. An `ask` goes to
-//! the [`Approver`] when there is one; without one it is refused with a message
-//! naming the mode that would allow the call.
+//! the tool's own `check-permissions` → the mode → allow rules → ask (with
+//! sensitive paths, protected in every mode, before the tool's check). An
+//! `ask` goes to the [`Approver`] when there is one; without one it is refused
+//! with a message naming the rule or mode that would allow the call.
 
+use crate::hooks::HookDecision;
+use crate::rules::{Behavior, RuleEntry, Verdicts};
 use serde_json::Value;
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 /// The permission mode (see the README).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -74,20 +77,35 @@ pub enum ToolCheck {
 }
 
 /// What decided a call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Source {
+    /// A rule of the settings.
+    Rule { behavior: Behavior, rule: String, origin: Arc<str> },
+    /// A PreToolUse hook (its command).
+    Hook(String),
     /// The tool's own `check-permissions`.
     Tool,
+    /// The protection of sensitive paths.
+    Safety,
     /// The permission mode.
     Mode(PermissionMode),
     /// The user, asked through the [`Approver`].
     User,
 }
 
+impl Source {
+    fn rule(entry: &RuleEntry) -> Source {
+        Source::Rule { behavior: entry.behavior, rule: entry.rule.to_string(), origin: Arc::clone(&entry.origin) }
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Source::Rule { behavior, rule, origin } => write!(f, "{} rule `{rule}` ({origin})", behavior.as_str()),
+            Source::Hook(command) => write!(f, "hook `{command}`"),
             Source::Tool => f.write_str("tool"),
+            Source::Safety => f.write_str("sensitive path"),
             Source::Mode(m) => write!(f, "mode:{m}"),
             Source::User => f.write_str("user"),
         }
@@ -107,51 +125,150 @@ pub enum Decision {
 
 /// What step 5 needs to know about the call.
 #[derive(Clone, Debug)]
-pub struct Facts {
-    pub tool: String,
+pub struct Facts<'a> {
+    pub tool: &'a str,
     pub mode: PermissionMode,
     pub read_only: bool,
     pub check: ToolCheck,
+    /// The rule of each list that applies.
+    pub rules: Verdicts<'a>,
+    /// The PreToolUse hooks' combined decision.
+    pub hook: Option<&'a HookDecision>,
+    /// Why the call writes a protected path, if it does.
+    pub sensitive: Option<String>,
 }
 
-/// Decides with the tool's check and the mode.
-pub fn decide(facts: &Facts) -> Decision {
+impl<'a> Facts<'a> {
+    /// A call with no rule, hook or protected path: decided by the tool's
+    /// check and the mode.
+    pub fn new(tool: &'a str, mode: PermissionMode, read_only: bool, check: ToolCheck) -> Facts<'a> {
+        Facts { tool, mode, read_only, check, rules: Verdicts::default(), hook: None, sensitive: None }
+    }
+}
+
+/// Decides in the order of the seeds: deny rules → hook decision → ask rules
+/// → sensitive paths → the tool's own check → the mode → allow rules → ask.
+pub fn decide(facts: &Facts<'_>) -> Decision {
     let mode = facts.mode;
+    // An ask as the mode resolves it: bypass runs it (unless it protects a
+    // sensitive path), plan and dontAsk refuse it, the others ask.
     let ask = |message: String, suggested_rules: Vec<String>, source: Source| match mode {
-        PermissionMode::BypassPermissions => Decision::Allow { input: None, source: Source::Mode(mode) },
+        PermissionMode::BypassPermissions if source != Source::Safety => {
+            Decision::Allow { input: None, source: Source::Mode(mode) }
+        }
         PermissionMode::Plan => Decision::Deny {
-            message: format!("{message} Plan mode only runs read-only calls."),
+            message: format!("{message} Plan mode refuses whatever would need approval."),
             source: Source::Mode(mode),
         },
         PermissionMode::DontAsk => Decision::Deny {
             message: format!("{message} dontAsk mode refuses whatever would need approval."),
             source: Source::Mode(mode),
         },
-        PermissionMode::Default | PermissionMode::AcceptEdits => Decision::Ask { message, suggested_rules, source },
+        PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::BypassPermissions => {
+            Decision::Ask { message, suggested_rules, source }
+        }
     };
+    // 1. Deny rules beat everything, hooks included.
+    if let Some(rule) = facts.rules.deny {
+        return Decision::Deny { message: format!("The {rule} forbids it."), source: Source::rule(rule) };
+    }
+    // 2. Hooks.
+    match facts.hook {
+        Some(HookDecision::Deny { reason, hook }) => {
+            return Decision::Deny { message: reason.clone(), source: Source::Hook(hook.clone()) };
+        }
+        Some(HookDecision::Ask { reason, hook }) => {
+            let message = reason.clone().unwrap_or_else(|| format!("The hook `{hook}` asks for approval."));
+            return ask(message, Vec::new(), Source::Hook(hook.clone()));
+        }
+        Some(HookDecision::Allow { hook, .. }) => {
+            return Decision::Allow { input: None, source: Source::Hook(hook.clone()) };
+        }
+        None => {}
+    }
+    // 3. Ask rules.
+    if let Some(rule) = facts.rules.ask {
+        return ask(format!("The {rule} asks for approval."), Vec::new(), Source::rule(rule));
+    }
+    // 4. Sensitive paths: asked in every mode, whatever allows the call.
+    if let Some(why) = &facts.sensitive {
+        return ask(why.clone(), Vec::new(), Source::Safety);
+    }
+    // 5. The tool's own check.
+    let mut held = None;
     match &facts.check {
         ToolCheck::Deny(reason) => {
             return Decision::Deny { message: reason.clone(), source: Source::Tool };
         }
-        ToolCheck::Ask { message, suggested_rules } => {
-            return ask(message.clone(), suggested_rules.clone(), Source::Tool);
-        }
         ToolCheck::Allow(input) if facts.read_only || mode != PermissionMode::Plan => {
             return Decision::Allow { input: input.clone(), source: Source::Tool };
         }
+        ToolCheck::Ask { message, suggested_rules } => held = Some((message, suggested_rules)),
         ToolCheck::Allow(_) | ToolCheck::Passthrough => {}
     }
-    if facts.read_only {
-        return Decision::Allow { input: None, source: Source::Mode(mode) };
-    }
+    // 6. The mode.
     match mode {
-        PermissionMode::BypassPermissions => Decision::Allow { input: None, source: Source::Mode(mode) },
-        PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk | PermissionMode::Plan => ask(
+        PermissionMode::BypassPermissions => return Decision::Allow { input: None, source: Source::Mode(mode) },
+        PermissionMode::Plan if !facts.read_only => {
+            return Decision::Deny {
+                message: format!("Plan mode only runs read-only calls, and this {} call is not read-only.", facts.tool),
+                source: Source::Mode(mode),
+            };
+        }
+        PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::DontAsk | PermissionMode::Plan => {
+            if facts.read_only && held.is_none() {
+                return Decision::Allow { input: None, source: Source::Mode(mode) };
+            }
+        }
+    }
+    // 7. Allow rules.
+    if let Some(rule) = facts.rules.allow {
+        return Decision::Allow { input: None, source: Source::rule(rule) };
+    }
+    // 8. Ask.
+    match held {
+        Some((message, suggested)) => ask(message.clone(), suggested.clone(), Source::Tool),
+        None => ask(
             format!("{} is not read-only and needs approval.", facts.tool),
-            vec![facts.tool.clone()],
+            vec![facts.tool.to_string()],
             Source::Mode(mode),
         ),
     }
+}
+
+/// Why writing `path` needs the user's approval in every mode, if it does:
+/// files that configure shells, git, editors, SSH or toolhost itself (a call
+/// that may rewrite them could grant itself more).
+pub fn sensitive_path(path: &Path) -> Option<String> {
+    const DIRS: &[&str] = &[".git", ".ssh", ".toolhost", ".claude", ".vscode", ".idea", ".husky", ".gnupg", ".aws"];
+    const FILES: &[&str] = &[
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zprofile",
+        ".zshenv",
+        ".zlogin",
+        ".gitconfig",
+        ".gitmodules",
+        ".envrc",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".mcp.json",
+    ];
+    let mut components = path.components().map(|c| c.as_os_str().to_str().unwrap_or(""));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let why = if let Some(dir) = components.find(|c| DIRS.contains(c)) {
+        format!("{} is inside a `{dir}` directory, which is protected.", path.display())
+    } else if FILES.contains(&name) {
+        format!("{} is a protected configuration file.", path.display())
+    } else {
+        return None;
+    };
+    Some(format!("{why} Writing it always needs approval."))
 }
 
 /// A request to the user.
@@ -161,6 +278,7 @@ pub struct AskRequest {
     pub tool_use_id: String,
     pub input: Value,
     pub message: String,
+    /// Rules that would allow the call ("allow always" adds the first).
     pub suggested_rules: Vec<String>,
 }
 
@@ -168,6 +286,9 @@ pub struct AskRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     AllowOnce,
+    /// Allow, and add the rule to the local settings so the same call runs
+    /// without asking from now on.
+    AllowAlways(String),
     Deny(String),
 }
 
@@ -177,19 +298,19 @@ pub trait Approver: Send + Sync {
     fn ask(&self, request: &AskRequest) -> Answer;
 }
 
-/// The rules and hooks that take part in decisions. Issue #4 fills this in
-/// (settings files, PreToolUse hooks); today it holds none and every call is
-/// decided by the tool's check and the mode.
-#[derive(Clone, Debug, Default)]
-pub struct Policy {}
+impl<F: Fn(&AskRequest) -> Answer + Send + Sync> Approver for F {
+    fn ask(&self, request: &AskRequest) -> Answer {
+        self(request)
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use PermissionMode::*;
 
-    fn facts(mode: PermissionMode, read_only: bool, check: ToolCheck) -> Facts {
-        Facts { tool: "T".into(), mode, read_only, check }
+    fn facts(mode: PermissionMode, read_only: bool, check: ToolCheck) -> Facts<'static> {
+        Facts::new("T", mode, read_only, check)
     }
 
     fn kind(d: &Decision) -> &'static str {

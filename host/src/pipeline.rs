@@ -3,21 +3,26 @@
 //! 1. find the tool by name or alias;
 //! 2. validate the input against its JSON Schema;
 //! 3. the tool's `validate-input`;
-//! 4. PreToolUse hooks (issue #4);
-//! 5. the permission decision;
+//! 4. PreToolUse hooks (may rewrite the input, decide, or stop);
+//! 5. the permission decision (rules, hooks, the tool's check, the mode; an
+//!    ask goes to the approver), written to the audit log;
 //! 6. `call` in a fresh sandboxed instance;
-//! 7. PostToolUse hooks (issue #4);
+//! 7. PostToolUse / PostToolUseFailure hooks;
 //! 8. map to a `tool_result`, persisting an oversized one.
 //!
 //! Every failure is an error result; nothing a tool or its input does reaches
 //! the caller as anything else.
 
 use crate::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
+use crate::hooks::{Event, EventInput, HookDecision};
 use crate::host::Host;
-use crate::permissions::{self, Answer, AskRequest, Decision, Facts, PermissionMode, ToolCheck};
+use crate::permissions::{self, Answer, AskRequest, Decision, Facts, PermissionMode, Source, ToolCheck};
+use crate::policy::AuditRecord;
 use crate::process::Approval;
-use crate::result::{self, ToolResult};
+use crate::result::{self, Content, ToolResult};
+use crate::rules::{self, Call};
 use crate::session::Session;
+use crate::shell;
 use crate::state::{Interrupted, MemoryExceeded, ProgressSink, Scope};
 use crate::tool::{Instance, LoadedTool};
 use serde_json::Value;
@@ -82,6 +87,15 @@ impl Host {
             );
         };
         let name = tool.spec.name.as_str();
+        if let Some(rule) = inner.policy.rules().denies_tool(name) {
+            span.record("decision", "deny (not in the pool)");
+            return ToolResult::error(
+                id,
+                format!(
+                    "<tool_use_error>Error: No such tool available: {name} (the {rule} removes it)</tool_use_error>"
+                ),
+            );
+        }
         // 2. Schema.
         if let Err(message) = tool.input_schema().check(name, &tool_use.input) {
             return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
@@ -118,24 +132,54 @@ impl Host {
             read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             mode: wit_mode(inner.mode),
         };
-        let outcome = self.steps(tool, tool_use, &mut instance, &ctx, span);
+        let mut state = CallState { input: tool_use.input.clone(), called: false, context: Vec::new(), stop: None };
+        let outcome = self.steps(session, tool, tool_use, &mut instance, &ctx, span, &mut state);
         instance.captured.log(name, id);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
         // output), as opposed to an error the tool returned.
         let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &instance));
+        drop(instance);
+        // 7. PostToolUse / PostToolUseFailure hooks, for calls that ran.
+        let event = if result.is_error { Event::PostToolUseFailure } else { Event::PostToolUse };
+        if state.called && inner.policy.hooks.any(event, name) {
+            let response = result.to_json()["content"].take();
+            let error = result.is_error.then(|| result.text());
+            let outcome = inner.policy.hooks.run(
+                event,
+                &EventInput {
+                    session_id: session.id(),
+                    cwd: &inner.dir_strings.cwd,
+                    permission_mode: inner.mode.as_str(),
+                    tool_name: name,
+                    tool_input: &state.input,
+                    tool_use_id: id,
+                    tool_response: (!result.is_error).then_some(&response),
+                    error: error.as_deref(),
+                },
+            );
+            state.context.extend(outcome.additional_context.into_iter().map(|c| format!("[{event} hook] {c}")));
+            state.stop = state.stop.or(outcome.stop);
+        }
+        for context in state.context {
+            result.content.push(Content::Text(context));
+        }
+        result.stop = state.stop;
         // Errors too: a failed command's output can be as long as a good one's.
         result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
         result
     }
 
-    /// Steps 3 to 8 on a live instance.
+    /// Steps 3 to 6 and 8 on a live instance.
+    #[allow(clippy::too_many_arguments, reason = "one call's pieces, passed down once")]
     fn steps(
         &self,
+        session: &Arc<Session>,
         tool: &LoadedTool,
         tool_use: &ToolUse,
         instance: &mut Instance,
         ctx: &CallContext,
         span: &tracing::Span,
+        state: &mut CallState,
     ) -> wasmtime::Result<ToolResult> {
         let inner = &*self.inner;
         let (name, id) = (tool.spec.name.as_str(), tool_use.id.as_str());
@@ -148,7 +192,55 @@ impl Host {
             return Ok(ToolResult::error(id, format!("<tool_use_error>{}</tool_use_error>", e.message)));
         }
 
-        // 4. PreToolUse hooks: issue #4.
+        // 4. PreToolUse hooks.
+        let decision_started = Instant::now();
+        let hooks = &inner.policy.hooks;
+        let pre = hooks.any(Event::PreToolUse, name).then(|| {
+            hooks.run(
+                Event::PreToolUse,
+                &EventInput {
+                    session_id: session.id(),
+                    cwd: &inner.dir_strings.cwd,
+                    permission_mode: inner.mode.as_str(),
+                    tool_name: name,
+                    tool_input: &tool_use.input,
+                    tool_use_id: id,
+                    tool_response: None,
+                    error: None,
+                },
+            )
+        });
+        if let Some(pre) = &pre {
+            state.context.extend(pre.additional_context.iter().map(|c| format!("[PreToolUse hook] {c}")));
+            if let Some(reason) = &pre.stop {
+                state.stop = Some(reason.clone());
+                span.record("decision", "stopped (hook)");
+                return Ok(ToolResult::error(id, format!("A PreToolUse hook stopped the call: {reason}")));
+            }
+            let denied = matches!(pre.decision, Some(HookDecision::Deny { .. }));
+            if let (Some(updated), false) = (&pre.updated_input, denied) {
+                if let Err(message) = tool.input_schema().check(name, updated) {
+                    return Ok(ToolResult::error(
+                        id,
+                        format!(
+                            "<tool_use_error>A PreToolUse hook rewrote the input into one that is not valid: {message}</tool_use_error>"
+                        ),
+                    ));
+                }
+                let text = updated.to_string();
+                if let Err(e) = guest.call_validate_input(&mut *store, &text, ctx)? {
+                    return Ok(ToolResult::error(
+                        id,
+                        format!(
+                            "<tool_use_error>A PreToolUse hook rewrote the input into one the tool refuses: {}</tool_use_error>",
+                            e.message
+                        ),
+                    ));
+                }
+                state.input = updated.clone();
+                input_text = text;
+            }
+        }
 
         // 5. Permission.
         let read_only = guest.call_is_read_only(&mut *store, &input_text)?;
@@ -165,65 +257,100 @@ impl Host {
             Ok(tool_check(decision, tool.trusted()))
         };
         let check = check_in(inner.mode, store)?;
-        let facts = Facts { tool: name.to_string(), mode: inner.mode, read_only, check };
+        let rules = inner.policy.rules();
+        let parsed = match (name, state.input.get("command").and_then(Value::as_str)) {
+            ("Bash", Some(command)) if command.len() <= crate::process::MAX_COMMAND => Some(shell::parse(command)),
+            _ => None,
+        };
+        let call = Call { tool: name, input: &state.input, bash: parsed.as_ref() };
+        let facts = Facts {
+            tool: name,
+            mode: inner.mode,
+            read_only,
+            check,
+            rules: rules.check(&call),
+            hook: pre.as_ref().and_then(|p| p.decision.as_ref()),
+            sensitive: sensitive_write(name, &state.input, rules.places()),
+        };
         let mut decision = permissions::decide(&facts);
+        let mut asked = false;
         if let Decision::Ask { message, suggested_rules, .. } = &decision {
+            let suggestions = match rules::suggest(&call, rules.places()) {
+                s if s.is_empty() => suggested_rules.clone(),
+                s => s,
+            };
             decision = match &inner.approver {
                 Some(approver) => {
+                    asked = true;
                     let request = AskRequest {
                         tool: name.to_string(),
                         tool_use_id: id.to_string(),
-                        input: tool_use.input.clone(),
+                        input: state.input.clone(),
                         message: message.clone(),
-                        suggested_rules: suggested_rules.clone(),
+                        suggested_rules: suggestions,
                     };
                     match approver.ask(&request) {
-                        Answer::AllowOnce => Decision::Allow { input: None, source: permissions::Source::User },
-                        Answer::Deny(reason) => Decision::Deny { message: reason, source: permissions::Source::User },
+                        Answer::AllowOnce => Decision::Allow { input: None, source: Source::User },
+                        Answer::AllowAlways(rule) => {
+                            if let Err(e) = inner.policy.allow_always(&rule) {
+                                tracing::warn!(rule, error = %e, "could not keep the rule");
+                            }
+                            Decision::Allow { input: None, source: Source::User }
+                        }
+                        Answer::Deny(reason) => Decision::Deny { message: reason, source: Source::User },
                     }
                 }
                 None => {
-                    // Name the least permissive mode that would run the call.
-                    let mut allowing = None;
-                    for mode in [PermissionMode::AcceptEdits, PermissionMode::BypassPermissions] {
-                        let check = check_in(mode, store)?;
-                        let f = Facts { mode, check, ..facts.clone() };
-                        if matches!(permissions::decide(&f), Decision::Allow { .. }) {
-                            allowing = Some(mode);
-                            break;
-                        }
-                    }
-                    let hint = match allowing {
-                        Some(m) => format!(" To allow it, run toolhost with `--mode {m}`."),
-                        None => String::new(),
-                    };
+                    let hint = self.how_to_allow(&facts, &call, &suggestions, &mut |m| check_in(m, &mut *store))?;
                     Decision::Deny {
                         message: format!(
                             "{message} toolhost could not ask for approval: no interactive prompt is available.{hint}"
                         ),
-                        source: permissions::Source::Mode(inner.mode),
+                        source: Source::Mode(inner.mode),
                     }
                 }
             };
+        } else if let Decision::Deny { message, source: source @ Source::Mode(_) } = &decision {
+            // Plan and dontAsk refuse what would ask: say what would allow it.
+            let suggestions = rules::suggest(&call, rules.places());
+            let hint = self.how_to_allow(&facts, &call, &suggestions, &mut |m| check_in(m, &mut *store))?;
+            decision = Decision::Deny { message: format!("{message}{hint}"), source: source.clone() };
         }
+        inner.policy.audit(&AuditRecord {
+            session: session.id(),
+            tool: name,
+            tool_use_id: id,
+            mode: inner.mode.as_str(),
+            decision: &decision,
+            asked,
+            duration: decision_started.elapsed(),
+        });
         match decision {
             Decision::Allow { input, source } => {
                 span.record("decision", field::display(format_args!("allow ({source})")));
                 // What the call may start: a call allowed only because it reads
-                // can start only what the host classifies as read-only.
-                store.data_mut().scope.approval = match source {
-                    permissions::Source::Mode(mode) if read_only && mode != PermissionMode::BypassPermissions => {
-                        Approval::ReadOnly
-                    }
-                    permissions::Source::Mode(_) | permissions::Source::Tool | permissions::Source::User => {
-                        Approval::Any
-                    }
+                // can start only what the host classifies as read-only, one
+                // allowed by a rule what the rules allow, one the user approved
+                // that command. Deny rules hold whatever allowed the call.
+                let data = store.data_mut();
+                data.scope.rules = Some(Arc::clone(&rules));
+                data.scope.approval = match source {
+                    Source::Mode(mode) if read_only && mode != PermissionMode::BypassPermissions => Approval::ReadOnly,
+                    Source::Rule { .. } => Approval::Rules,
+                    Source::User | Source::Hook(_) | Source::Safety => match &parsed {
+                        Some(_) => Approval::Command(
+                            state.input.get("command").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        ),
+                        None => Approval::Any,
+                    },
+                    Source::Mode(_) | Source::Tool => Approval::Any,
                 };
                 if let Some(updated) = input {
                     if let Err(message) = tool.input_schema().check(name, &updated) {
                         return Ok(ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>")));
                     }
                     input_text = updated.to_string();
+                    state.input = updated;
                 }
             }
             Decision::Deny { message, source } => {
@@ -233,10 +360,12 @@ impl Host {
             Decision::Ask { .. } => unreachable!("asks were resolved above"),
         }
 
-        // 6. Call.
+        // 6. Call, with the whole time limit: hooks and the prompt do not
+        // count against it.
+        let limit = inner.limits.timeout;
+        store.data_mut().scope.deadline = Some((Instant::now() + limit, limit));
+        state.called = true;
         let output = guest.call_call(&mut *store, &input_text, ctx)?;
-
-        // 7. PostToolUse hooks: issue #4.
 
         // 8. Result.
         Ok(match output {
@@ -248,6 +377,86 @@ impl Host {
             Err(e) => ToolResult::error(id, e.message),
         })
     }
+
+    /// " To allow it, …": the narrowest rule that would allow the call, or
+    /// the least permissive mode that would; empty when neither would.
+    fn how_to_allow(
+        &self,
+        facts: &Facts<'_>,
+        call: &Call<'_>,
+        suggestions: &[String],
+        check_in: &mut dyn FnMut(PermissionMode) -> wasmtime::Result<ToolCheck>,
+    ) -> wasmtime::Result<String> {
+        let inner = &*self.inner;
+        let mut hints = Vec::new();
+        if !suggestions.is_empty() {
+            let places = inner.policy.rules().places().clone();
+            let entries = suggestions
+                .iter()
+                .filter_map(|text| rules::Rule::parse(text).ok())
+                .map(|rule| rules::RuleEntry {
+                    rule,
+                    behavior: rules::Behavior::Allow,
+                    origin: Arc::from("suggested"),
+                    base: None,
+                })
+                .collect();
+            if let Ok(set) = rules::RuleSet::compile(entries, places)
+                && let Some(allow) = set.check(call).allow
+            {
+                let with_rule = Facts { rules: rules::Verdicts { allow: Some(allow), ..facts.rules }, ..facts.clone() };
+                if matches!(permissions::decide(&with_rule), Decision::Allow { .. }) {
+                    let list = suggestions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+                    let args = suggestions.iter().map(|r| format!("--allow '{r}'")).collect::<Vec<_>>().join(" ");
+                    let file = inner
+                        .policy
+                        .local_file()
+                        .map_or_else(|| "a settings file".to_string(), |f| f.display().to_string());
+                    hints.push(format!("add {list} to permissions.allow in {file} (or pass {args})"));
+                }
+            }
+        }
+        for mode in [PermissionMode::AcceptEdits, PermissionMode::BypassPermissions] {
+            if mode == facts.mode {
+                continue;
+            }
+            let f = Facts { mode, check: check_in(mode)?, ..facts.clone() };
+            if matches!(permissions::decide(&f), Decision::Allow { .. }) {
+                hints.push(format!("run toolhost with `--mode {mode}`"));
+                break;
+            }
+        }
+        Ok(if hints.is_empty() { String::new() } else { format!(" To allow it, {}.", hints.join("; or ")) })
+    }
+}
+
+/// One call's facts that outlive the steps.
+struct CallState {
+    /// The input as the tool gets it (after a hook's or the tool's rewrite).
+    input: Value,
+    /// The tool's `call` ran (so the Post hooks run).
+    called: bool,
+    /// Hooks' additional context, appended to the result.
+    context: Vec<String>,
+    /// A hook's `continue: false`.
+    stop: Option<String>,
+}
+
+/// Why a call writes a protected path (see [`permissions::sensitive_path`]).
+fn sensitive_write(tool: &str, input: &Value, places: &rules::Places) -> Option<String> {
+    let field = match tool {
+        "Write" | "Edit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        _ => return None,
+    };
+    let path = crate::sandbox::normalize(&places.cwd.join(input.get(field)?.as_str()?));
+    permissions::sensitive_path(&path).or_else(|| {
+        let real = path.canonicalize().ok().or_else(|| {
+            let parent = path.parent()?.canonicalize().ok()?;
+            Some(parent.join(path.file_name()?))
+        })?;
+        permissions::sensitive_path(&real)
+    })
 }
 
 fn wit_mode(mode: PermissionMode) -> WitMode {

@@ -16,6 +16,7 @@
 //!   child instead of growing the host's memory.
 
 use crate::confine;
+use crate::rules::{Call, RuleSet, Verdicts};
 use crate::sandbox::Dirs;
 use crate::shell;
 use std::collections::{HashMap, VecDeque};
@@ -39,14 +40,21 @@ pub const BACKGROUND_KEEP: usize = 8 << 20;
 /// Longest command the host parses.
 pub const MAX_COMMAND: usize = 64 * 1024;
 
-/// What a call may start, decided by the permission step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a call may start, decided by the permission step. Whatever it is,
+/// a command a deny rule forbids never starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Approval {
     /// Nothing (before the permission decision, or no grant).
     #[default]
     Nothing,
     /// Only commands the host classifies as read-only.
     ReadOnly,
+    /// Read-only commands and those the allow rules cover (the call was
+    /// allowed by a rule).
+    Rules,
+    /// This command, as approved by the user or a hook, and what
+    /// [`Approval::Rules`] allows.
+    Command(String),
     /// Any command.
     Any,
 }
@@ -130,6 +138,8 @@ pub struct Policy<'a> {
     /// Whether children keep the network.
     pub network: bool,
     pub confinement: confine::Mode,
+    /// The permission rules, checked again on every command.
+    pub rules: Option<&'a RuleSet>,
 }
 
 /// Checks a request against the grant, the approval, the directories and the
@@ -139,26 +149,47 @@ fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<(Command, confine::Co
         return Err(ProcessError::NotPermitted("this tool is not granted the process capability".into()));
     }
     let text = request.program.as_shell();
-    match policy.approval {
-        Approval::Nothing => {
-            return Err(ProcessError::NotPermitted(
-                "processes can only be started while the call runs, after its permission check".into(),
-            ));
+    if policy.approval == Approval::Nothing {
+        return Err(ProcessError::NotPermitted(
+            "processes can only be started while the call runs, after its permission check".into(),
+        ));
+    }
+    let rules = policy.rules.filter(|r| !r.entries().is_empty());
+    if policy.approval != Approval::Any || rules.is_some() {
+        if text.len() > MAX_COMMAND {
+            return Err(ProcessError::NotPermitted("the command is too long to check".into()));
         }
-        Approval::ReadOnly => {
-            if text.len() > MAX_COMMAND {
-                return Err(ProcessError::NotPermitted("the command is too long to check".into()));
+        let parsed = shell::parse(&text);
+        let verdicts = match rules {
+            Some(r) => r.check(&Call { tool: "Bash", input: &serde_json::Value::Null, bash: Some(&parsed) }),
+            None => Verdicts::default(),
+        };
+        if let Some(rule) = verdicts.deny {
+            return Err(ProcessError::NotPermitted(format!("the {rule} forbids `{}`", clip(&text))));
+        }
+        let read_only = || shell::classify_parsed(&parsed);
+        match &policy.approval {
+            Approval::Nothing | Approval::Any => {}
+            Approval::ReadOnly => {
+                let verdict = read_only();
+                if !verdict.read_only {
+                    return Err(ProcessError::NotPermitted(format!(
+                        "this call was approved only for read-only commands, and `{}` is not read-only: {}",
+                        clip(&text),
+                        verdict.reason.unwrap_or_default()
+                    )));
+                }
             }
-            let verdict = shell::classify(&text);
-            if !verdict.read_only {
-                return Err(ProcessError::NotPermitted(format!(
-                    "this call was approved only for read-only commands, and `{}` is not read-only: {}",
-                    clip(&text),
-                    verdict.reason.unwrap_or_default()
-                )));
+            Approval::Rules | Approval::Command(_) => {
+                let approved = matches!(&policy.approval, Approval::Command(c) if *c == text);
+                if !approved && verdicts.allow.is_none() && !read_only().read_only {
+                    return Err(ProcessError::NotPermitted(format!(
+                        "`{}` is neither the command this call was approved for, nor read-only, nor covered by an allow rule",
+                        clip(&text)
+                    )));
+                }
             }
         }
-        Approval::Any => {}
     }
     let cwd = working_dir(request.cwd.as_deref(), policy.dirs)?;
     let mut cmd = match &request.program {
@@ -610,6 +641,7 @@ mod tests {
             session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
             network: false,
             confinement: confine::Mode::Required,
+            rules: None,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct ToolResult {
     pub is_error: bool,
     /// Machine-readable output, when the tool gives one (not sent to the model).
     pub structured: Option<Value>,
+    /// A hook answered `continue: false`: the agent should stop, for this
+    /// reason (not sent to the model).
+    pub stop: Option<String>,
 }
 
 impl ToolResult {
@@ -41,6 +44,7 @@ impl ToolResult {
             content: vec![Content::Text(message.into())],
             is_error: true,
             structured: None,
+            stop: None,
         }
     }
 
@@ -70,7 +74,11 @@ impl ToolResult {
                 }
             })
             .collect();
-        json!({"tool_use_id": self.tool_use_id, "content": content, "is_error": self.is_error})
+        let mut out = json!({"tool_use_id": self.tool_use_id, "content": content, "is_error": self.is_error});
+        if let Some(reason) = &self.stop {
+            out["stop_reason"] = json!(reason);
+        }
+        out
     }
 }
 
@@ -143,7 +151,7 @@ pub(crate) fn from_output(
             _ => content.insert(0, Content::Text(text)),
         }
     }
-    ToolResult { tool_use_id: tool_use_id.to_string(), content, is_error: output.is_error, structured }
+    ToolResult { tool_use_id: tool_use_id.to_string(), content, is_error: output.is_error, structured, stop: None }
 }
 
 /// When the text of `result` is longer than `max_chars`, writes it to a file
@@ -215,6 +223,7 @@ mod tests {
             content: vec![Content::Text(big.clone())],
             is_error: false,
             structured: None,
+            stop: None,
         };
         persist_if_oversized(&mut r, Some(4000), &session);
         let text = r.text();
@@ -252,6 +261,7 @@ mod tests {
             ],
             is_error: false,
             structured: None,
+            stop: None,
         };
         assert_eq!(
             r.to_json(),

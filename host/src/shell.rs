@@ -470,6 +470,21 @@ pub fn classify_parsed(parsed: &Parsed) -> Classification {
     Classification { read_only: true, reason: None }
 }
 
+/// Whether one simple command only reads, on its own: a known read-only
+/// command with read-only arguments, no redirection writing a file, no
+/// assignment that changes what runs.
+pub fn command_read_only(cmd: &SimpleCommand) -> bool {
+    !cmd.redirections.iter().any(Redirection::writes)
+        && !cmd.assignments.iter().any(|a| dangerous_assignment(a))
+        && read_only_command(&cmd.argv, &cmd.dynamic).is_ok()
+}
+
+/// Whether an assignment before a command (`NAME=value`) can change what
+/// runs (`PATH`, `LD_PRELOAD`, `GIT_*`, ...).
+pub fn assignment_changes_what_runs(assignment: &str) -> bool {
+    dangerous_assignment(assignment)
+}
+
 /// Whether the variable `name` changes what programs load or what a shell
 /// runs before the command (`LD_PRELOAD`, `BASH_ENV`, ...).
 pub fn changes_loading(name: &str) -> bool {

@@ -111,6 +111,8 @@ pub struct Scope {
     pub process_granted: bool,
     /// What processes the call may start (set by the permission step).
     pub approval: Approval,
+    /// The permission rules, checked again on every command started.
+    pub rules: Option<Arc<crate::rules::RuleSet>>,
     /// The host's background processes.
     pub background: Arc<BackgroundRegistry>,
     /// What to do when a child cannot be confined.
@@ -143,6 +145,7 @@ impl Scope {
             dirs,
             process_granted: false,
             approval: Approval::Nothing,
+            rules: None,
             background,
             confinement: crate::confine::Mode::Required,
             deadline: None,
@@ -373,11 +376,12 @@ impl HostState {
     fn policy(&self) -> Policy<'_> {
         Policy {
             granted: self.scope.process_granted,
-            approval: self.scope.approval,
+            approval: self.scope.approval.clone(),
             dirs: &self.scope.dirs,
             session_dir: self.scope.session.dir(),
             network: false,
             confinement: self.scope.confinement,
+            rules: self.scope.rules.as_deref(),
         }
     }
 }

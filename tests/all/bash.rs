@@ -47,7 +47,9 @@ fn commands_that_write_need_approval() {
     let sb = Sandbox::new();
     let text = bash(&sb, "touch made.txt", &[]).assert_error("Permission to use Bash was denied");
     assert!(
-        text.contains("`touch` is not a known read-only command") && text.contains("--mode bypassPermissions"),
+        text.contains("`touch` is not a known read-only command")
+            && text.contains("--allow 'Bash(touch made.txt)'")
+            && text.contains("--mode bypassPermissions"),
         "{text}"
     );
     assert!(!sb.ws("made.txt").exists());

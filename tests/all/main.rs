@@ -12,5 +12,6 @@ mod file_tools;
 mod host_errors;
 mod in_process;
 mod modes;
+mod permissions;
 mod third_party;
 mod tools_list;

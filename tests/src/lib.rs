@@ -85,6 +85,8 @@ impl Sandbox {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")
+            .env("TOOLHOST_MANAGED_SETTINGS", self.home.join("managed-settings.json"))
+            .env_remove("TOOLHOST_CONFIG_DIR")
             .env_remove("RUST_LOG");
         cmd
     }

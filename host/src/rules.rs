@@ -1,0 +1,864 @@
+//! Permission rules: `Tool` or `Tool(content)` in the `allow`, `ask` and
+//! `deny` lists of the settings, compiled once into a [`RuleSet`] that tells,
+//! for one call, which rule of each list applies.
+//!
+//! What `content` means depends on the tool:
+//! - `Bash(git status)` is one exact command, `Bash(npm run test:*)` every
+//!   command starting with those words. They apply to every simple command
+//!   of the host's parse: a compound command is allowed only when each part
+//!   is (read-only parts need no rule), denied or asked when any part is.
+//!   Substitutions and unparsable commands are never allowed by a rule.
+//! - `Read(…)`, `Edit(…)`, `Write(…)`, `Glob(…)`, `Grep(…)`, `NotebookEdit(…)`
+//!   are gitignore-style globs: `//abs` absolute, `~/p` under the home
+//!   directory, `/p` relative to the settings file's directory, `./p` (or a
+//!   pattern with a slash) relative to the working directory, a pattern
+//!   without a slash matches at any depth. A rule on a directory covers what
+//!   is inside. `Read` rules cover Read, Glob and Grep; `Edit` rules cover
+//!   Edit, Write and NotebookEdit. A path is checked as written (made
+//!   absolute, `..` removed) and as resolved (symlinks followed): deny and
+//!   ask rules match either form, an allow rule must match both.
+//! - `WebFetch(domain:example.com)` (or `domain:*.example.com`) matches the
+//!   host of the `url`.
+//! - Content the host cannot interpret for a tool (a third-party tool has
+//!   no content syntax) makes a deny or ask rule match every call of the
+//!   tool, and an allow rule match none: failing closed.
+
+use crate::sandbox::normalize;
+use crate::shell::{self, Parsed, SimpleCommand};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Which list a rule is in. Strength: deny > ask > allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Behavior {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Behavior {
+    pub const ALL: [Behavior; 3] = [Behavior::Allow, Behavior::Ask, Behavior::Deny];
+
+    fn index(self) -> usize {
+        match self {
+            Behavior::Allow => 0,
+            Behavior::Ask => 1,
+            Behavior::Deny => 2,
+        }
+    }
+
+    /// The name of the list in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behavior::Allow => "allow",
+            Behavior::Ask => "ask",
+            Behavior::Deny => "deny",
+        }
+    }
+}
+
+/// One rule as written: a tool name and optional content.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub tool: String,
+    pub content: Option<String>,
+}
+
+impl Rule {
+    /// Parses `Tool` or `Tool(content)`. `Tool()` and `Tool(*)` are the whole
+    /// tool.
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let text = text.trim();
+        let (tool, content) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(format!("rule `{text}` opens `(` but does not end with `)`"));
+                };
+                let inner = inner.trim();
+                (text[..open].trim(), (!inner.is_empty() && inner != "*").then(|| inner.to_string()))
+            }
+        };
+        if tool.is_empty() {
+            return Err(format!("rule `{text}` names no tool"));
+        }
+        if !tool.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            return Err(format!("rule `{text}`: `{tool}` is not a tool name (expected `Tool` or `Tool(content)`)"));
+        }
+        Ok(Rule { tool: tool.to_string(), content })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.content {
+            None => f.write_str(&self.tool),
+            Some(c) => write!(f, "{}({c})", self.tool),
+        }
+    }
+}
+
+/// A rule in a list, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleEntry {
+    pub rule: Rule,
+    pub behavior: Behavior,
+    /// Where it was written: a settings file's path, or `command line`.
+    pub origin: Arc<str>,
+    /// The directory `/p` path patterns are relative to (the settings
+    /// file's directory); `None`: the working directory.
+    pub base: Option<PathBuf>,
+}
+
+impl fmt::Display for RuleEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} rule `{}` ({})", self.behavior.as_str(), self.rule, self.origin)
+    }
+}
+
+/// Where relative things are: the working directory, the other working
+/// directories, the home directory.
+#[derive(Clone, Debug, Default)]
+pub struct Places {
+    pub cwd: PathBuf,
+    pub working: Vec<PathBuf>,
+    pub home: Option<PathBuf>,
+}
+
+/// The rules of every list, compiled.
+#[derive(Debug, Default)]
+pub struct RuleSet {
+    entries: Vec<RuleEntry>,
+    lists: [List; 3],
+    places: Places,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct List {
+    /// Tool → the first rule naming it wholesale.
+    whole: HashMap<String, usize>,
+    /// First word → Bash rules.
+    bash: HashMap<String, Vec<BashRule>>,
+    paths: PathRules,
+    domains: Vec<(Domain, usize)>,
+    /// Tool → the first rule whose content the host cannot interpret.
+    opaque: HashMap<String, usize>,
+}
+
+#[derive(Debug)]
+struct BashRule {
+    words: Vec<String>,
+    prefix: bool,
+    entry: usize,
+}
+
+#[derive(Debug, Default)]
+struct PathRules {
+    set: GlobSet,
+    globs: Vec<PathGlob>,
+}
+
+#[derive(Debug)]
+struct PathGlob {
+    family: Family,
+    dir_only: bool,
+    entry: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Family {
+    /// `Read(…)`: Read, Glob, Grep.
+    Read,
+    /// `Edit(…)`: Edit, Write, NotebookEdit.
+    Edit,
+    /// One tool.
+    Only(String),
+}
+
+impl Family {
+    fn of(rule_tool: &str) -> Option<Family> {
+        match rule_tool {
+            "Read" => Some(Family::Read),
+            "Edit" => Some(Family::Edit),
+            "Write" | "Glob" | "Grep" | "NotebookEdit" => Some(Family::Only(rule_tool.to_string())),
+            _ => None,
+        }
+    }
+
+    fn covers(&self, tool: &str) -> bool {
+        match self {
+            Family::Read => matches!(tool, "Read" | "Glob" | "Grep"),
+            Family::Edit => matches!(tool, "Edit" | "Write" | "NotebookEdit"),
+            Family::Only(t) => t == tool,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Domain {
+    Exact(String),
+    /// `*.example.com`: any subdomain of `example.com`.
+    Under(String),
+}
+
+impl Domain {
+    fn matches(&self, host: &str) -> bool {
+        match self {
+            Domain::Exact(d) => host == d,
+            Domain::Under(d) => {
+                host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                    host.as_bytes()[host.len() - d.len() - 1] == b'.'
+                }
+            }
+        }
+    }
+}
+
+/// One call, as the rules see it.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The tool's canonical name.
+    pub tool: &'a str,
+    pub input: &'a Value,
+    /// For Bash: the host's parse of `command`.
+    pub bash: Option<&'a Parsed>,
+}
+
+/// The rule of each list that applies to a call, if any.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Verdicts<'a> {
+    pub deny: Option<&'a RuleEntry>,
+    pub ask: Option<&'a RuleEntry>,
+    pub allow: Option<&'a RuleEntry>,
+}
+
+impl RuleSet {
+    /// Compiles `entries`. Fails on a rule whose content is malformed for its
+    /// tool (a Bash rule that is not one simple command, a bad glob).
+    pub fn compile(entries: Vec<RuleEntry>, places: Places) -> Result<RuleSet, String> {
+        let mut set = RuleSet { places, ..RuleSet::default() };
+        let mut path_builders: [(GlobSetBuilder, Vec<PathGlob>); 3] =
+            std::array::from_fn(|_| (GlobSetBuilder::new(), Vec::new()));
+        for (index, entry) in entries.iter().enumerate() {
+            let list = &mut set.lists[entry.behavior.index()];
+            let rule = &entry.rule;
+            let Some(content) = &rule.content else {
+                list.whole.entry(rule.tool.clone()).or_insert(index);
+                continue;
+            };
+            let fail = |why: String| format!("{entry}: {why}");
+            if rule.tool == "Bash" {
+                let bash = bash_rule(content, index).map_err(fail)?;
+                list.bash.entry(bash.words[0].clone()).or_default().push(bash);
+            } else if let Some(family) = Family::of(&rule.tool) {
+                let (pattern, dir_only) = path_pattern(content, entry.base.as_deref(), &set.places).map_err(fail)?;
+                let glob = GlobBuilder::new(&pattern)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| fail(format!("not a valid path pattern: {e}")))?;
+                let (builder, globs) = &mut path_builders[entry.behavior.index()];
+                builder.add(glob);
+                globs.push(PathGlob { family, dir_only, entry: index });
+            } else if let (Some(domain), "WebFetch") = (content.strip_prefix("domain:"), rule.tool.as_str()) {
+                let domain = domain.trim().to_ascii_lowercase();
+                let domain = match domain.strip_prefix("*.") {
+                    Some(d) => Domain::Under(d.to_string()),
+                    None => Domain::Exact(domain),
+                };
+                list.domains.push((domain, index));
+            } else {
+                set.warnings.push(format!(
+                    "{entry}: toolhost cannot interpret `{content}` for {}; {}",
+                    rule.tool,
+                    match entry.behavior {
+                        Behavior::Allow => "the rule allows nothing",
+                        Behavior::Ask | Behavior::Deny => "the rule applies to every call of the tool",
+                    }
+                ));
+                list.opaque.entry(rule.tool.clone()).or_insert(index);
+            }
+        }
+        for (behavior, (builder, globs)) in Behavior::ALL.into_iter().zip(path_builders) {
+            let compiled = builder.build().map_err(|e| format!("path rules: {e}"))?;
+            set.lists[behavior.index()].paths = PathRules { set: compiled, globs };
+        }
+        set.entries = entries;
+        Ok(set)
+    }
+
+    /// Every rule, in the order given.
+    pub fn entries(&self) -> &[RuleEntry] {
+        &self.entries
+    }
+
+    /// Rules that compiled but cannot take effect as written.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Where relative paths are resolved.
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
+    /// The deny rule naming `tool` wholesale: such a tool is not offered.
+    pub fn denies_tool(&self, tool: &str) -> Option<&RuleEntry> {
+        self.lists[Behavior::Deny.index()].whole.get(tool).map(|&i| &self.entries[i])
+    }
+
+    /// Which rule of each list applies to `call`.
+    pub fn check(&self, call: &Call<'_>) -> Verdicts<'_> {
+        if self.entries.is_empty() {
+            return Verdicts::default();
+        }
+        let path = path_of(call.tool, call.input, &self.places.cwd).map(|p| PathForms::new(&p));
+        let mut verdicts = Verdicts::default();
+        for behavior in Behavior::ALL {
+            let found = self.find(behavior, call, path.as_ref()).map(|i| &self.entries[i]);
+            match behavior {
+                Behavior::Allow => verdicts.allow = found,
+                Behavior::Ask => verdicts.ask = found,
+                Behavior::Deny => verdicts.deny = found,
+            }
+        }
+        verdicts
+    }
+
+    fn find(&self, behavior: Behavior, call: &Call<'_>, path: Option<&PathForms>) -> Option<usize> {
+        let list = &self.lists[behavior.index()];
+        if let Some(&i) = list.whole.get(call.tool) {
+            return Some(i);
+        }
+        if behavior != Behavior::Allow
+            && let Some(&i) = list.opaque.get(call.tool)
+        {
+            return Some(i);
+        }
+        match call.tool {
+            "Bash" => {
+                let parsed = call.bash?;
+                match behavior {
+                    Behavior::Allow => self.bash_allow(list, parsed),
+                    Behavior::Ask | Behavior::Deny => bash_any(list, parsed),
+                }
+            }
+            "WebFetch" => {
+                let url = call.input.get("url")?.as_str()?;
+                let host = url::Url::parse(url).ok()?.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+                list.domains.iter().find(|(d, _)| d.matches(&host)).map(|&(_, i)| i)
+            }
+            _ => {
+                let path = path?;
+                let all_forms = behavior == Behavior::Allow;
+                path_match(&list.paths, call.tool, path, all_forms)
+            }
+        }
+    }
+
+    /// The rule allowing every part of a Bash command that is not read-only
+    /// by itself; `None` when some part has none or the command cannot be
+    /// allowed by rules at all.
+    fn bash_allow(&self, list: &List, parsed: &Parsed) -> Option<usize> {
+        if parsed.parse_error
+            || parsed.command_substitution
+            || parsed.process_substitution
+            || parsed.commands.is_empty()
+        {
+            return None;
+        }
+        let mut first = None;
+        for cmd in &parsed.commands {
+            if shell::command_read_only(cmd) {
+                continue;
+            }
+            if cmd.assignments.iter().any(|a| shell::assignment_changes_what_runs(a)) {
+                return None;
+            }
+            if cmd.redirections.iter().any(|r| r.writes() && !self.inside_working(&r.target)) {
+                return None;
+            }
+            let found =
+                candidates(cmd, false).into_iter().find_map(|(argv, dynamic)| match_bash(list, argv, dynamic))?;
+            first = Some(first.map_or(found, |f: usize| f.min(found)));
+        }
+        first
+    }
+
+    /// Whether a redirection target stays inside the working directories.
+    fn inside_working(&self, target: &str) -> bool {
+        if target.contains(['$', '`', '*', '?', '[', '~']) {
+            return false;
+        }
+        let path = normalize(&self.places.cwd.join(target));
+        self.places.working.iter().any(|w| path.starts_with(w))
+    }
+}
+
+/// The first deny/ask rule matching any simple command of `parsed`, looking
+/// through wrappers (`timeout 5 rm` is `rm`).
+fn bash_any(list: &List, parsed: &Parsed) -> Option<usize> {
+    if list.bash.is_empty() {
+        return None;
+    }
+    parsed
+        .commands
+        .iter()
+        .flat_map(|cmd| candidates(cmd, true))
+        .filter_map(|(argv, dynamic)| match_bash(list, argv, dynamic))
+        .min()
+}
+
+fn match_bash(list: &List, argv: &[String], dynamic: &[bool]) -> Option<usize> {
+    let rules = list.bash.get(argv.first()?)?;
+    rules
+        .iter()
+        .filter(|r| {
+            let n = r.words.len();
+            let fits = if r.prefix { argv.len() >= n } else { argv.len() == n };
+            fits && r.words.iter().zip(argv).zip(dynamic).all(|((w, a), &d)| !d && w == a)
+        })
+        .map(|r| r.entry)
+        .min()
+}
+
+/// The word lists a rule may match for one simple command: its argv, and
+/// the argv of the command a wrapper runs. `thorough` (deny and ask) also
+/// looks through wrappers that change how a command runs (`env`, `sudo`,
+/// `xargs`, …); allow rules look only through those that merely time or
+/// prioritise it.
+fn candidates(cmd: &SimpleCommand, thorough: bool) -> Vec<(&[String], &[bool])> {
+    let mut out = Vec::new();
+    let (mut argv, mut dynamic) = (cmd.argv.as_slice(), cmd.dynamic.as_slice());
+    while !argv.is_empty() {
+        out.push((argv, dynamic));
+        let skip = wrapped_start(argv, thorough);
+        if skip == 0 || skip >= argv.len() {
+            break;
+        }
+        argv = &argv[skip..];
+        dynamic = &dynamic[skip.min(dynamic.len())..];
+    }
+    out
+}
+
+/// Where the wrapped command starts when `argv` runs another command
+/// (0: it does not).
+fn wrapped_start(argv: &[String], thorough: bool) -> usize {
+    let first = argv[0].rsplit('/').next().unwrap_or(&argv[0]);
+    let skip_flags = |from: usize, with_value: &[&str]| {
+        let mut i = from;
+        while i < argv.len() && argv[i].starts_with('-') {
+            i += if with_value.contains(&argv[i].as_str()) { 2 } else { 1 };
+        }
+        i
+    };
+    match first {
+        "time" | "nohup" => skip_flags(1, &[]),
+        "nice" => skip_flags(1, &["-n"]),
+        "timeout" => skip_flags(1, &["-s", "-k", "--signal", "--kill-after"]) + 1,
+        "stdbuf" if thorough => skip_flags(1, &["-i", "-o", "-e"]),
+        "env" if thorough => {
+            let mut i = skip_flags(1, &["-u", "-C", "--unset", "--chdir"]);
+            while i < argv.len() && argv[i].contains('=') {
+                i += 1;
+            }
+            i
+        }
+        "sudo" | "doas" if thorough => skip_flags(1, &["-u", "-g", "-C", "-D"]),
+        "xargs" if thorough => skip_flags(1, &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"]),
+        "command" | "builtin" | "exec" if thorough => skip_flags(1, &[]),
+        _ => 0,
+    }
+}
+
+/// Parses a Bash rule's content into words.
+fn bash_rule(content: &str, entry: usize) -> Result<BashRule, String> {
+    let (text, prefix) = match content.strip_suffix(":*").or_else(|| content.strip_suffix(" *")) {
+        Some(t) => (t.trim_end(), true),
+        None => (content, false),
+    };
+    if text.contains('*') && !text.contains(['\'', '"']) {
+        return Err("`*` is only understood at the end, as `prefix:*`".into());
+    }
+    let parsed = shell::parse(text);
+    let simple = parsed.commands.len() == 1
+        && parsed.operators.is_empty()
+        && !parsed.parse_error
+        && !parsed.command_substitution
+        && !parsed.process_substitution
+        && parsed.commands[0].assignments.is_empty()
+        && parsed.commands[0].redirections.is_empty()
+        && !parsed.commands[0].dynamic.iter().any(|&d| d);
+    if !simple || text.trim().is_empty() {
+        return Err("a Bash rule must be one simple command (`git status`) or a prefix (`npm run test:*`)".into());
+    }
+    Ok(BashRule { words: parsed.commands[0].argv.clone(), prefix, entry })
+}
+
+/// The absolute glob for a path rule's content, and whether it only matches
+/// directories.
+fn path_pattern(content: &str, base: Option<&Path>, places: &Places) -> Result<(String, bool), String> {
+    let (content, dir_only) = match content.strip_suffix('/') {
+        Some(c) if !c.is_empty() && !c.ends_with('/') => (c, true),
+        _ => (content, false),
+    };
+    let escaped = |p: &Path| globset::escape(&p.to_string_lossy()).trim_end_matches('/').to_string();
+    let pattern = if content == "." || content == "./" {
+        escaped(&places.cwd)
+    } else if let Some(abs) = content.strip_prefix("//") {
+        format!("/{abs}")
+    } else if content == "~" || content.starts_with("~/") {
+        let home = places.home.as_deref().ok_or("`~` is used but the home directory is unknown")?;
+        format!("{}{}", escaped(home), &content[1..])
+    } else if let Some(rel) = content.strip_prefix('/') {
+        format!("{}/{rel}", escaped(base.unwrap_or(&places.cwd)))
+    } else if let Some(rel) = content.strip_prefix("./") {
+        format!("{}/{rel}", escaped(&places.cwd))
+    } else if content.contains('/') {
+        format!("{}/{content}", escaped(&places.cwd))
+    } else {
+        format!("{}/**/{content}", escaped(&places.cwd))
+    };
+    Ok((pattern, dir_only))
+}
+
+/// The path a file tool's call touches, made absolute.
+fn path_of(tool: &str, input: &Value, cwd: &Path) -> Option<PathBuf> {
+    let field = match tool {
+        "Read" | "Write" | "Edit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        "Glob" | "Grep" => "path",
+        _ => return None,
+    };
+    match input.get(field).and_then(Value::as_str).filter(|p| !p.is_empty()) {
+        Some(p) => Some(cwd.join(p)),
+        None if matches!(tool, "Glob" | "Grep") => Some(cwd.to_path_buf()),
+        None => None,
+    }
+}
+
+/// A path as written (absolute, `..` removed) and as resolved.
+struct PathForms {
+    lexical: PathBuf,
+    real: Option<PathBuf>,
+}
+
+impl PathForms {
+    fn new(path: &Path) -> PathForms {
+        let lexical = normalize(path);
+        let real = resolve(&lexical).filter(|r| *r != lexical);
+        PathForms { lexical, real }
+    }
+}
+
+/// Follows symlinks as far as the path exists.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return Some(out);
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+}
+
+fn path_match(rules: &PathRules, tool: &str, forms: &PathForms, all_forms: bool) -> Option<usize> {
+    if rules.globs.is_empty() {
+        return None;
+    }
+    let one = |p: &Path| match_one(rules, tool, p);
+    let lexical = one(&forms.lexical);
+    match (&forms.real, all_forms) {
+        (None, _) => lexical,
+        (Some(real), true) => lexical.and(one(real)),
+        (Some(real), false) => match (lexical, one(real)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+    }
+}
+
+/// The first rule matching `path` or a directory above it; for a directory
+/// searched by Glob or Grep, also a rule on what is inside (`dir/**`).
+fn match_one(rules: &PathRules, tool: &str, path: &Path) -> Option<usize> {
+    let mut hits = Vec::new();
+    let mut best: Option<usize> = None;
+    let leaf_is_dir = path.is_dir();
+    if leaf_is_dir && matches!(tool, "Glob" | "Grep") {
+        rules.set.matches_into(path.join("\u{0}inside"), &mut hits);
+        best = hits.iter().map(|&g| &rules.globs[g]).filter(|g| g.family.covers(tool)).map(|g| g.entry).min();
+    }
+    for (depth, candidate) in path.ancestors().enumerate() {
+        if candidate.parent().is_none() {
+            break;
+        }
+        rules.set.matches_into(candidate, &mut hits);
+        for &g in &hits {
+            let glob = &rules.globs[g];
+            if glob.family.covers(tool) && (!glob.dir_only || depth > 0 || leaf_is_dir) {
+                best = Some(best.map_or(glob.entry, |b| b.min(glob.entry)));
+            }
+        }
+    }
+    best
+}
+
+/// Rules that would allow `call` if it needs approval: the narrowest the
+/// host can name. Empty when no rule can (a command substitution).
+pub fn suggest(call: &Call<'_>, places: &Places) -> Vec<String> {
+    match call.tool {
+        "Bash" => {
+            let Some(parsed) = call.bash else { return Vec::new() };
+            if parsed.parse_error || parsed.command_substitution || parsed.process_substitution {
+                return Vec::new();
+            }
+            let mut out: Vec<String> = Vec::new();
+            for cmd in parsed.commands.iter().filter(|c| !shell::command_read_only(c)) {
+                if cmd.argv.is_empty() || cmd.dynamic.first() == Some(&true) {
+                    return Vec::new();
+                }
+                let subcommand = cmd.argv.len() > 2
+                    && !cmd.argv[1].starts_with('-')
+                    && !cmd.dynamic.get(1).copied().unwrap_or(true)
+                    && !cmd.argv[1].contains('/');
+                let rule = if subcommand {
+                    format!("Bash({} {}:*)", cmd.argv[0], cmd.argv[1])
+                } else {
+                    format!("Bash({})", cmd.argv.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "))
+                };
+                if !out.contains(&rule) {
+                    out.push(rule);
+                }
+            }
+            out
+        }
+        "WebFetch" => call
+            .input
+            .get("url")
+            .and_then(Value::as_str)
+            .and_then(|u| url::Url::parse(u).ok())
+            .and_then(|u| u.host_str().map(|h| format!("WebFetch(domain:{h})")))
+            .into_iter()
+            .collect(),
+        tool => match path_of(tool, call.input, &places.cwd) {
+            Some(path) => {
+                let path = normalize(&path);
+                let family = match tool {
+                    "Read" | "Glob" | "Grep" => "Read",
+                    _ => "Edit",
+                };
+                let written = match path.strip_prefix(&places.cwd) {
+                    Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                    Ok(rel) => format!("./{}", globset::escape(&rel.to_string_lossy())),
+                    Err(_) => format!("/{}", globset::escape(&path.to_string_lossy())),
+                };
+                vec![format!("{family}({written})")]
+            }
+            None => vec![tool.to_string()],
+        },
+    }
+}
+
+fn shell_word(w: &str) -> String {
+    if !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entries(list: &[(Behavior, &str)]) -> Vec<RuleEntry> {
+        list.iter()
+            .map(|&(behavior, text)| RuleEntry {
+                rule: Rule::parse(text).unwrap(),
+                behavior,
+                origin: Arc::from("test"),
+                base: Some(PathBuf::from("/etc/toolhost")),
+            })
+            .collect()
+    }
+
+    fn places() -> Places {
+        Places { cwd: "/work/p".into(), working: vec!["/work/p".into()], home: Some("/home/u".into()) }
+    }
+
+    fn set(list: &[(Behavior, &str)]) -> RuleSet {
+        RuleSet::compile(entries(list), places()).unwrap()
+    }
+
+    /// Which list decides, by strength, and the rule's text.
+    fn strongest(set: &RuleSet, tool: &str, input: Value) -> Option<String> {
+        let parsed = input.get("command").and_then(Value::as_str).map(shell::parse);
+        let v = set.check(&Call { tool, input: &input, bash: parsed.as_ref() });
+        v.deny.or(v.ask).or(v.allow).map(|e| format!("{} {}", e.behavior.as_str(), e.rule))
+    }
+
+    #[test]
+    fn rules_parse_and_print() {
+        for (text, tool, content) in [
+            ("Bash", "Bash", None),
+            ("Bash()", "Bash", None),
+            ("Bash(*)", "Bash", None),
+            ("Bash(npm run test:*)", "Bash", Some("npm run test:*")),
+            (" Read( ./src/** ) ", "Read", Some("./src/**")),
+            ("mcp__github__create_pr", "mcp__github__create_pr", None),
+            ("Bash(echo (x))", "Bash", Some("echo (x)")),
+        ] {
+            let rule = Rule::parse(text).unwrap();
+            assert_eq!((rule.tool.as_str(), rule.content.as_deref()), (tool, content), "{text}");
+        }
+        assert_eq!(Rule::parse("Bash(ls -la)").unwrap().to_string(), "Bash(ls -la)");
+        for bad in ["", "(ls)", "Bash(ls", "Ba sh", "Bash(ls) x"] {
+            assert!(Rule::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_contents_are_errors() {
+        for bad in ["Bash(ls && rm:*)", "Bash(ls $(x))", "Bash(npm * test)", "Read([)"] {
+            let e = RuleSet::compile(entries(&[(Behavior::Allow, bad)]), places()).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn bash_prefix_and_exact_rules() {
+        use Behavior::*;
+        let s = set(&[(Allow, "Bash(npm run test:*)"), (Allow, "Bash(git push origin main)"), (Deny, "Bash(rm:*)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("npm run test").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run test -- --watch").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm   run 'test' x").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run testing"), None);
+        assert_eq!(cmd("npm run test && rm -rf /").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("npm run test && curl x"), None, "every part needs a rule");
+        assert_eq!(
+            cmd("npm run test && ls").as_deref(),
+            Some("allow Bash(npm run test:*)"),
+            "read-only parts need none"
+        );
+        assert_eq!(cmd("npm run test $(curl x)"), None, "substitution");
+        assert_eq!(cmd("git push origin main").as_deref(), Some("allow Bash(git push origin main)"));
+        assert_eq!(cmd("git push origin main --force"), None, "exact");
+        assert_eq!(cmd("git status"), None, "read-only: the mode decides, not a rule");
+        assert_eq!(cmd("timeout 5 rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("FOO=1 env X=2 rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("find . | xargs rm").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("echo $(rm x)").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("PATH=/tmp npm run test"), None, "an assignment that changes what runs");
+        assert_eq!(cmd("npm run test > out.log").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run test > /etc/x"), None, "writes outside the working directories");
+        assert_eq!(cmd("npm run test > ../x"), None);
+    }
+
+    #[test]
+    fn path_rules_are_gitignore_style() {
+        use Behavior::*;
+        let s = set(&[
+            (Allow, "Edit(./src/**)"),
+            (Deny, "Read(*.env)"),
+            (Deny, "Edit(~/.ssh/**)"),
+            (Ask, "Read(//etc/secrets)"),
+            (Deny, "Write(/policy.json)"),
+            (Deny, "Read(build/)"),
+        ]);
+        let call = |tool: &str, path: &str| {
+            let field = if matches!(tool, "Glob" | "Grep") { "path" } else { "file_path" };
+            strongest(&s, tool, json!({ field: path }))
+        };
+        assert_eq!(call("Edit", "/work/p/src/a/b.rs").as_deref(), Some("allow Edit(./src/**)"));
+        assert_eq!(call("Write", "src/new.rs").as_deref(), Some("allow Edit(./src/**)"), "relative to cwd");
+        assert_eq!(call("Edit", "/work/p/src/../secret.rs"), None, "`..` is resolved");
+        assert_eq!(call("Read", "/work/p/.env").as_deref(), Some("deny Read(*.env)"));
+        assert_eq!(call("Read", "/work/p/deep/x/prod.env").as_deref(), Some("deny Read(*.env)"));
+        assert_eq!(call("Grep", "/work/p/prod.env").as_deref(), Some("deny Read(*.env)"), "Read rules cover Grep");
+        assert_eq!(call("Edit", "/work/p/.env"), None, "Read rules do not cover Edit");
+        assert_eq!(call("Write", "/home/u/.ssh/config").as_deref(), Some("deny Edit(~/.ssh/**)"));
+        assert_eq!(call("Read", "/etc/secrets/a/b").as_deref(), Some("ask Read(//etc/secrets)"), "inside a dir");
+        assert_eq!(call("Write", "/etc/toolhost/policy.json").as_deref(), Some("deny Write(/policy.json)"));
+        assert_eq!(call("Edit", "/etc/toolhost/policy.json"), None, "Write(…) covers Write only");
+        assert_eq!(call("Read", "/work/p/build/out.o").as_deref(), Some("deny Read(build/)"));
+    }
+
+    #[test]
+    fn symlinks_are_checked_on_both_forms() {
+        use Behavior::*;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), root.join("src/link")).unwrap();
+        let places = Places { cwd: root.clone(), working: vec![root.clone()], home: None };
+        let s = RuleSet::compile(entries(&[(Allow, "Edit(./src/**)"), (Deny, "Read(./secret/**)")]), places).unwrap();
+        let link = root.join("src/link/key").to_string_lossy().into_owned();
+        assert_eq!(strongest(&s, "Edit", json!({"file_path": link})), None, "allow must match the real path too");
+        assert_eq!(
+            strongest(&s, "Read", json!({"file_path": link})).as_deref(),
+            Some("deny Read(./secret/**)"),
+            "deny matches the real path"
+        );
+    }
+
+    #[test]
+    fn domains_and_other_tools() {
+        use Behavior::*;
+        let s = set(&[
+            (Allow, "WebFetch(domain:example.com)"),
+            (Deny, "WebFetch(domain:*.evil.com)"),
+            (Deny, "Plugin(whatever)"),
+            (Allow, "Other(whatever)"),
+            (Ask, "Third"),
+        ]);
+        let fetch = |u: &str| strongest(&s, "WebFetch", json!({"url": u}));
+        assert_eq!(fetch("https://example.com/x").as_deref(), Some("allow WebFetch(domain:example.com)"));
+        assert_eq!(fetch("https://EXAMPLE.com./x").as_deref(), Some("allow WebFetch(domain:example.com)"));
+        assert_eq!(fetch("https://example.com@other.org/"), None, "the host, not the user info");
+        assert_eq!(fetch("https://a.example.com/"), None);
+        assert_eq!(fetch("https://a.evil.com/").as_deref(), Some("deny WebFetch(domain:*.evil.com)"));
+        assert_eq!(strongest(&s, "Plugin", json!({})).as_deref(), Some("deny Plugin(whatever)"), "fails closed");
+        assert_eq!(strongest(&s, "Other", json!({})), None, "an allow it cannot interpret allows nothing");
+        assert_eq!(strongest(&s, "Third", json!({"a": 1})).as_deref(), Some("ask Third"));
+        assert_eq!(s.warnings().len(), 2);
+    }
+
+    #[test]
+    fn suggestions_would_allow_the_call() {
+        let p = places();
+        for (tool, input, want) in [
+            ("Bash", json!({"command": "npm run build -- --prod"}), vec!["Bash(npm run:*)"]),
+            ("Bash", json!({"command": "rm -rf dist && mkdir dist"}), vec!["Bash(rm -rf dist)", "Bash(mkdir dist)"]),
+            ("Bash", json!({"command": "echo $(whoami)"}), vec![]),
+            ("Write", json!({"file_path": "/work/p/src/a.rs"}), vec!["Edit(./src/a.rs)"]),
+            ("Glob", json!({"pattern": "*"}), vec!["Read(.)"]),
+            ("Grep", json!({"pattern": "x", "path": "/work/p/src"}), vec!["Read(./src)"]),
+            ("Edit", json!({"file_path": "/opt/x"}), vec!["Edit(//opt/x)"]),
+            ("WebFetch", json!({"url": "https://docs.rs/x"}), vec!["WebFetch(domain:docs.rs)"]),
+            ("Thing", json!({}), vec!["Thing"]),
+        ] {
+            let parsed = input.get("command").and_then(Value::as_str).map(shell::parse);
+            let call = Call { tool, input: &input, bash: parsed.as_ref() };
+            let got = suggest(&call, &p);
+            assert_eq!(got, want, "{input}");
+            if !got.is_empty() {
+                let allow: Vec<_> = got.iter().map(|r| (Behavior::Allow, r.as_str())).collect();
+                let s = set(&allow);
+                assert!(s.check(&call).allow.is_some(), "{got:?} allows {input}");
+            }
+        }
+    }
+}
