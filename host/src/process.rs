@@ -708,6 +708,41 @@ mod tests {
     }
 
     #[test]
+    fn rules_are_checked_again_at_spawn() {
+        use crate::rules::{Behavior, Places, Rule, RuleEntry, RuleSet};
+        let (_t, dirs) = dirs();
+        let entries = [(Behavior::Allow, "Bash(touch allowed.txt)"), (Behavior::Deny, "Bash(rm:*)")]
+            .into_iter()
+            .map(|(behavior, text)| RuleEntry {
+                rule: Rule::parse(text).unwrap(),
+                behavior,
+                origin: std::sync::Arc::from("test"),
+                base: None,
+            })
+            .collect();
+        let places = Places { cwd: dirs.cwd.clone(), working: dirs.working.clone(), home: None };
+        let rules = RuleSet::compile(entries, places).unwrap();
+        let with = |approval| Policy { rules: Some(&rules), ..policy(&dirs, approval) };
+        let refused = |cmd: &str, approval: Approval| match ChildProcess::spawn(shell(cmd), &with(approval), None) {
+            Err(ProcessError::NotPermitted(m)) => m,
+            other => panic!("`{cmd}` was not refused: {:?}", other.map(|_| ())),
+        };
+        // Deny rules hold whatever approved the call.
+        for approval in [Approval::Any, Approval::Rules, Approval::Command("rm x".into()), Approval::ReadOnly] {
+            assert!(refused("rm x", approval.clone()).contains("deny rule `Bash(rm:*)`"), "{approval:?}");
+            assert!(refused("ls && rm -rf x", approval).contains("forbids"));
+        }
+        // A call allowed by a rule starts what the rules allow, and what reads.
+        assert!(ChildProcess::spawn(shell("touch allowed.txt"), &with(Approval::Rules), None).is_ok());
+        assert!(ChildProcess::spawn(shell("ls"), &with(Approval::Rules), None).is_ok());
+        assert!(refused("touch other.txt", Approval::Rules).contains("neither"));
+        // A call the user approved starts that command.
+        let approved = Approval::Command("touch mine.txt".into());
+        assert!(ChildProcess::spawn(shell("touch mine.txt"), &with(approved.clone()), None).is_ok());
+        assert!(refused("touch theirs.txt", approved).contains("neither"));
+    }
+
+    #[test]
     fn any_timeout_is_accepted() {
         let (_t, dirs) = dirs();
         let policy = policy(&dirs, Approval::Any);

@@ -355,3 +355,48 @@ fn denied_tools_leave_the_pool() {
     let r = call(&sb, "Bash", &json!({"command": "ls"}), &["--deny", "Bash"]);
     r.assert_error("No such tool available: Bash");
 }
+
+#[test]
+fn the_library_callback_answers_asks() {
+    let sb = Sandbox::new();
+    let local = sb.ws(".toolhost/settings.local.json");
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<AskRequest>::new()));
+    let log = Arc::clone(&asked);
+    let approver = move |request: &AskRequest| {
+        let mut log = log.lock().unwrap();
+        log.push(request.clone());
+        match log.len() {
+            1 => Answer::AllowAlways(request.suggested_rules[0].clone()),
+            _ => Answer::Deny("not this one".into()),
+        }
+    };
+    let host = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(None)
+        .data_dir(&sb.data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .settings(Settings { local_file: Some(local.clone()), ..Settings::default() })
+        .approver(Arc::new(approver))
+        .child_confinement(toolhost::confine::Mode::BestEffort)
+        .build()
+        .expect("host");
+    let session = host.ephemeral_session();
+    let run = |command: &str| {
+        let tool_use = ToolUse { id: "toolu_lib".into(), name: "Bash".into(), input: json!({"command": command}) };
+        host.call(&session, &tool_use, &CallOptions::default())
+    };
+    assert!(!run("touch a.txt").is_error);
+    {
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].suggested_rules, ["Bash(touch a.txt)"]);
+        assert!(asked[0].message.contains("touch a.txt"), "{}", asked[0].message);
+    }
+    assert!(!run("touch a.txt").is_error, "allowed always: not asked again");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
+    assert_eq!(saved, json!({"permissions": {"allow": ["Bash(touch a.txt)"]}}));
+    let denied = run("touch b.txt");
+    assert!(denied.is_error && denied.text().contains("not this one"), "{}", denied.text());
+    assert!(sb.ws("a.txt").exists() && !sb.ws("b.txt").exists());
+}

@@ -1,0 +1,203 @@
+//! The interactive permission prompt, driven through a pseudo-terminal.
+//!
+//! `toolhost` asks only when both stdin and stderr are terminals, so these
+//! tests give the child a pty's slave side as stdin and stderr (stdout stays a
+//! pipe, so the `--json` result parses cleanly), read the prompt from the
+//! master side and type the answer there.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long any one wait may take before the test fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A new pseudo-terminal: (master, slave), both close-on-exec so that other
+/// tests' children do not inherit them (`Stdio` clears the flag on the
+/// descriptors it installs in our child).
+fn openpty() -> (File, OwnedFd) {
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the out-pointers; the
+    // name, termios and window size arguments may be null.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // SAFETY: fd is a descriptor openpty just opened and we own.
+        let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        assert_eq!(rc, 0, "fcntl: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are open and owned by nobody else.
+    unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+/// A `toolhost call NAME INPUT --json` running with stdin and stderr on a pty.
+struct Prompted {
+    child: Child,
+    /// The master side, to type answers into.
+    master: File,
+    /// What the child wrote to the terminal (stderr, and the echo of our input).
+    terminal: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Prompted {
+    fn start(sb: &Sandbox, name: &str, input: &Value) -> Prompted {
+        let (master, slave) = openpty();
+        let mut child = sb
+            .command(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--workspace")
+            .arg(&sb.workspace)
+            .arg("--plugins")
+            .arg(&sb.plugins)
+            .args(["call", name, &input.to_string(), "--json"])
+            .stdin(Stdio::from(slave.try_clone().expect("dup pty slave")))
+            .stderr(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run toolhost");
+        // The `Command` (and with it our copies of the slave) is gone here,
+        // so the master reads EOF/EIO once the child exits.
+
+        let (tx, terminal) = mpsc::channel();
+        let mut reader = master.try_clone().expect("dup pty master");
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends on EOF, or EIO once the last slave descriptor is closed.
+            while let Ok(n @ 1..) = reader.read(&mut buf) {
+                if tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+
+        let (tx, stdout) = mpsc::channel();
+        let mut out = child.stdout.take().expect("piped stdout");
+        thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            let _ = tx.send(s);
+        });
+
+        Prompted { child, master, terminal, seen: String::new(), stdout }
+    }
+
+    /// Reads the terminal until `needle` shows up; returns everything seen so far.
+    fn expect(&mut self, needle: &str) -> String {
+        let end = Instant::now() + DEADLINE;
+        while !self.seen.contains(needle) {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.terminal.recv_timeout(left) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(e) => {
+                    let _ = self.child.kill();
+                    panic!("no {needle:?} on the terminal ({e}); it showed:\n{}", self.seen);
+                }
+            }
+        }
+        self.seen.clone()
+    }
+
+    /// Types `line` and Enter.
+    fn answer(&mut self, line: &str) {
+        self.master.write_all(format!("{line}\n").as_bytes()).expect("write to the pty");
+        self.master.flush().expect("flush the pty");
+    }
+
+    /// Waits for the child to exit and returns what it did.
+    fn finish(mut self) -> Run {
+        let end = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for toolhost") {
+                break status;
+            }
+            if Instant::now() >= end {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("toolhost did not exit within {DEADLINE:?}; the terminal showed:\n{}", self.seen);
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = self.stdout.recv_timeout(DEADLINE).expect("toolhost's stdout did not close");
+        // Whatever else reached the terminal, without waiting for more.
+        while let Ok(bytes) = self.terminal.recv_timeout(Duration::from_millis(100)) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        Run { code: status.code().unwrap_or(-1), stdout, stderr: self.seen }
+    }
+}
+
+fn local_settings(sb: &Sandbox) -> std::path::PathBuf {
+    sb.ws(".toolhost/settings.local.json")
+}
+
+/// Starts `touch made.txt` and waits for its prompt, checking what it shows.
+fn prompt_for_touch(sb: &Sandbox) -> Prompted {
+    let mut run = Prompted::start(sb, "Bash", &json!({"command": "touch made.txt"}));
+    let shown = run.expect("Allow? [y/a/n]");
+    assert!(shown.contains(r#"Bash wants to run with {"command":"touch made.txt"}"#), "{shown}");
+    assert!(shown.contains("adds `Bash(touch made.txt)` to the local settings"), "{shown}");
+    assert!(!sb.ws("made.txt").exists(), "it ran before the answer");
+    run
+}
+
+#[test]
+fn allow_once_runs_the_call() {
+    let sb = Sandbox::new();
+    let mut run = prompt_for_touch(&sb);
+    run.answer("y");
+    let r = run.finish();
+    r.assert_ok();
+    assert!(sb.ws("made.txt").exists(), "{r:?}");
+    assert!(!local_settings(&sb).exists(), "allow once wrote the local settings");
+}
+
+#[test]
+fn allow_always_saves_the_rule_to_the_local_settings() {
+    let sb = Sandbox::new();
+    let mut run = prompt_for_touch(&sb);
+    run.answer("a");
+    let r = run.finish();
+    r.assert_ok();
+    assert!(sb.ws("made.txt").exists(), "{r:?}");
+
+    let file = local_settings(&sb);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}; {r:?}", file.display()));
+    let settings: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}:\n{text}", file.display()));
+    assert_eq!(settings["permissions"]["allow"], json!(["Bash(touch made.txt)"]), "{text}");
+
+    // Without a terminal nobody can be asked, yet the saved rule allows it.
+    std::fs::remove_file(sb.ws("made.txt")).expect("remove made.txt");
+    call(&sb, "Bash", &json!({"command": "touch made.txt"}), &[]).assert_ok();
+    assert!(sb.ws("made.txt").exists());
+}
+
+#[test]
+fn deny_with_a_reason_tells_the_model() {
+    let sb = Sandbox::new();
+    let mut run = prompt_for_touch(&sb);
+    run.answer("n not now");
+    let r = run.finish();
+    let text = r.assert_error("denied");
+    assert!(text.contains("not now"), "{text}");
+    assert!(!sb.ws("made.txt").exists(), "{r:?}");
+    assert!(!local_settings(&sb).exists());
+}
+
+#[test]
+fn without_a_terminal_there_is_no_prompt() {
+    let sb = Sandbox::new();
+    let start = Instant::now();
+    let r = call(&sb, "Bash", &json!({"command": "touch x.txt"}), &[]);
+    r.assert_error("--allow 'Bash(touch x.txt)'");
+    assert!(!r.stderr.contains("Allow?"), "{r:?}");
+    assert!(start.elapsed() < DEADLINE, "took {:?}", start.elapsed());
+    assert!(!sb.ws("x.txt").exists());
+}
