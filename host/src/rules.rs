@@ -134,6 +134,8 @@ pub struct Places {
 pub struct RuleSet {
     entries: Vec<RuleEntry>,
     lists: [List; 3],
+    /// The path rules of every list, in one set: one pass over a path.
+    paths: PathRules,
     places: Places,
     warnings: Vec<String>,
 }
@@ -144,7 +146,6 @@ struct List {
     whole: HashMap<String, usize>,
     /// First word → Bash rules.
     bash: HashMap<String, Vec<BashRule>>,
-    paths: PathRules,
     domains: Vec<(Domain, usize)>,
     /// Tool → the first rule whose content the host cannot interpret.
     opaque: HashMap<String, usize>,
@@ -165,6 +166,7 @@ struct PathRules {
 
 #[derive(Debug)]
 struct PathGlob {
+    behavior: Behavior,
     family: Family,
     dir_only: bool,
     entry: usize,
@@ -242,8 +244,7 @@ impl RuleSet {
     /// tool (a Bash rule that is not one simple command, a bad glob).
     pub fn compile(entries: Vec<RuleEntry>, places: Places) -> Result<RuleSet, String> {
         let mut set = RuleSet { places, ..RuleSet::default() };
-        let mut path_builders: [(GlobSetBuilder, Vec<PathGlob>); 3] =
-            std::array::from_fn(|_| (GlobSetBuilder::new(), Vec::new()));
+        let (mut path_builder, mut path_globs) = (GlobSetBuilder::new(), Vec::new());
         for (index, entry) in entries.iter().enumerate() {
             let list = &mut set.lists[entry.behavior.index()];
             let rule = &entry.rule;
@@ -262,9 +263,8 @@ impl RuleSet {
                     .backslash_escape(true)
                     .build()
                     .map_err(|e| fail(format!("not a valid path pattern: {e}")))?;
-                let (builder, globs) = &mut path_builders[entry.behavior.index()];
-                builder.add(glob);
-                globs.push(PathGlob { family, dir_only, entry: index });
+                path_builder.add(glob);
+                path_globs.push(PathGlob { behavior: entry.behavior, family, dir_only, entry: index });
             } else if let (Some(domain), "WebFetch") = (content.strip_prefix("domain:"), rule.tool.as_str()) {
                 let domain = domain.trim().to_ascii_lowercase();
                 let domain = match domain.strip_prefix("*.") {
@@ -284,10 +284,8 @@ impl RuleSet {
                 list.opaque.entry(rule.tool.clone()).or_insert(index);
             }
         }
-        for (behavior, (builder, globs)) in Behavior::ALL.into_iter().zip(path_builders) {
-            let compiled = builder.build().map_err(|e| format!("path rules: {e}"))?;
-            set.lists[behavior.index()].paths = PathRules { set: compiled, globs };
-        }
+        let compiled = path_builder.build().map_err(|e| format!("path rules: {e}"))?;
+        set.paths = PathRules { set: compiled, globs: path_globs };
         set.entries = entries;
         Ok(set)
     }
@@ -317,10 +315,17 @@ impl RuleSet {
         if self.entries.is_empty() {
             return Verdicts::default();
         }
-        let path = path_of(call.tool, call.input, &self.places.cwd).map(|p| PathForms::new(&p));
+        // Path rules: only when one covers the tool (resolving symlinks costs
+        // a system call per path component).
+        let by_path = match path_of(call.tool, call.input, &self.places.cwd) {
+            Some(p) if self.paths.globs.iter().any(|g| g.family.covers(call.tool)) => {
+                path_match(&self.paths, call.tool, &p)
+            }
+            Some(_) | None => [None; 3],
+        };
         let mut verdicts = Verdicts::default();
         for behavior in Behavior::ALL {
-            let found = self.find(behavior, call, path.as_ref()).map(|i| &self.entries[i]);
+            let found = self.find(behavior, call).or(by_path[behavior.index()]).map(|i| &self.entries[i]);
             match behavior {
                 Behavior::Allow => verdicts.allow = found,
                 Behavior::Ask => verdicts.ask = found,
@@ -330,7 +335,8 @@ impl RuleSet {
         verdicts
     }
 
-    fn find(&self, behavior: Behavior, call: &Call<'_>, path: Option<&PathForms>) -> Option<usize> {
+    /// The rule of one list applying to `call`, path rules aside.
+    fn find(&self, behavior: Behavior, call: &Call<'_>) -> Option<usize> {
         let list = &self.lists[behavior.index()];
         if let Some(&i) = list.whole.get(call.tool) {
             return Some(i);
@@ -353,11 +359,7 @@ impl RuleSet {
                 let host = url::Url::parse(url).ok()?.host_str()?.trim_end_matches('.').to_ascii_lowercase();
                 list.domains.iter().find(|(d, _)| d.matches(&host)).map(|&(_, i)| i)
             }
-            _ => {
-                let path = path?;
-                let all_forms = behavior == Behavior::Allow;
-                path_match(&list.paths, call.tool, path, all_forms)
-            }
+            _ => None,
         }
     }
 
@@ -543,20 +545,6 @@ fn path_of(tool: &str, input: &Value, cwd: &Path) -> Option<PathBuf> {
     }
 }
 
-/// A path as written (absolute, `..` removed) and as resolved.
-struct PathForms {
-    lexical: PathBuf,
-    real: Option<PathBuf>,
-}
-
-impl PathForms {
-    fn new(path: &Path) -> PathForms {
-        let lexical = normalize(path);
-        let real = resolve(&lexical).filter(|r| *r != lexical);
-        PathForms { lexical, real }
-    }
-}
-
 /// Follows symlinks as far as the path exists.
 fn resolve(path: &Path) -> Option<PathBuf> {
     let mut existing = path;
@@ -572,43 +560,61 @@ fn resolve(path: &Path) -> Option<PathBuf> {
     }
 }
 
-fn path_match(rules: &PathRules, tool: &str, forms: &PathForms, all_forms: bool) -> Option<usize> {
-    if rules.globs.is_empty() {
-        return None;
-    }
-    let one = |p: &Path| match_one(rules, tool, p);
-    let lexical = one(&forms.lexical);
-    match (&forms.real, all_forms) {
-        (None, _) => lexical,
-        (Some(real), true) => lexical.and(one(real)),
-        (Some(real), false) => match (lexical, one(real)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        },
-    }
+/// The first path rule of each list applying to `path`, checked as written
+/// (absolute, `..` removed) and as resolved: a deny or ask rule matching
+/// either form applies, an allow rule must match both.
+fn path_match(rules: &PathRules, tool: &str, path: &Path) -> [Option<usize>; 3] {
+    let lexical = normalize(path);
+    let written = match_one(rules, tool, &lexical);
+    let Some(real) = resolve(&lexical).filter(|r| *r != lexical) else {
+        return written;
+    };
+    let real = match_one(rules, tool, &real);
+    let either = |a: Option<usize>, b: Option<usize>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let (allow, ask, deny) = (Behavior::Allow.index(), Behavior::Ask.index(), Behavior::Deny.index());
+    let mut out = [None; 3];
+    out[allow] = match (written[allow], real[allow]) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => None,
+    };
+    out[ask] = either(written[ask], real[ask]);
+    out[deny] = either(written[deny], real[deny]);
+    out
 }
 
-/// The first rule matching `path` or a directory above it; for a directory
-/// searched by Glob or Grep, also a rule on what is inside (`dir/**`).
-fn match_one(rules: &PathRules, tool: &str, path: &Path) -> Option<usize> {
+/// The first rule of each list matching `path` or a directory above it; for
+/// a directory searched by Glob or Grep, also a rule on what is inside
+/// (`dir/**`).
+fn match_one(rules: &PathRules, tool: &str, path: &Path) -> [Option<usize>; 3] {
+    let mut best: [Option<usize>; 3] = [None; 3];
     let mut hits = Vec::new();
-    let mut best: Option<usize> = None;
-    let leaf_is_dir = path.is_dir();
-    if leaf_is_dir && matches!(tool, "Glob" | "Grep") {
+    let mut leaf_is_dir: Option<bool> = None;
+    let mut record = |hits: &[usize], depth: Option<usize>, leaf_is_dir: &mut Option<bool>| {
+        for &g in hits {
+            let glob = &rules.globs[g];
+            if !glob.family.covers(tool) {
+                continue;
+            }
+            if glob.dir_only && depth == Some(0) && !*leaf_is_dir.get_or_insert_with(|| path.is_dir()) {
+                continue;
+            }
+            let slot = &mut best[glob.behavior.index()];
+            *slot = Some(slot.map_or(glob.entry, |b| b.min(glob.entry)));
+        }
+    };
+    if matches!(tool, "Glob" | "Grep") && *leaf_is_dir.get_or_insert_with(|| path.is_dir()) {
         rules.set.matches_into(path.join("\u{0}inside"), &mut hits);
-        best = hits.iter().map(|&g| &rules.globs[g]).filter(|g| g.family.covers(tool)).map(|g| g.entry).min();
+        record(&hits, None, &mut leaf_is_dir);
     }
     for (depth, candidate) in path.ancestors().enumerate() {
         if candidate.parent().is_none() {
             break;
         }
         rules.set.matches_into(candidate, &mut hits);
-        for &g in &hits {
-            let glob = &rules.globs[g];
-            if glob.family.covers(tool) && (!glob.dir_only || depth > 0 || leaf_is_dir) {
-                best = Some(best.map_or(glob.entry, |b| b.min(glob.entry)));
-            }
-        }
+        record(&hits, Some(depth), &mut leaf_is_dir);
     }
     best
 }
