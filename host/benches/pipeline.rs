@@ -291,7 +291,8 @@ fn grep_tree() -> Value {
             assert!(!r.is_error, "{r:?}");
         });
         let native_input: toolhost_plugin_grep::GrepInput = serde_json::from_value(input).expect("grep input");
-        let native = time(5, || toolhost_plugin_grep::search(&root, &native_input).expect("native search"));
+        let native =
+            time(5, || toolhost_plugin_grep::search(&root, &native_input, &Default::default()).expect("native search"));
         let rg_ms = rg.as_ref().map(|rg| {
             time(5, || {
                 let out = Command::new(rg).args(["-j1", "--count", pattern]).arg(&root).output().expect("rg");

@@ -43,6 +43,8 @@ pub enum Capability {
     Files,
     /// `shell`: the host's shell parser. Every tool may.
     Shell,
+    /// `policy`: what the permission rules hide from the call. Every tool may.
+    Policy,
     /// `process`: starting processes.
     Process,
 }
@@ -55,6 +57,7 @@ impl Capability {
             Capability::Output => "output",
             Capability::Files => "files",
             Capability::Shell => "shell",
+            Capability::Policy => "policy",
             Capability::Process => "process",
         }
     }
@@ -148,6 +151,7 @@ pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeErr
             "output" => capabilities.push(Capability::Output),
             "files" => capabilities.push(Capability::Files),
             "shell" => capabilities.push(Capability::Shell),
+            "policy" => capabilities.push(Capability::Policy),
             "process" => capabilities.push(Capability::Process),
             _ => return Err(ShapeError::UnknownImport(name.to_string())),
         }

@@ -215,6 +215,18 @@ impl Host {
             if let Some(reason) = &pre.stop {
                 state.stop = Some(reason.clone());
                 span.record("decision", "stopped (hook)");
+                inner.policy.audit(&AuditRecord {
+                    session: session.id(),
+                    tool: name,
+                    tool_use_id: id,
+                    mode: inner.mode.as_str(),
+                    decision: &Decision::Deny {
+                        message: format!("stopped: {reason}"),
+                        source: Source::Hook("PreToolUse (continue: false)".into()),
+                    },
+                    asked: false,
+                    duration: decision_started.elapsed(),
+                });
                 return Ok(ToolResult::error(id, format!("A PreToolUse hook stopped the call: {reason}")));
             }
             let denied = matches!(pre.decision, Some(HookDecision::Deny { .. }));

@@ -166,6 +166,8 @@ struct PathRules {
 
 #[derive(Debug)]
 struct PathGlob {
+    /// The absolute pattern, as compiled.
+    pattern: String,
     behavior: Behavior,
     family: Family,
     dir_only: bool,
@@ -264,7 +266,7 @@ impl RuleSet {
                     .build()
                     .map_err(|e| fail(format!("not a valid path pattern: {e}")))?;
                 path_builder.add(glob);
-                path_globs.push(PathGlob { behavior: entry.behavior, family, dir_only, entry: index });
+                path_globs.push(PathGlob { pattern, behavior: entry.behavior, family, dir_only, entry: index });
             } else if let (Some(domain), "WebFetch") = (content.strip_prefix("domain:"), rule.tool.as_str()) {
                 let domain = domain.trim().to_ascii_lowercase();
                 let domain = match domain.strip_prefix("*.") {
@@ -303,6 +305,18 @@ impl RuleSet {
     /// Where relative paths are resolved.
     pub fn places(&self) -> &Places {
         &self.places
+    }
+
+    /// The absolute patterns of the deny and ask path rules covering `tool`
+    /// (dir-only ones end in `/`): what a directory walk must skip, since
+    /// only the path given to the tool was checked.
+    pub fn hidden_paths(&self, tool: &str) -> Vec<String> {
+        self.paths
+            .globs
+            .iter()
+            .filter(|g| g.behavior != Behavior::Allow && g.family.covers(tool))
+            .map(|g| if g.dir_only { format!("{}/", g.pattern) } else { g.pattern.clone() })
+            .collect()
     }
 
     /// The deny rule naming `tool` wholesale: such a tool is not offered.

@@ -4,7 +4,8 @@
 //! implemented here, each refusing what the call's grants do not allow.
 
 use crate::bindings::toolhost::tool::{
-    files, output, process as wit_process, progress, session as wit_session, shell as wit_shell, types,
+    files, output, policy as wit_policy, process as wit_process, progress, session as wit_session, shell as wit_shell,
+    types,
 };
 use crate::process::{
     Approval, BackgroundRegistry, ChildProcess, Policy, ProcessError, Program, Spawn, Status, Stream,
@@ -272,6 +273,15 @@ impl wit_session::Host for HostState {
         let full = self.scope.key(&prefix);
         let strip = full.len() - prefix.len();
         self.scope.session.keys(&full).into_iter().map(|k| k[strip..].to_string()).collect()
+    }
+}
+
+impl wit_policy::Host for HostState {
+    fn hidden_paths(&mut self) -> Vec<String> {
+        match &self.scope.rules {
+            Some(rules) => rules.hidden_paths(&self.scope.tool),
+            None => Vec::new(),
+        }
     }
 }
 

@@ -118,7 +118,11 @@ pub(crate) fn load(
     let shape = contract::inspect(engine, component)?;
     for cap in &shape.capabilities {
         let granted = match cap {
-            Capability::Progress | Capability::Session | Capability::Output | Capability::Shell => true,
+            Capability::Progress
+            | Capability::Session
+            | Capability::Output
+            | Capability::Shell
+            | Capability::Policy => true,
             Capability::Files => grants.files == FileAccess::ReadWrite,
             Capability::Process => grants.process,
         };

@@ -400,3 +400,33 @@ fn the_library_callback_answers_asks() {
     assert!(denied.is_error && denied.text().contains("not this one"), "{}", denied.text());
     assert!(sb.ws("a.txt").exists() && !sb.ws("b.txt").exists());
 }
+
+#[test]
+fn walks_skip_what_read_rules_hide() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    sb.write("build/out.txt", "TOKEN in build\n");
+    sb.write("src/key.pem", "TOKEN in pem\n");
+    let rules =
+        ["--deny", "Read(./.env)", "--deny", "Read(./secret/**)", "--ask", "Read(*.pem)", "--deny", "Read(build/)"];
+    let grep = call(&sb, "Grep", &json!({"pattern": "TOKEN|k", "output_mode": "files_with_matches"}), &rules);
+    let text = grep.assert_ok();
+    assert!(
+        !text.contains(".env") && !text.contains("secret") && !text.contains(".pem") && !text.contains("build"),
+        "{text}"
+    );
+    let glob = call(&sb, "Glob", &json!({"pattern": "**/*"}), &rules).assert_ok();
+    assert!(glob.contains("main.rs"), "{glob}");
+    assert!(
+        !glob.contains(".env")
+            && !glob.contains("secret/key")
+            && !glob.contains("key.pem")
+            && !glob.contains("out.txt"),
+        "{glob}"
+    );
+    let inside = call(&sb, "Glob", &json!({"pattern": "secret/*"}), &rules).assert_ok();
+    assert_eq!(inside, "No files found");
+    // Without the rules, the same walks find them.
+    let all = call(&sb, "Glob", &json!({"pattern": "**/*"}), &[]).assert_ok();
+    assert!(all.contains(".env") && all.contains("secret/key") && all.contains("key.pem"), "{all}");
+}

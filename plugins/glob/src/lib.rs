@@ -55,7 +55,7 @@ impl Tool for Glob {
         if !fs::is_allowed(ctx, &root, Access::Read) {
             return Err(fs::outside(ctx, &root));
         }
-        let found = find(&root, &pattern)?;
+        let found = find(&root, &pattern, &fs::Hidden::of_call())?;
         let mut text = if found.paths.is_empty() {
             "No files found".to_string()
         } else {
@@ -98,7 +98,7 @@ pub fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
 
 /// Walks `root` (respecting `.gitignore`, `.ignore` and hidden files included,
 /// `.git` excluded) for files whose path relative to `root` matches `pattern`.
-pub fn find(root: &Path, pattern: &str) -> Result<Found, ToolError> {
+pub fn find(root: &Path, pattern: &str, hidden: &fs::Hidden) -> Result<Found, ToolError> {
     let glob = globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
@@ -106,10 +106,13 @@ pub fn find(root: &Path, pattern: &str) -> Result<Found, ToolError> {
         .map_err(|e| ToolError::invalid_input(format!("Invalid glob pattern `{pattern}`: {e}")))?
         .compile_matcher();
     let mut hits: Vec<(SystemTime, PathBuf)> = Vec::new();
+    let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+        })
         .build();
     for entry in walker.flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -160,9 +163,9 @@ mod tests {
         std::fs::write(dir.join("top.rs"), "").unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(dir.join("src/deep/new.rs"), "").unwrap();
-        let found = find(&dir, "**/*.rs").unwrap();
+        let found = find(&dir, "**/*.rs", &fs::Hidden::default()).unwrap();
         assert_eq!(found.paths, vec![dir.join("src/deep/new.rs"), dir.join("src/old.rs"), dir.join("top.rs")]);
-        assert_eq!(find(&dir, "*.rs").unwrap().paths, vec![dir.join("top.rs")]);
+        assert_eq!(find(&dir, "*.rs", &fs::Hidden::default()).unwrap().paths, vec![dir.join("top.rs")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -92,7 +92,7 @@ impl Tool for Grep {
     fn call(input: GrepInput, ctx: &Context) -> Result<Output, ToolError> {
         let root = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
         std::fs::metadata(&root).map_err(|e| fs::io_error(ctx, &root, &e))?;
-        let result = search(&root, &input)?;
+        let result = search(&root, &input, &fs::Hidden::of_call())?;
         Ok(Output::text(result.text).with_structured(serde_json::json!({
             "mode": match input.output_mode.unwrap_or_default() {
                 OutputMode::Content => "content",
@@ -118,7 +118,8 @@ pub struct SearchResult {
 
 /// Searches `root` (a file or a directory) as `input` asks. Runs unchanged in
 /// the component and natively (benchmarks).
-pub fn search(root: &Path, input: &GrepInput) -> Result<SearchResult, ToolError> {
+/// Searches `root` as ripgrep would, skipping `hidden` paths.
+pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
     let mode = input.output_mode.unwrap_or_default();
     let multiline = input.multiline.unwrap_or(false);
     let mut matcher = RegexMatcherBuilder::new();
@@ -160,7 +161,7 @@ pub fn search(root: &Path, input: &GrepInput) -> Result<SearchResult, ToolError>
     let mut total_count = 0u64;
     let mut stopped_early = false;
     let mut buf = Vec::new();
-    for path in walk(root, input)? {
+    for path in walk(root, input, hidden)? {
         match mode {
             OutputMode::Content => {
                 buf.clear();
@@ -240,13 +241,13 @@ pub fn search(root: &Path, input: &GrepInput) -> Result<SearchResult, ToolError>
 /// The files to search under `root`, in a stable order: `.gitignore`/`.ignore`
 /// respected (inside a git repository or not), hidden files included, version
 /// control directories skipped, then `glob` and `type` filters as in ripgrep.
-fn walk(root: &Path, input: &GrepInput) -> Result<impl Iterator<Item = PathBuf>, ToolError> {
+fn walk(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<impl Iterator<Item = PathBuf>, ToolError> {
+    let hidden = hidden.clone();
     let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| !matches!(e.file_name().to_str(), Some(".git" | ".svn" | ".hg" | ".bzr" | ".jj")));
+    builder.hidden(false).require_git(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(move |e| {
+        !matches!(e.file_name().to_str(), Some(".git" | ".svn" | ".hg" | ".bzr" | ".jj"))
+            && !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+    });
     if let Some(glob) = &input.glob {
         let mut overrides = ignore::overrides::OverrideBuilder::new(root);
         // Like Claude Code, a space- or comma-free list is one glob; braces work.
@@ -348,7 +349,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: GrepInput) -> String {
-        search(dir, &input).unwrap().text
+        search(dir, &input, &fs::Hidden::default()).unwrap().text
     }
 
     #[test]
@@ -418,11 +419,13 @@ mod tests {
     #[test]
     fn bad_patterns_are_model_errors() {
         let dir = tree();
-        let e = search(&dir, &GrepInput { pattern: "(".into(), ..Default::default() }).unwrap_err();
+        let e =
+            search(&dir, &GrepInput { pattern: "(".into(), ..Default::default() }, &fs::Hidden::default()).unwrap_err();
         assert!(e.message.starts_with("Invalid regular expression"), "{}", e.message);
         let e = search(
             &dir,
             &GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() },
+            &fs::Hidden::default(),
         )
         .unwrap_err();
         assert!(e.message.contains("Unknown file type"), "{}", e.message);
