@@ -85,7 +85,7 @@ pub enum Source {
     Hook(String),
     /// The tool's own `check-permissions`.
     Tool,
-    /// The protection of sensitive paths.
+    /// A safety check: a sensitive path, a command the rules cannot check.
     Safety,
     /// The permission mode.
     Mode(PermissionMode),
@@ -105,7 +105,7 @@ impl fmt::Display for Source {
             Source::Rule { behavior, rule, origin } => write!(f, "{} rule `{rule}` ({origin})", behavior.as_str()),
             Source::Hook(command) => write!(f, "hook `{command}`"),
             Source::Tool => f.write_str("tool"),
-            Source::Safety => f.write_str("sensitive path"),
+            Source::Safety => f.write_str("safety check"),
             Source::Mode(m) => write!(f, "mode:{m}"),
             Source::User => f.write_str("user"),
         }
@@ -189,6 +189,11 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     // 3. Ask rules.
     if let Some(rule) = facts.rules.ask {
         return ask(format!("The {rule} asks for approval."), Vec::new(), Source::rule(rule));
+    }
+    // Commands the deny and ask rules cannot be checked against: asked in
+    // every mode.
+    if let Some(why) = &facts.rules.unclear {
+        return ask(why.clone(), Vec::new(), Source::Safety);
     }
     // 4. Sensitive paths: asked in every mode, whatever allows the call.
     if let Some(why) = &facts.sensitive {

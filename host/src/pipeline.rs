@@ -275,14 +275,20 @@ impl Host {
             _ => None,
         };
         let call = Call { tool: name, input: &state.input, bash: parsed.as_ref() };
+        // A command that reads outside the working directories is not one the
+        // mode runs unasked.
+        let outside = parsed.as_ref().and_then(|p| rules.path_outside(p));
+        if let Some(word) = outside {
+            tracing::debug!(word, "the command names a path outside the working directories");
+        }
         let facts = Facts {
             tool: name,
             mode: inner.mode,
-            read_only,
+            read_only: read_only && outside.is_none(),
             check,
             rules: rules.check(&call),
             hook: pre.as_ref().and_then(|p| p.decision.as_ref()),
-            sensitive: sensitive_write(name, &state.input, rules.places()),
+            sensitive: sensitive_write(name, &state.input, parsed.as_ref(), rules.places()),
         };
         let mut decision = permissions::decide(&facts);
         let mut asked = false;
@@ -416,7 +422,8 @@ impl Host {
             if let Ok(set) = rules::RuleSet::compile(entries, places)
                 && let Some(allow) = set.check(call).allow
             {
-                let with_rule = Facts { rules: rules::Verdicts { allow: Some(allow), ..facts.rules }, ..facts.clone() };
+                let with_rule =
+                    Facts { rules: rules::Verdicts { allow: Some(allow), ..facts.rules.clone() }, ..facts.clone() };
                 if matches!(permissions::decide(&with_rule), Decision::Allow { .. }) {
                     let list = suggestions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
                     let args = suggestions.iter().map(|r| format!("--allow '{r}'")).collect::<Vec<_>>().join(" ");
@@ -454,21 +461,41 @@ struct CallState {
     stop: Option<String>,
 }
 
-/// Why a call writes a protected path (see [`permissions::sensitive_path`]).
-fn sensitive_write(tool: &str, input: &Value, places: &rules::Places) -> Option<String> {
+/// Why a call writes a protected path (see [`permissions::sensitive_path`]):
+/// the file of Write, Edit and NotebookEdit, the redirection targets of a
+/// Bash command.
+fn sensitive_write(
+    tool: &str,
+    input: &Value,
+    parsed: Option<&shell::Parsed>,
+    places: &rules::Places,
+) -> Option<String> {
+    let check = |written: &str| {
+        let path = crate::sandbox::normalize(&places.cwd.join(written));
+        permissions::sensitive_path(&path).or_else(|| {
+            let real = path.canonicalize().ok().or_else(|| {
+                let parent = path.parent()?.canonicalize().ok()?;
+                Some(parent.join(path.file_name()?))
+            })?;
+            permissions::sensitive_path(&real)
+        })
+    };
     let field = match tool {
         "Write" | "Edit" => "file_path",
         "NotebookEdit" => "notebook_path",
+        "Bash" => {
+            let home = places.home.as_deref();
+            return parsed?.commands.iter().flat_map(|c| &c.redirections).filter(|r| r.writes()).find_map(|r| {
+                match (r.target.strip_prefix("~/"), home) {
+                    (Some(rest), Some(home)) => check(&home.join(rest).to_string_lossy()),
+                    (Some(_), None) => None,
+                    (None, _) => check(&r.target),
+                }
+            });
+        }
         _ => return None,
     };
-    let path = crate::sandbox::normalize(&places.cwd.join(input.get(field)?.as_str()?));
-    permissions::sensitive_path(&path).or_else(|| {
-        let real = path.canonicalize().ok().or_else(|| {
-            let parent = path.parent()?.canonicalize().ok()?;
-            Some(parent.join(path.file_name()?))
-        })?;
-        permissions::sensitive_path(&real)
-    })
+    check(input.get(field)?.as_str()?)
 }
 
 fn wit_mode(mode: PermissionMode) -> WitMode {

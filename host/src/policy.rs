@@ -128,7 +128,7 @@ impl Audit {
             }
             Source::Hook(command) => ("hook", Some(("hook", json!(command)))),
             Source::Tool => ("tool", None),
-            Source::Safety => ("sensitive-path", None),
+            Source::Safety => ("safety", None),
             Source::Mode(m) => ("mode", Some(("decided_by_mode", json!(m.as_str())))),
             Source::User => ("user", None),
         };

@@ -167,6 +167,11 @@ fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<(Command, confine::Co
         if let Some(rule) = verdicts.deny {
             return Err(ProcessError::NotPermitted(format!("the {rule} forbids `{}`", clip(&text))));
         }
+        if let Some(why) = &verdicts.unclear
+            && !matches!(&policy.approval, Approval::Command(c) if *c == text)
+        {
+            return Err(ProcessError::NotPermitted(format!("`{}` was not approved: {why}", clip(&text))));
+        }
         let read_only = || shell::classify_parsed(&parsed);
         match &policy.approval {
             Approval::Nothing | Approval::Any => {}

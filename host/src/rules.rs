@@ -234,11 +234,15 @@ pub struct Call<'a> {
 }
 
 /// The rule of each list that applies to a call, if any.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Verdicts<'a> {
     pub deny: Option<&'a RuleEntry>,
     pub ask: Option<&'a RuleEntry>,
     pub allow: Option<&'a RuleEntry>,
+    /// Why the call cannot be checked against the deny and ask rules there
+    /// are (a Bash command whose programs cannot all be known): it needs
+    /// approval whatever the mode.
+    pub unclear: Option<String>,
 }
 
 impl RuleSet {
@@ -331,13 +335,32 @@ impl RuleSet {
         }
         // Path rules: only when one covers the tool (resolving symlinks costs
         // a system call per path component).
-        let by_path = match path_of(call.tool, call.input, &self.places.cwd) {
+        let mut by_path = match path_of(call.tool, call.input, &self.places.cwd) {
             Some(p) if self.paths.globs.iter().any(|g| g.family.covers(call.tool)) => {
                 path_match(&self.paths, call.tool, &p)
             }
             Some(_) | None => [None; 3],
         };
+        // What a Bash command names as files is read as Read would read it:
+        // `cat .env` meets `Read(./.env)` (deny and ask rules only).
+        if let (Some(parsed), "Bash") = (call.bash, call.tool)
+            && self.paths.globs.iter().any(|g| g.behavior != Behavior::Allow && g.family.covers("Read"))
+        {
+            for word in literal_paths(parsed) {
+                let hits = path_match(&self.paths, "Read", &self.expand(word));
+                for behavior in [Behavior::Ask, Behavior::Deny] {
+                    let (slot, hit) = (&mut by_path[behavior.index()], hits[behavior.index()]);
+                    *slot = match (*slot, hit) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+            }
+        }
         let mut verdicts = Verdicts::default();
+        if let (Some(parsed), true) = (call.bash, call.tool == "Bash" && self.has_bash_limits()) {
+            verdicts.unclear = unclear(parsed, 0);
+        }
         for behavior in Behavior::ALL {
             let found = self.find(behavior, call).or(by_path[behavior.index()]).map(|i| &self.entries[i]);
             match behavior {
@@ -347,6 +370,67 @@ impl RuleSet {
             }
         }
         verdicts
+    }
+
+    /// A word of a command as a path: `~/x` under home, relative ones under
+    /// the working directory.
+    fn expand(&self, word: &str) -> PathBuf {
+        match (word.strip_prefix('~'), &self.places.home) {
+            (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+                home.join(rest.trim_start_matches('/'))
+            }
+            _ => self.places.cwd.join(word),
+        }
+    }
+
+    /// The first word of a Bash command naming a path outside the working
+    /// directories (absolute, under `~`, or climbing out with `..`), or one
+    /// whose value is only known when it runs (`$HOME/x`): such a command is
+    /// not read-only "inside the working directories", so the mode does not
+    /// run it unasked.
+    pub fn path_outside<'p>(&self, parsed: &'p Parsed) -> Option<&'p str> {
+        for cmd in &parsed.commands {
+            let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).map(|(w, &d)| (w.as_str(), d));
+            let inputs = cmd.redirections.iter().filter(|r| r.operator == "<").map(|r| (r.target.as_str(), false));
+            for (word, dynamic) in words.chain(inputs) {
+                // A word an expansion starts (`$HOME/x`, `${DIR}`) can name anything.
+                if dynamic && (word.starts_with('$') || word.starts_with('"') || word.contains("..")) {
+                    return Some(word);
+                }
+                let value = match word.split_once('=') {
+                    Some((flag, value)) if flag.starts_with("--") => value,
+                    _ if word.starts_with('-') => continue,
+                    _ => word,
+                };
+                let climbs = value.split('/').any(|c| c == "..");
+                if !(value.starts_with('/') || value.starts_with('~') || climbs) {
+                    continue;
+                }
+                let path = normalize(&self.expand(value));
+                let inside = self.places.working.iter().any(|w| path.starts_with(w));
+                let device = matches!(
+                    path.to_str(),
+                    Some(
+                        "/dev/null"
+                            | "/dev/zero"
+                            | "/dev/random"
+                            | "/dev/urandom"
+                            | "/dev/stdin"
+                            | "/dev/stdout"
+                            | "/dev/stderr"
+                    )
+                );
+                if !inside && !device {
+                    return Some(word);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether some deny or ask rule names Bash commands.
+    fn has_bash_limits(&self) -> bool {
+        [Behavior::Deny, Behavior::Ask].iter().any(|b| !self.lists[b.index()].bash.is_empty())
     }
 
     /// The rule of one list applying to `call`, path rules aside.
@@ -399,8 +483,9 @@ impl RuleSet {
             if cmd.redirections.iter().any(|r| r.writes() && !self.inside_working(&r.target)) {
                 return None;
             }
-            let found =
-                candidates(cmd, false).into_iter().find_map(|(argv, dynamic)| match_bash(list, argv, dynamic))?;
+            let found = candidates(cmd, false)
+                .into_iter()
+                .find_map(|(argv, dynamic)| match_bash(list, &argv[0], argv, dynamic))?;
             first = Some(first.map_or(found, |f: usize| f.min(found)));
         }
         first
@@ -417,27 +502,130 @@ impl RuleSet {
 }
 
 /// The first deny/ask rule matching any simple command of `parsed`, looking
-/// through wrappers (`timeout 5 rm` is `rm`).
+/// through wrappers (`timeout 5 rm` is `rm`), paths to programs (`/bin/rm`
+/// is `rm`), and the scripts of nested shells (`bash -c 'rm x'`, `eval`).
 fn bash_any(list: &List, parsed: &Parsed) -> Option<usize> {
     if list.bash.is_empty() {
         return None;
     }
-    parsed
-        .commands
-        .iter()
-        .flat_map(|cmd| candidates(cmd, true))
-        .filter_map(|(argv, dynamic)| match_bash(list, argv, dynamic))
-        .min()
+    bash_any_within(list, parsed, 0)
 }
 
-fn match_bash(list: &List, argv: &[String], dynamic: &[bool]) -> Option<usize> {
-    let rules = list.bash.get(argv.first()?)?;
+/// How deep `bash -c "bash -c '…'"` is followed.
+const NESTED_SHELLS: usize = 4;
+
+fn bash_any_within(list: &List, parsed: &Parsed, depth: usize) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    let mut keep = |hit: Option<usize>| {
+        if let Some(h) = hit {
+            best = Some(best.map_or(h, |b| b.min(h)));
+        }
+    };
+    for cmd in &parsed.commands {
+        for (argv, dynamic) in candidates(cmd, true) {
+            keep(match_bash(list, &argv[0], argv, dynamic));
+            let program = program_name(&argv[0]);
+            if program != argv[0] {
+                keep(match_bash(list, program, argv, dynamic));
+            }
+            if depth < NESTED_SHELLS
+                && let Some(script) = nested_script(argv)
+            {
+                keep(bash_any_within(list, &shell::parse(&script), depth + 1));
+            }
+        }
+    }
+    best
+}
+
+/// Why the programs `parsed` runs cannot all be known (so deny and ask
+/// rules cannot be checked): a parse error, a program named by an
+/// expansion, a shell or `source` reading a script the host cannot see.
+fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
+    if parsed.parse_error {
+        return Some("toolhost cannot parse the command, so it cannot check it against the Bash rules.".into());
+    }
+    for cmd in &parsed.commands {
+        for (argv, dynamic) in candidates(cmd, true) {
+            if dynamic.first() == Some(&true) {
+                return Some(format!(
+                    "The program `{}` is only known when the command runs, so the Bash rules cannot be checked.",
+                    argv[0]
+                ));
+            }
+            let program = program_name(&argv[0]);
+            let is_shell = matches!(program, "bash" | "sh" | "dash" | "zsh" | "ksh" | "ash" | "busybox");
+            match nested_script(argv) {
+                Some(script) if depth < NESTED_SHELLS => {
+                    let flag = argv.iter().position(|a| *a == script).unwrap_or(0);
+                    if dynamic.get(flag).copied().unwrap_or(false) {
+                        return Some(format!("`{program}` runs a script only known when the command runs."));
+                    }
+                    if let Some(why) = unclear(&shell::parse(&script), depth + 1) {
+                        return Some(why);
+                    }
+                }
+                Some(_) => return Some("The command nests shells too deeply to check.".into()),
+                None if is_shell || matches!(program, "source" | ".") => {
+                    return Some(format!(
+                        "`{program}` runs a script toolhost cannot see, so the Bash rules cannot be checked."
+                    ));
+                }
+                None => {}
+            }
+        }
+    }
+    None
+}
+
+/// The literal words of a command that may name files it reads: arguments
+/// that are not options, the value of `--opt=value`, `<` sources.
+fn literal_paths(parsed: &Parsed) -> impl Iterator<Item = &str> {
+    parsed.commands.iter().flat_map(|cmd| {
+        let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).filter(|(_, d)| !**d).filter_map(|(w, _)| {
+            match w.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => Some(value),
+                _ if w.starts_with('-') => None,
+                _ => Some(w.as_str()),
+            }
+        });
+        words.chain(cmd.redirections.iter().filter(|r| r.operator == "<").map(|r| r.target.as_str()))
+    })
+}
+
+/// The program a command word names: `/usr/bin/rm` and `\rm` are `rm`.
+fn program_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word).trim_start_matches('\\')
+}
+
+/// The script a shell is told to run (`bash -c SCRIPT`, `sh -ec SCRIPT`,
+/// `eval WORDS`), if `argv` runs one.
+fn nested_script(argv: &[String]) -> Option<String> {
+    match program_name(&argv[0]) {
+        "bash" | "sh" | "dash" | "zsh" | "ksh" | "ash" | "busybox" => {
+            let flag = argv
+                .iter()
+                .skip(1)
+                .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c') || a == "-c")?;
+            argv.get(flag + 2).cloned()
+        }
+        "eval" => Some(argv[1..].join(" ")),
+        _ => None,
+    }
+}
+
+/// The rule of `list` matching `argv`, its program called `name`.
+fn match_bash(list: &List, name: &str, argv: &[String], dynamic: &[bool]) -> Option<usize> {
+    let rules = list.bash.get(name)?;
+    if dynamic.first() == Some(&true) {
+        return None;
+    }
     rules
         .iter()
         .filter(|r| {
             let n = r.words.len();
             let fits = if r.prefix { argv.len() >= n } else { argv.len() == n };
-            fits && r.words.iter().zip(argv).zip(dynamic).all(|((w, a), &d)| !d && w == a)
+            fits && r.words[1..].iter().zip(&argv[1..]).zip(dynamic.iter().skip(1)).all(|((w, a), &d)| !d && w == a)
         })
         .map(|r| r.entry)
         .min()
@@ -489,6 +677,9 @@ fn wrapped_start(argv: &[String], thorough: bool) -> usize {
         "sudo" | "doas" if thorough => skip_flags(1, &["-u", "-g", "-C", "-D"]),
         "xargs" if thorough => skip_flags(1, &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"]),
         "command" | "builtin" | "exec" if thorough => skip_flags(1, &[]),
+        "find" if thorough => {
+            argv.iter().position(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")).map_or(0, |i| i + 1)
+        }
         _ => 0,
     }
 }
@@ -780,10 +971,42 @@ mod tests {
         assert_eq!(cmd("FOO=1 env X=2 rm x").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("find . | xargs rm").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("echo $(rm x)").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("/bin/rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("\\rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("bash -c 'ls; rm x'").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("sh -ec \"bash -c 'rm -rf x'\"").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("eval rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("find . -name '*.o' -exec rm {} +").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("f() { rm x; }; f").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("/tmp/npm run test"), None, "a path is not the program an allow rule names");
         assert_eq!(cmd("PATH=/tmp npm run test"), None, "an assignment that changes what runs");
         assert_eq!(cmd("npm run test > out.log").as_deref(), Some("allow Bash(npm run test:*)"));
         assert_eq!(cmd("npm run test > /etc/x"), None, "writes outside the working directories");
         assert_eq!(cmd("npm run test > ../x"), None);
+    }
+
+    #[test]
+    fn commands_the_rules_cannot_check_are_unclear() {
+        use Behavior::*;
+        let limited = set(&[(Deny, "Bash(rm:*)")]);
+        let open = set(&[(Allow, "Bash(npm run:*)")]);
+        for (command, unclear) in [
+            ("ls -la", false),
+            ("bash -c 'ls && echo ok'", false),
+            ("$x -rf y", true),
+            ("echo rm x | sh", true),
+            ("bash deploy.sh", true),
+            ("source env.sh", true),
+            ("bash -c \"$CMD\"", true),
+            ("ls (", true),
+            ("sh -c 'sh -c \"$X\"'", true),
+        ] {
+            let input = json!({"command": command});
+            let parsed = shell::parse(command);
+            let call = Call { tool: "Bash", input: &input, bash: Some(&parsed) };
+            assert_eq!(limited.check(&call).unclear.is_some(), unclear, "{command}");
+            assert!(open.check(&call).unclear.is_none(), "no deny or ask rule to check: {command}");
+        }
     }
 
     #[test]

@@ -96,6 +96,10 @@ pub fn parse(source: &str) -> Parsed {
             return Parsed { parse_error: true, ..Parsed::default() };
         };
         let root = tree.root_node();
+        // A command nested deeper than any real one is refused.
+        if deeper_than(root, MAX_DEPTH) {
+            return Parsed { parse_error: true, ..Parsed::default() };
+        }
         let mut parsed = Parsed { parse_error: root.has_error(), ..Parsed::default() };
         Walker { src: source.as_bytes(), out: &mut parsed }.statement(root);
         parsed
@@ -114,6 +118,10 @@ impl Walker<'_> {
 
     /// Visits a statement-level node and everything inside it.
     fn statement(&mut self, node: Node<'_>) {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.statement_here(node))
+    }
+
+    fn statement_here(&mut self, node: Node<'_>) {
         match node.kind() {
             "command" => self.command(node, Vec::new()),
             "redirected_statement" => {
@@ -176,6 +184,10 @@ impl Walker<'_> {
 
     /// Visits the children of a node, recording operators between statements.
     fn children(&mut self, node: Node<'_>) {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.children_here(node))
+    }
+
+    fn children_here(&mut self, node: Node<'_>) {
         let mut cursor = node.walk();
         let mut previous_statement_end: Option<usize> = None;
         for child in node.children(&mut cursor) {
@@ -304,6 +316,10 @@ impl Walker<'_> {
 
     /// The value of a word and whether it is dynamic; flags what it contains.
     fn word(&mut self, node: Node<'_>) -> (String, bool) {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.word_here(node))
+    }
+
+    fn word_here(&mut self, node: Node<'_>) -> (String, bool) {
         self.scan(node);
         let dynamic = contains(
             node,
@@ -339,6 +355,10 @@ impl Walker<'_> {
     /// Flags substitutions and expansions anywhere under `node`, and records
     /// the commands inside command substitutions.
     fn scan(&mut self, node: Node<'_>) {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.scan_here(node))
+    }
+
+    fn scan_here(&mut self, node: Node<'_>) {
         match node.kind() {
             "command_substitution" => {
                 self.out.command_substitution = true;
@@ -385,7 +405,45 @@ fn is_statement(kind: &str) -> bool {
     )
 }
 
+/// How deep a syntax tree may nest before the command counts as unparsable
+/// (a 64 KiB command of `a&&` nests about 16,000 deep).
+const MAX_DEPTH: usize = 20_000;
+/// The walk recurses once per level of nesting; when less than this much
+/// stack is left it continues on a fresh heap-allocated segment, so deep
+/// commands cannot overflow the stack of the thread running a call.
+const RED_ZONE: usize = 64 * 1024;
+const STACK_SEGMENT: usize = 1024 * 1024;
+
+/// Whether the tree under `root` nests deeper than `limit`, found without
+/// recursion.
+fn deeper_than(root: Node<'_>, limit: usize) -> bool {
+    let mut cursor = root.walk();
+    let mut depth = 0usize;
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            if depth > limit {
+                return true;
+            }
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return false;
+            }
+            depth -= 1;
+        }
+    }
+}
+
 fn contains(node: Node<'_>, kinds: &[&str]) -> bool {
+    stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || contains_here(node, kinds))
+}
+
+fn contains_here(node: Node<'_>, kinds: &[&str]) -> bool {
     if kinds.contains(&node.kind()) {
         return true;
     }
@@ -859,6 +917,18 @@ fn git(args: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        for deep in
+            ["(".repeat(30_000) + "ls" + &")".repeat(30_000), "echo $(".repeat(10_000) + "x" + &")".repeat(10_000)]
+        {
+            let parsed = parse(&deep);
+            assert!(parsed.parse_error);
+            assert!(!classify(&deep).read_only);
+        }
+        assert!(!parse(&("(".repeat(50) + "ls" + &")".repeat(50))).parse_error, "real nesting still parses");
+    }
 
     #[test]
     fn structure_of_a_compound_command() {
