@@ -82,6 +82,11 @@ enum Command {
         #[arg(long, value_name = "ID")]
         id: Option<String>,
     },
+    /// Trust the workspace's settings files (.toolhost/settings.json and
+    /// settings.local.json) as they are now: their allow rules, hooks,
+    /// defaultMode, additionalDirectories and auditLog take effect. A file
+    /// changed afterwards is untrusted again until you run this once more.
+    Trust,
     /// Check that a file is a usable tool component
     Check {
         /// The component file
@@ -120,12 +125,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir().context("the current directory")?,
     };
     let mut sources = Sources::standard(&workspace);
+    if let Command::Trust = cli.command {
+        return trust(&sources);
+    }
     sources.command_line_files = cli.settings.clone();
     sources.command_line_mode = cli.mode;
     for (behavior, list) in [(Behavior::Allow, &cli.allow), (Behavior::Ask, &cli.ask), (Behavior::Deny, &cli.deny)] {
         sources.command_line_rules.extend(list.iter().map(|r| (behavior, r.clone())));
     }
     let settings = toolhost::settings::load(&sources, &workspace)?;
+    for (file, ignored) in &settings.untrusted {
+        eprintln!(
+            "toolhost: warning: {file} is not trusted (new, or changed since `toolhost trust`): its {} are ignored. \
+             Review it, then run `toolhost trust`.",
+            ignored.join(", ")
+        );
+    }
     let mut builder = Host::builder()
         .plugins_dir(plugins)
         .settings(settings)
@@ -148,6 +163,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
+        Command::Trust => unreachable!("handled before the host starts"),
     }
 }
 
@@ -230,6 +246,47 @@ fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
         eprintln!("(the result is an error)");
     }
     Ok(())
+}
+
+fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
+    let Some(store_path) = &sources.trust_store else {
+        anyhow::bail!("no trust store");
+    };
+    let mut store = toolhost::settings::TrustStore::load(store_path);
+    let mut any = false;
+    for file in [&sources.project, &sources.local].into_iter().flatten() {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON; fix it before trusting it", file.display()))?;
+        println!("trusting {}:", file.display());
+        let show = |what: &str, v: &serde_json::Value| {
+            if !v.is_null() && v != &json!([]) && v != &json!({}) {
+                println!("  {what}: {v}");
+            }
+        };
+        show("allow", &value["permissions"]["allow"]);
+        show("defaultMode", &value["permissions"]["defaultMode"]);
+        show("additionalDirectories", &value["permissions"]["additionalDirectories"]);
+        show("auditLog", &value["auditLog"]);
+        if let Some(events) = value["hooks"].as_object() {
+            for (event, groups) in events {
+                for group in groups.as_array().into_iter().flatten() {
+                    for hook in group["hooks"].as_array().into_iter().flatten() {
+                        let matcher = group["matcher"].as_str().unwrap_or("*");
+                        println!("  hook {event} [{matcher}]: {}", hook["command"].as_str().unwrap_or("?"));
+                    }
+                }
+            }
+        }
+        store.trust(file).with_context(|| format!("reading {}", file.display()))?;
+        any = true;
+    }
+    if !any {
+        println!("no settings files in the workspace to trust");
+        return Ok(ExitCode::SUCCESS);
+    }
+    store.save(store_path).with_context(|| format!("writing {}", store_path.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {

@@ -18,6 +18,8 @@ pub struct Policy {
     audit: Option<Audit>,
     /// Where "allow always" writes.
     local_file: Option<PathBuf>,
+    /// The trust store, and whether the local file is trusted.
+    trust: Option<(PathBuf, bool)>,
 }
 
 impl Default for Policy {
@@ -27,6 +29,7 @@ impl Default for Policy {
             hooks: Hooks::default(),
             audit: None,
             local_file: None,
+            trust: None,
         }
     }
 }
@@ -43,7 +46,13 @@ impl Policy {
             Some(path) => Some(Audit::open(path).map_err(|e| format!("audit log {}: {e}", path.display()))?),
             None => None,
         };
-        Ok(Policy { rules: RwLock::new(Arc::new(rules)), hooks, audit, local_file: settings.local_file.clone() })
+        Ok(Policy {
+            rules: RwLock::new(Arc::new(rules)),
+            hooks,
+            audit,
+            local_file: settings.local_file.clone(),
+            trust: settings.trust.clone(),
+        })
     }
 
     /// The rules as they are now.
@@ -60,9 +69,6 @@ impl Policy {
     /// the local settings file.
     pub fn allow_always(&self, text: &str) -> Result<(), String> {
         let rule = Rule::parse(text)?;
-        if let Some(file) = &self.local_file {
-            settings::add_allow_rule(file, text).map_err(|e| e.to_string())?;
-        }
         let origin: Arc<str> = Arc::from(match &self.local_file {
             Some(f) => format!("local settings {}", f.display()),
             None => "allowed always by the user".to_string(),
@@ -70,7 +76,20 @@ impl Policy {
         let mut guard = self.rules.write().unwrap_or_else(|e| e.into_inner());
         let mut entries = guard.entries().to_vec();
         entries.push(RuleEntry { rule, behavior: Behavior::Allow, origin, base: None });
-        *guard = Arc::new(RuleSet::compile(entries, guard.places().clone())?);
+        // Compiled before it is written: a rule that does not compile must
+        // not make the settings file unusable.
+        let compiled = RuleSet::compile(entries, guard.places().clone())?;
+        if let Some(file) = &self.local_file {
+            settings::add_allow_rule(file, text).map_err(|e| e.to_string())?;
+            // The user wrote this rule: a local file they trusted stays trusted.
+            if let Some((store, true)) = &self.trust {
+                let mut trusted = settings::TrustStore::load(store);
+                if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
+                    tracing::warn!(error = %e, "could not record the local settings as trusted");
+                }
+            }
+        }
+        *guard = Arc::new(compiled);
         Ok(())
     }
 

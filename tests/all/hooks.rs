@@ -14,9 +14,12 @@ fn script(sb: &Sandbox, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
-/// Project settings with `hooks` for `event`.
+/// Project settings, trusted as written.
 fn settings(sb: &Sandbox, value: Value) -> PathBuf {
-    sb.write(".toolhost/settings.json", serde_json::to_string_pretty(&value).unwrap())
+    let file = sb.write(".toolhost/settings.json", serde_json::to_string_pretty(&value).unwrap());
+    let r = toolhost(sb, &["trust"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    file
 }
 
 fn pre_hook(sb: &Sandbox, command: &str, timeout: Option<f64>) {
@@ -256,4 +259,34 @@ fn settings_layers_through_the_cli() {
     // --settings adds a file on the command-line layer.
     let extra = sb.write("extra.json", r#"{"permissions": {"deny": ["Bash(ls:*)"]}}"#);
     bash(&sb, "ls", &["--settings", &p(&extra)]).assert_error("deny rule `Bash(ls:*)`");
+}
+
+#[test]
+fn workspace_settings_need_trust_to_run_hooks_or_allow() {
+    let sb = Sandbox::new();
+    let marker = sb.home.join("hook-ran");
+    let hook = script(&sb, "mark.sh", &format!("cat >/dev/null; touch {}", marker.display()));
+    let project = json!({
+        "permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}]}
+    });
+    // As a cloned repository would bring it: only its deny rules count.
+    sb.write(".toolhost/settings.json", project.to_string());
+    let r = bash(&sb, "touch a.txt", &[]);
+    r.assert_error("denied");
+    assert!(r.stderr.contains("is not trusted") && r.stderr.contains("allow rules, defaultMode, hooks"), "{r:?}");
+    assert!(!marker.exists(), "an untrusted hook must not run");
+    bash(&sb, "rm -f a.txt", &["--mode", "bypassPermissions"]).assert_error("deny rule `Bash(rm:*)`");
+
+    let r = toolhost(&sb, &["trust"]);
+    assert!(r.code == 0 && r.stdout.contains(&hook) && r.stdout.contains("Bash(touch:*)"), "{r:?}");
+    bash(&sb, "touch a.txt", &[]).assert_ok();
+    assert!(marker.exists(), "the trusted hook ran");
+
+    // Changed since it was trusted (a pull, or a command a tool ran): untrusted again.
+    std::fs::remove_file(&marker).unwrap();
+    sb.write(".toolhost/settings.json", project.to_string() + "\n");
+    let r = bash(&sb, "touch b.txt", &[]);
+    r.assert_error("denied");
+    assert!(r.stderr.contains("is not trusted") && !marker.exists(), "{r:?}");
 }
