@@ -50,10 +50,10 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// One `hooks` object of one settings file, as written.
 ///
-/// Unknown event names are a configuration error (serde's message lists the
-/// known ones).
+/// Events of Claude Code that toolhost has no place for (`Stop`,
+/// `SessionStart`, …) are accepted and never run, with a warning, so one
+/// settings file can serve both; any other name is a configuration error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct HooksConfig {
     /// Hooks run before a call, after its input was validated.
     #[serde(rename = "PreToolUse", default, skip_serializing_if = "Vec::is_empty")]
@@ -64,7 +64,23 @@ pub struct HooksConfig {
     /// Hooks run after a call failed.
     #[serde(rename = "PostToolUseFailure", default, skip_serializing_if = "Vec::is_empty")]
     pub post_tool_use_failure: Vec<MatcherGroup>,
+    /// Any other event, as written.
+    #[serde(flatten, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub other: std::collections::BTreeMap<String, Value>,
 }
+
+/// Claude Code's hook events that toolhost does not have.
+const FOREIGN_EVENTS: &[&str] = &[
+    "PermissionRequest",
+    "UserPromptSubmit",
+    "Notification",
+    "Stop",
+    "SubagentStop",
+    "SubagentStart",
+    "PreCompact",
+    "SessionStart",
+    "SessionEnd",
+];
 
 impl HooksConfig {
     /// The groups configured for `event`.
@@ -267,6 +283,15 @@ impl Hooks {
     pub fn compile(configs: &[(HooksConfig, String)]) -> Result<Hooks, String> {
         let mut compiled = Hooks::default();
         for (config, origin) in configs {
+            for event in config.other.keys() {
+                if FOREIGN_EVENTS.contains(&event.as_str()) {
+                    tracing::warn!(origin, event, "toolhost has no such hook event; these hooks never run");
+                } else {
+                    return Err(format!(
+                        "{origin}: hooks: unknown event `{event}` (toolhost runs PreToolUse, PostToolUse and PostToolUseFailure)"
+                    ));
+                }
+            }
             for event in Event::ALL {
                 for (g, group) in config.groups(event).iter().enumerate() {
                     let at = format!("{origin}: hooks.{event}[{g}]");
@@ -1323,8 +1348,12 @@ mod tests {
 
     #[test]
     fn configuration_shape() {
-        let err = serde_json::from_value::<HooksConfig>(json!({"Stop": []})).expect_err("unknown event").to_string();
-        assert!(err.contains("Stop") && err.contains("PreToolUse") && err.contains("PostToolUseFailure"), "{err}");
+        // Claude Code's other events are accepted and never run; typos are errors.
+        let foreign: HooksConfig = serde_json::from_value(json!({"Stop": [], "SessionStart": []})).unwrap();
+        assert!(Hooks::compile(&[(foreign, "f".into())]).unwrap().is_empty());
+        let typo: HooksConfig = serde_json::from_value(json!({"PreToolUSE": []})).unwrap();
+        let err = Hooks::compile(&[(typo, "f".into())]).unwrap_err();
+        assert!(err.contains("PreToolUSE") && err.contains("PostToolUseFailure"), "{err}");
         assert!(serde_json::from_value::<HooksConfig>(json!({"PreToolUse": [{"hooks": [{"command": "x"}]}]})).is_err());
         assert!(
             serde_json::from_value::<HooksConfig>(json!({"PreToolUse": [{"hooks": [{"type": "command"}]}]})).is_err()

@@ -323,13 +323,18 @@ impl Approver for TerminalApprover {
     fn ask(&self, request: &AskRequest) -> Answer {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let rule = request.suggested_rules.first();
-        let mut input = request.input.to_string();
-        if input.chars().count() > 600 {
-            input = format!("{}…", input.chars().take(600).collect::<String>());
-        }
+        // The whole input, as JSON (control characters escaped), and the
+        // message with its control characters made visible: nothing the
+        // model wrote can hide or redraw part of the question.
+        let input = request.input.to_string();
+        let message: String = request
+            .message
+            .chars()
+            .flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] })
+            .collect();
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "\n{} wants to run with {input}", request.tool);
-        let _ = writeln!(err, "{}", request.message);
+        let _ = writeln!(err, "{message}");
         let _ = writeln!(err, "  y  allow once");
         if let Some(rule) = rule {
             let _ = writeln!(err, "  a  allow always (adds `{rule}` to the local settings)");

@@ -147,7 +147,9 @@ impl<'a> Facts<'a> {
 }
 
 /// Decides in the order of the seeds: deny rules → hook decision → ask rules
-/// → sensitive paths → the tool's own check → the mode → allow rules → ask.
+/// → the tool's own check → the mode → allow rules → ask; the safety checks
+/// (sensitive paths, commands the rules cannot check) come right after a
+/// hook's deny, so nothing but a deny overrides them.
 pub fn decide(facts: &Facts<'_>) -> Decision {
     let mode = facts.mode;
     // An ask as the mode resolves it: bypass runs it (unless it protects a
@@ -172,11 +174,21 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     if let Some(rule) = facts.rules.deny {
         return Decision::Deny { message: format!("The {rule} forbids it."), source: Source::rule(rule) };
     }
-    // 2. Hooks.
+    // 2. A hook's deny.
+    if let Some(HookDecision::Deny { reason, hook }) = facts.hook {
+        return Decision::Deny { message: reason.clone(), source: Source::Hook(hook.clone()) };
+    }
+    // Safety checks, asked in every mode and whatever allows the call (a
+    // hook's allow included): commands the deny and ask rules cannot be
+    // checked against, writes to sensitive paths.
+    if let Some(why) = &facts.rules.unclear {
+        return ask(why.clone(), Vec::new(), Source::Safety);
+    }
+    if let Some(why) = &facts.sensitive {
+        return ask(why.clone(), Vec::new(), Source::Safety);
+    }
+    // 3. A hook's ask or allow (deny rules were checked first).
     match facts.hook {
-        Some(HookDecision::Deny { reason, hook }) => {
-            return Decision::Deny { message: reason.clone(), source: Source::Hook(hook.clone()) };
-        }
         Some(HookDecision::Ask { reason, hook }) => {
             let message = reason.clone().unwrap_or_else(|| format!("The hook `{hook}` asks for approval."));
             return ask(message, Vec::new(), Source::Hook(hook.clone()));
@@ -184,20 +196,11 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
         Some(HookDecision::Allow { hook, .. }) => {
             return Decision::Allow { input: None, source: Source::Hook(hook.clone()) };
         }
-        None => {}
+        Some(HookDecision::Deny { .. }) | None => {}
     }
-    // 3. Ask rules.
+    // 4. Ask rules.
     if let Some(rule) = facts.rules.ask {
         return ask(format!("The {rule} asks for approval."), Vec::new(), Source::rule(rule));
-    }
-    // Commands the deny and ask rules cannot be checked against: asked in
-    // every mode.
-    if let Some(why) = &facts.rules.unclear {
-        return ask(why.clone(), Vec::new(), Source::Safety);
-    }
-    // 4. Sensitive paths: asked in every mode, whatever allows the call.
-    if let Some(why) = &facts.sensitive {
-        return ask(why.clone(), Vec::new(), Source::Safety);
     }
     // 5. The tool's own check.
     let mut held = None;

@@ -300,12 +300,15 @@ impl Host {
             decision = match &inner.approver {
                 Some(approver) => {
                     asked = true;
+                    // "Allow always" only with a rule that would allow the call.
+                    let offered =
+                        if self.rules_would_allow(&facts, &call, &suggestions) { suggestions } else { Vec::new() };
                     let request = AskRequest {
                         tool: name.to_string(),
                         tool_use_id: id.to_string(),
                         input: state.input.clone(),
                         message: message.clone(),
-                        suggested_rules: suggestions,
+                        suggested_rules: offered,
                     };
                     match approver.ask(&request) {
                         Answer::AllowOnce => Decision::Allow { input: None, source: Source::User },
@@ -396,6 +399,30 @@ impl Host {
         })
     }
 
+    /// Whether adding `suggestions` to the allow rules would allow the call
+    /// in the current mode (so "allow always" and hints offer only rules
+    /// that work).
+    fn rules_would_allow(&self, facts: &Facts<'_>, call: &Call<'_>, suggestions: &[String]) -> bool {
+        if suggestions.is_empty() {
+            return false;
+        }
+        let places = self.inner.policy.rules().places().clone();
+        let entries = suggestions
+            .iter()
+            .filter_map(|text| rules::Rule::parse(text).ok())
+            .map(|rule| rules::RuleEntry {
+                rule,
+                behavior: rules::Behavior::Allow,
+                origin: Arc::from("suggested"),
+                base: None,
+            })
+            .collect();
+        let Ok(set) = rules::RuleSet::compile(entries, places) else { return false };
+        let Some(allow) = set.check(call).allow else { return false };
+        let with_rule = Facts { rules: rules::Verdicts { allow: Some(allow), ..facts.rules.clone() }, ..facts.clone() };
+        matches!(permissions::decide(&with_rule), Decision::Allow { .. })
+    }
+
     /// " To allow it, …": the narrowest rule that would allow the call, or
     /// the least permissive mode that would; empty when neither would.
     fn how_to_allow(
@@ -407,33 +434,12 @@ impl Host {
     ) -> wasmtime::Result<String> {
         let inner = &*self.inner;
         let mut hints = Vec::new();
-        if !suggestions.is_empty() {
-            let places = inner.policy.rules().places().clone();
-            let entries = suggestions
-                .iter()
-                .filter_map(|text| rules::Rule::parse(text).ok())
-                .map(|rule| rules::RuleEntry {
-                    rule,
-                    behavior: rules::Behavior::Allow,
-                    origin: Arc::from("suggested"),
-                    base: None,
-                })
-                .collect();
-            if let Ok(set) = rules::RuleSet::compile(entries, places)
-                && let Some(allow) = set.check(call).allow
-            {
-                let with_rule =
-                    Facts { rules: rules::Verdicts { allow: Some(allow), ..facts.rules.clone() }, ..facts.clone() };
-                if matches!(permissions::decide(&with_rule), Decision::Allow { .. }) {
-                    let list = suggestions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
-                    let args = suggestions.iter().map(|r| format!("--allow '{r}'")).collect::<Vec<_>>().join(" ");
-                    let file = inner
-                        .policy
-                        .local_file()
-                        .map_or_else(|| "a settings file".to_string(), |f| f.display().to_string());
-                    hints.push(format!("add {list} to permissions.allow in {file} (or pass {args})"));
-                }
-            }
+        if self.rules_would_allow(facts, call, suggestions) {
+            let list = suggestions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+            let args = suggestions.iter().map(|r| format!("--allow '{r}'")).collect::<Vec<_>>().join(" ");
+            let file =
+                inner.policy.local_file().map_or_else(|| "a settings file".to_string(), |f| f.display().to_string());
+            hints.push(format!("add {list} to permissions.allow in {file} (or pass {args})"));
         }
         for mode in [PermissionMode::AcceptEdits, PermissionMode::BypassPermissions] {
             if mode == facts.mode {

@@ -226,6 +226,14 @@ fn prepare(request: &Spawn, policy: &Policy<'_>) -> Result<(Command, confine::Co
         if shell::changes_loading(key) {
             return Err(ProcessError::NotPermitted(format!("setting `{key}` can change what programs load; refused")));
         }
+        // What was approved is the command as written; a variable that
+        // changes which programs it runs (`PATH`, `GIT_*`, `PAGER`, …) would
+        // run something else.
+        if policy.approval != Approval::Any && shell::assignment_changes_what_runs(&format!("{key}=")) {
+            return Err(ProcessError::NotPermitted(format!(
+                "setting `{key}` can change what the approved command runs; refused"
+            )));
+        }
         cmd.env(key, value);
     }
     cmd.current_dir(&cwd)
@@ -710,6 +718,14 @@ mod tests {
         );
         let evil = Spawn { env: vec![("LD_PRELOAD".into(), "/x.so".into())], ..shell("ls") };
         assert!(matches!(ChildProcess::spawn(evil, &any, None), Err(ProcessError::NotPermitted(_))));
+        let path = || Spawn { env: vec![("PATH".into(), "/tmp/evil".into())], ..shell("ls") };
+        assert!(
+            matches!(ChildProcess::spawn(path(), &read_only, None), Err(ProcessError::NotPermitted(m)) if m.contains("PATH"))
+        );
+        assert!(
+            !matches!(ChildProcess::spawn(path(), &any, None), Err(ProcessError::NotPermitted(_))),
+            "a call allowed to run anything may set PATH"
+        );
     }
 
     #[test]

@@ -319,8 +319,35 @@ impl RuleSet {
             .globs
             .iter()
             .filter(|g| g.behavior != Behavior::Allow && g.family.covers(tool))
-            .map(|g| if g.dir_only { format!("{}/", g.pattern) } else { g.pattern.clone() })
+            .flat_map(|g| {
+                let pattern = if g.dir_only { format!("{}/", g.pattern) } else { g.pattern.clone() };
+                // A working directory known by two paths (through a symlink):
+                // the walk may see either, so hide under both.
+                let mut forms = vec![pattern.clone()];
+                for (a, b) in self.same_dirs() {
+                    if let Some(rest) = pattern.strip_prefix(&a).filter(|r| r.starts_with('/')) {
+                        forms.push(format!("{b}{rest}"));
+                    }
+                }
+                forms
+            })
             .collect()
+    }
+
+    /// Pairs of working-directory paths (as glob text) naming the same
+    /// directory.
+    fn same_dirs(&self) -> Vec<(String, String)> {
+        let working = &self.places.working;
+        let real: Vec<Option<PathBuf>> = working.iter().map(|w| w.canonicalize().ok()).collect();
+        let mut pairs = Vec::new();
+        for (i, a) in working.iter().enumerate() {
+            for (j, b) in working.iter().enumerate() {
+                if i != j && real[i].is_some() && real[i] == real[j] {
+                    pairs.push((globset::escape(&a.to_string_lossy()), globset::escape(&b.to_string_lossy())));
+                }
+            }
+        }
+        pairs
     }
 
     /// The deny rule naming `tool` wholesale: such a tool is not offered.
@@ -732,7 +759,24 @@ fn path_pattern(content: &str, base: Option<&Path>, places: &Places) -> Result<(
     } else {
         format!("{}/**/{content}", escaped(&places.cwd))
     };
-    Ok((pattern, dir_only))
+    Ok((collapse_dots(&pattern), dir_only))
+}
+
+/// A pattern with `.` and `..` components resolved, as the paths it is
+/// matched against are (`Read(../shared/secrets/**)`).
+fn collapse_dots(pattern: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in pattern.split('/') {
+        match part {
+            "." => {}
+            ".." if out.len() > 1 => {
+                out.pop();
+            }
+            ".." => {}
+            other => out.push(other),
+        }
+    }
+    out.join("/")
 }
 
 /// The path a file tool's call touches, made absolute.
@@ -835,17 +879,25 @@ pub fn suggest(call: &Call<'_>, places: &Places) -> Vec<String> {
             }
             let mut out: Vec<String> = Vec::new();
             for cmd in parsed.commands.iter().filter(|c| !shell::command_read_only(c)) {
-                if cmd.argv.is_empty() || cmd.dynamic.first() == Some(&true) {
+                // The command a timing wrapper runs (`timeout 60 make` → `make`).
+                let Some((argv, dynamic)) = candidates(cmd, false).pop() else { return Vec::new() };
+                if dynamic.first() == Some(&true) {
                     return Vec::new();
                 }
-                let subcommand = cmd.argv.len() > 2
-                    && !cmd.argv[1].starts_with('-')
-                    && !cmd.dynamic.get(1).copied().unwrap_or(true)
-                    && !cmd.argv[1].contains('/');
+                let words = |n: usize| argv[..n].iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ");
+                // `git commit …` → `Bash(git commit:*)`; programs that run
+                // other programs or code get only the exact command.
+                let subcommand = argv.len() > 2
+                    && !runs_anything(program_name(&argv[0]))
+                    && !dynamic.get(1).copied().unwrap_or(true)
+                    && argv[1].chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+                    && argv[1].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
                 let rule = if subcommand {
-                    format!("Bash({} {}:*)", cmd.argv[0], cmd.argv[1])
+                    format!("Bash({}:*)", words(2))
+                } else if dynamic.iter().any(|&d| d) {
+                    return Vec::new();
                 } else {
-                    format!("Bash({})", cmd.argv.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "))
+                    format!("Bash({})", words(argv.len()))
                 };
                 if !out.contains(&rule) {
                     out.push(rule);
@@ -878,6 +930,56 @@ pub fn suggest(call: &Call<'_>, places: &Places) -> Vec<String> {
             None => vec![tool.to_string()],
         },
     }
+}
+
+/// Programs whose arguments are another program or code: a prefix rule on
+/// them would allow anything.
+fn runs_anything(program: &str) -> bool {
+    matches!(
+        program,
+        "env"
+            | "sudo"
+            | "doas"
+            | "xargs"
+            | "find"
+            | "exec"
+            | "command"
+            | "builtin"
+            | "eval"
+            | "source"
+            | "."
+            | "bash"
+            | "sh"
+            | "dash"
+            | "zsh"
+            | "ksh"
+            | "fish"
+            | "busybox"
+            | "python"
+            | "python3"
+            | "node"
+            | "deno"
+            | "bun"
+            | "ruby"
+            | "perl"
+            | "php"
+            | "lua"
+            | "npx"
+            | "bunx"
+            | "pnpx"
+            | "ssh"
+            | "watch"
+            | "nohup"
+            | "timeout"
+            | "nice"
+            | "time"
+            | "stdbuf"
+            | "setsid"
+            | "parallel"
+            | "awk"
+            | "gawk"
+            | "sed"
+    )
 }
 
 fn shell_word(w: &str) -> String {
@@ -1036,6 +1138,11 @@ mod tests {
         assert_eq!(call("Write", "/etc/toolhost/policy.json").as_deref(), Some("deny Write(/policy.json)"));
         assert_eq!(call("Edit", "/etc/toolhost/policy.json"), None, "Write(…) covers Write only");
         assert_eq!(call("Read", "/work/p/build/out.o").as_deref(), Some("deny Read(build/)"));
+        let up = set(&[(Deny, "Read(../shared/secrets/**)")]);
+        assert_eq!(
+            strongest(&up, "Read", json!({"file_path": "/work/shared/secrets/k"})).as_deref(),
+            Some("deny Read(../shared/secrets/**)")
+        );
     }
 
     #[test]
@@ -1055,6 +1162,21 @@ mod tests {
             Some("deny Read(./secret/**)"),
             "deny matches the real path"
         );
+    }
+
+    #[test]
+    fn hidden_paths_cover_every_form_of_a_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap().join("w");
+        std::fs::create_dir(&real).unwrap();
+        let link = dir.path().canonicalize().unwrap().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let places = Places { cwd: real.clone(), working: vec![real.clone(), link.clone()], home: None };
+        let s = RuleSet::compile(entries(&[(Behavior::Deny, "Read(./.env)"), (Behavior::Allow, "Read(./x)")]), places)
+            .unwrap();
+        let hidden = s.hidden_paths("Grep");
+        assert_eq!(hidden, [format!("{}/.env", real.display()), format!("{}/.env", link.display())]);
+        assert!(s.hidden_paths("Edit").is_empty(), "Read rules do not hide from Edit");
     }
 
     #[test]
@@ -1086,6 +1208,11 @@ mod tests {
             ("Bash", json!({"command": "npm run build -- --prod"}), vec!["Bash(npm run:*)"]),
             ("Bash", json!({"command": "rm -rf dist && mkdir dist"}), vec!["Bash(rm -rf dist)", "Bash(mkdir dist)"]),
             ("Bash", json!({"command": "echo $(whoami)"}), vec![]),
+            ("Bash", json!({"command": "timeout 60 make -j4 all"}), vec!["Bash(make -j4 all)"]),
+            ("Bash", json!({"command": "timeout 60 cargo build --release"}), vec!["Bash(cargo build:*)"]),
+            ("Bash", json!({"command": "sudo apt install x"}), vec!["Bash(sudo apt install x)"]),
+            ("Bash", json!({"command": "python3 -c 'import os' x"}), vec!["Bash(python3 -c 'import os' x)"]),
+            ("Bash", json!({"command": "git '' status x"}), vec!["Bash(git '' status x)"]),
             ("Write", json!({"file_path": "/work/p/src/a.rs"}), vec!["Edit(./src/a.rs)"]),
             ("Glob", json!({"pattern": "*"}), vec!["Read(.)"]),
             ("Grep", json!({"pattern": "x", "path": "/work/p/src"}), vec!["Read(./src)"]),

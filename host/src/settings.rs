@@ -253,7 +253,10 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             (name.clone(), None, "--settings JSON".to_string())
         } else {
             match std::fs::read_to_string(&name) {
-                Ok(t) => (t, Path::new(&name).parent().map(Path::to_path_buf), name.clone()),
+                Ok(t) => {
+                    let file = std::path::absolute(&name).unwrap_or_else(|_| PathBuf::from(&name));
+                    (t, file.parent().map(Path::to_path_buf), name.clone())
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
                 Err(source) => return Err(SettingsError::Read { file: name, source }),
             }

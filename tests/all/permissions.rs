@@ -295,6 +295,8 @@ fn hook_cases(sb: &Sandbox) -> (usize, Vec<String>) {
         (Plan, bash("touch hook-allow"), "allow:hook"),
         (Dflt, bash("ls"), "allow:mode"),
         (Dflt, bash("touch y"), "ask"),
+        (Bypass, bash("echo hook-allow > .git/config"), "ask"),
+        (Bypass, bash("echo hook-deny > .git/config"), "deny:hook"),
     ];
     let mut failures = Vec::new();
     for (mode, input, want) in &table {
