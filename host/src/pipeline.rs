@@ -478,13 +478,7 @@ fn sensitive_write(
 ) -> Option<String> {
     let check = |written: &str| {
         let path = crate::sandbox::normalize(&places.cwd.join(written));
-        permissions::sensitive_path(&path).or_else(|| {
-            let real = path.canonicalize().ok().or_else(|| {
-                let parent = path.parent()?.canonicalize().ok()?;
-                Some(parent.join(path.file_name()?))
-            })?;
-            permissions::sensitive_path(&real)
-        })
+        permissions::sensitive_path(&path).or_else(|| permissions::sensitive_path(&rules::resolve(&path)?))
     };
     let field = match tool {
         "Write" | "Edit" => "file_path",

@@ -512,7 +512,7 @@ impl RuleSet {
             }
             let found = candidates(cmd, false)
                 .into_iter()
-                .find_map(|(argv, dynamic)| match_bash(list, &argv[0], argv, dynamic))?;
+                .find_map(|(argv, dynamic)| match_bash(list, &argv[0], argv, dynamic, false))?;
             first = Some(first.map_or(found, |f: usize| f.min(found)));
         }
         first
@@ -550,10 +550,10 @@ fn bash_any_within(list: &List, parsed: &Parsed, depth: usize) -> Option<usize> 
     };
     for cmd in &parsed.commands {
         for (argv, dynamic) in candidates(cmd, true) {
-            keep(match_bash(list, &argv[0], argv, dynamic));
+            keep(match_bash(list, &argv[0], argv, dynamic, true));
             let program = program_name(&argv[0]);
             if program != argv[0] {
-                keep(match_bash(list, program, argv, dynamic));
+                keep(match_bash(list, program, argv, dynamic, true));
             }
             if depth < NESTED_SHELLS
                 && let Some(script) = nested_script(argv)
@@ -622,6 +622,7 @@ fn literal_paths(parsed: &Parsed) -> impl Iterator<Item = &str> {
 
 /// The program a command word names: `/usr/bin/rm` and `\rm` are `rm`.
 fn program_name(word: &str) -> &str {
+    let word = word.strip_prefix("$'").and_then(|w| w.strip_suffix('\'')).unwrap_or(word);
     word.rsplit('/').next().unwrap_or(word).trim_start_matches('\\')
 }
 
@@ -641,8 +642,10 @@ fn nested_script(argv: &[String]) -> Option<String> {
     }
 }
 
-/// The rule of `list` matching `argv`, its program called `name`.
-fn match_bash(list: &List, name: &str, argv: &[String], dynamic: &[bool]) -> Option<usize> {
+/// The rule of `list` matching `argv`, its program called `name`. With
+/// `loose` (deny and ask rules), a prefix rule also matches when options sit
+/// between its words (`git -C . push --force` matches `Bash(git push:*)`).
+fn match_bash(list: &List, name: &str, argv: &[String], dynamic: &[bool], loose: bool) -> Option<usize> {
     let rules = list.bash.get(name)?;
     if dynamic.first() == Some(&true) {
         return None;
@@ -652,10 +655,33 @@ fn match_bash(list: &List, name: &str, argv: &[String], dynamic: &[bool]) -> Opt
         .filter(|r| {
             let n = r.words.len();
             let fits = if r.prefix { argv.len() >= n } else { argv.len() == n };
-            fits && r.words[1..].iter().zip(&argv[1..]).zip(dynamic.iter().skip(1)).all(|((w, a), &d)| !d && w == a)
+            let exact =
+                || r.words[1..].iter().zip(&argv[1..]).zip(dynamic.iter().skip(1)).all(|((w, a), &d)| !d && w == a);
+            (fits && exact()) || (loose && r.prefix && past_options(&r.words[1..], argv, dynamic))
         })
         .map(|r| r.entry)
         .min()
+}
+
+/// Whether `words` follow the program in `argv` in order, with nothing
+/// between them but options and the values right after options.
+fn past_options(words: &[String], argv: &[String], dynamic: &[bool]) -> bool {
+    let mut i = 1;
+    for word in words {
+        loop {
+            let Some(arg) = argv.get(i) else { return false };
+            if !dynamic.get(i).copied().unwrap_or(true) && arg == word {
+                i += 1;
+                break;
+            }
+            let after_option = argv[i - 1].starts_with('-') && !argv[i - 1].contains('=') && i > 1;
+            if !(arg.starts_with('-') || after_option) {
+                return false;
+            }
+            i += 1;
+        }
+    }
+    true
 }
 
 /// The word lists a rule may match for one simple command: its argv, and
@@ -795,7 +821,7 @@ fn path_of(tool: &str, input: &Value, cwd: &Path) -> Option<PathBuf> {
 }
 
 /// Follows symlinks as far as the path exists.
-fn resolve(path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve(path: &Path) -> Option<PathBuf> {
     let mut existing = path;
     let mut rest = Vec::new();
     loop {
@@ -1081,6 +1107,12 @@ mod tests {
         assert_eq!(cmd("find . -name '*.o' -exec rm {} +").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("f() { rm x; }; f").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("/tmp/npm run test"), None, "a path is not the program an allow rule names");
+        assert_eq!(cmd("$'rm' -rf x").as_deref(), Some("deny Bash(rm:*)"));
+        let git = set(&[(Allow, "Bash(git:*)"), (Ask, "Bash(git push:*)")]);
+        let g = |c: &str| strongest(&git, "Bash", json!({"command": c}));
+        assert_eq!(g("git -C . push --force").as_deref(), Some("ask Bash(git push:*)"), "options between the words");
+        assert_eq!(g("git --no-pager push").as_deref(), Some("ask Bash(git push:*)"));
+        assert_eq!(g("git commit -m push").as_deref(), Some("allow Bash(git:*)"), "a word that is no option stops it");
         assert_eq!(cmd("PATH=/tmp npm run test"), None, "an assignment that changes what runs");
         assert_eq!(cmd("npm run test > out.log").as_deref(), Some("allow Bash(npm run test:*)"));
         assert_eq!(cmd("npm run test > /etc/x"), None, "writes outside the working directories");

@@ -690,6 +690,7 @@ fn read_only_command(argv: &[String], dynamic: &[bool]) -> Result<(), String> {
         {
             not("with `-o` writes a file")
         }
+        "sort" if has(&["--compress-program"]) => not("with `--compress-program` runs a program"),
         "sort" => Ok(()),
         "uniq" if positional(args).len() > 1 => not("with two file names writes the second"),
         "uniq" => Ok(()),
@@ -750,23 +751,35 @@ fn sed(args: &[String]) -> Result<(), String> {
     {
         return Err("`sed -i` edits files in place".into());
     }
-    let scripts: Vec<&String> = {
+    let scripts: Vec<String> = {
         let mut out = Vec::new();
         let mut iter = args.iter();
         let mut saw_e = false;
         while let Some(a) = iter.next() {
             if a == "-e" || a == "--expression" {
                 saw_e = true;
-                out.extend(iter.next());
-            } else if a.starts_with("--expression=") {
+                out.extend(iter.next().cloned());
+            } else if let Some(script) = a.strip_prefix("--expression=") {
                 saw_e = true;
-                out.push(a);
-            } else if a == "-f" || a == "--file" {
+                out.push(script.to_string());
+            } else if a == "-f" || a == "--file" || a.starts_with("--file=") {
                 return Err("`sed -f` runs a script file that may write".into());
+            } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-') && !c.is_empty()) {
+                // `-ne SCRIPT`, `-e'SCRIPT'` (stuck), `-nf FILE`.
+                if let Some(at) = cluster.find(['e', 'f']) {
+                    if cluster.as_bytes()[at] == b'f' {
+                        return Err("`sed -f` runs a script file that may write".into());
+                    }
+                    saw_e = true;
+                    match &cluster[at + 1..] {
+                        "" => out.extend(iter.next().cloned()),
+                        stuck => out.push(stuck.to_string()),
+                    }
+                }
             }
         }
         if !saw_e {
-            out.extend(positional(args).into_iter().next());
+            out.extend(positional(args).into_iter().next().cloned());
         }
         out
     };
@@ -823,7 +836,19 @@ fn git(args: &[String]) -> Result<(), String> {
             s if s.starts_with("--exec-path") || s.starts_with("--config-env=") => {
                 return Err(format!("`git {s}` can make git run other programs"));
             }
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" => {
+            // Another repository brings its own configuration (hooks, pagers,
+            // fsmonitor): not read-only in the sense that matters here.
+            "-C" => {
+                iter.next();
+                match iter.next() {
+                    Some(dir) if !dir.starts_with('/') && !dir.starts_with('~') && !dir.split('/').any(|c| c == "..") => {}
+                    _ => return Err("`git -C` outside the working directory works on a repository whose configuration can run commands".into()),
+                }
+            }
+            s if s.starts_with("--git-dir") || s.starts_with("--work-tree") => {
+                return Err(format!("`git {s}` works on a repository whose configuration can run commands"));
+            }
+            "--namespace" => {
                 iter.next();
                 iter.next();
             }
@@ -842,7 +867,10 @@ fn git(args: &[String]) -> Result<(), String> {
         "status" | "log" | "show" | "diff" | "rev-parse" | "ls-files" | "ls-tree" | "blame" | "shortlog"
         | "describe" | "cat-file" | "grep" | "count-objects" | "merge-base" | "name-rev" | "for-each-ref"
         | "show-ref" | "whatchanged" | "version" | "help" | "rev-list" | "show-branch" | "check-ignore"
-        | "annotate" | "var" => !has(&["--output", "--ext-diff", "--textconv"]),
+        | "annotate" | "var" => {
+            !has(&["--output", "--ext-diff", "--textconv", "-O", "--open-files-in-pager"])
+                && !rest.iter().any(|a| a.starts_with("-O"))
+        }
         "branch" => {
             let listing = has(&[
                 "--list",
@@ -1078,6 +1106,18 @@ mod tests {
         ("sed -i 's/a/b/' f", false),
         ("sed -i.bak 's/a/b/' f", false),
         ("sed --in-place 's/a/b/' f", false),
+        ("sed -e'1e touch pwned' README.md", false),
+        ("sed --expression='1e touch pwned' f", false),
+        ("sed -ne '1e touch pwned' f", false),
+        ("sed -nf script.sed f", false),
+        ("sed --file=script.sed f", false),
+        ("sed -n -e '1,3p' f", true),
+        ("sed -ne 's/a/b/p' f", true),
+        ("git grep -O'touch pwned' -e x", false),
+        ("git grep --open-files-in-pager=vim x", false),
+        ("git --git-dir=evil --work-tree=. status", false),
+        ("git -C ../other log", false),
+        ("sort -S 16k --compress-program=sh f", false),
         ("sed 's/a/b/w out' f", false),
         ("sed -n 'w out' f", false),
         ("sort -o out.txt in.txt", false),
