@@ -374,7 +374,13 @@ impl RuleSet {
             && self.paths.globs.iter().any(|g| g.behavior != Behavior::Allow && g.family.covers("Read"))
         {
             for word in literal_paths(parsed) {
-                let hits = path_match(&self.paths, "Read", &self.expand(word));
+                // Only what exists can be read (one system call rules out
+                // subcommands and patterns: `run`, `test`, `TODO`).
+                let path = self.expand(word);
+                if std::fs::symlink_metadata(&path).is_err() {
+                    continue;
+                }
+                let hits = path_match(&self.paths, "Read", &path);
                 for behavior in [Behavior::Ask, Behavior::Deny] {
                     let (slot, hit) = (&mut by_path[behavior.index()], hits[behavior.index()]);
                     *slot = match (*slot, hit) {
