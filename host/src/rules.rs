@@ -734,6 +734,7 @@ fn wrapped_start(argv: &[String], thorough: bool) -> usize {
             i
         }
         "sudo" | "doas" if thorough => skip_flags(1, &["-u", "-g", "-C", "-D"]),
+        "setsid" | "unshare" if thorough => skip_flags(1, &[]),
         "xargs" if thorough => skip_flags(1, &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"]),
         "command" | "builtin" | "exec" if thorough => skip_flags(1, &[]),
         "find" if thorough => {
@@ -1104,6 +1105,7 @@ mod tests {
         assert_eq!(cmd("timeout 5 rm x").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("FOO=1 env X=2 rm x").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("find . | xargs rm").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("setsid -f rm x").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("echo $(rm x)").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("/bin/rm x").as_deref(), Some("deny Bash(rm:*)"));
         assert_eq!(cmd("\\rm x").as_deref(), Some("deny Bash(rm:*)"));
