@@ -6,7 +6,8 @@ use std::path::PathBuf;
 #[path = "../host/build_wasm.rs"]
 mod build_wasm;
 
-const GUESTS: &[&str] = &["echo", "adversary", "future-contract", "files-thief", "broken-info", "process-thief"];
+const GUESTS: &[&str] =
+    &["echo", "sleeper", "adversary", "future-contract", "files-thief", "broken-info", "process-thief"];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))

@@ -82,6 +82,16 @@ enum Command {
         #[arg(long, value_name = "ID")]
         id: Option<String>,
     },
+    /// Run tool calls from JSON lines on stdin, many at once, writing progress
+    /// and results as JSON lines on stdout (see the README for the formats)
+    Run {
+        /// Keep session state on disk under this id
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Calls running at once
+        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", default_value_t = toolhost::scheduler::DEFAULT_MAX_CONCURRENCY, value_name = "N")]
+        max_concurrency: usize,
+    },
     /// Trust the workspace's settings files (.toolhost/settings.json and
     /// settings.local.json) as they are now: their allow rules, hooks,
     /// defaultMode, additionalDirectories and auditLog take effect. A file
@@ -163,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
+        Command::Run { session, max_concurrency } => run_front(&host, session, max_concurrency),
         Command::Trust => unreachable!("handled before the host starts"),
     }
 }
@@ -246,6 +257,74 @@ fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
         eprintln!("(the result is an error)");
     }
     Ok(())
+}
+
+/// `toolhost run`: JSON lines in, JSON lines out, through the streaming
+/// executor over one session.
+fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) -> anyhow::Result<ExitCode> {
+    let session = match &session_id {
+        Some(s) => host.session(s)?,
+        None => host.ephemeral_session(),
+    };
+    let executor = Arc::new(toolhost::Executor::new(host.clone(), Arc::clone(&session), max_concurrency));
+    // One writer at a time: results and progress from here, error lines
+    // from the reader.
+    let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let write = |out: &std::sync::Mutex<std::io::Stdout>, value: serde_json::Value| -> std::io::Result<()> {
+        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_writer(&mut *out, &value)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    };
+    let reader = {
+        let executor = Arc::clone(&executor);
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut stream = toolhost::front::InputStream::default();
+            for (n, line) in std::io::stdin().lines().enumerate() {
+                let Ok(line) = line else { break };
+                for event in stream.feed(&line) {
+                    match event {
+                        toolhost::front::Event::ToolUse(tool_use) => executor.add_tool(tool_use),
+                        toolhost::front::Event::Failed { id, message } => executor.add_failed(&id, message),
+                        toolhost::front::Event::Interrupt => executor.interrupt(),
+                        toolhost::front::Event::Discard => executor.discard(),
+                        toolhost::front::Event::Error(message) => {
+                            let _ = write(&out, json!({"type": "error", "line": n + 1, "message": message}));
+                        }
+                    }
+                }
+            }
+            for event in stream.finish() {
+                if let toolhost::front::Event::Failed { id, message } = event {
+                    executor.add_failed(&id, message);
+                }
+            }
+            executor.close();
+        })
+    };
+    while let Some(update) = executor.next_blocking() {
+        let line = match update {
+            toolhost::Update::Progress(p) => {
+                let mut line = json!({"type": "progress", "tool_use_id": p.tool_use_id, "message": p.message});
+                if let Some(data) = p.data {
+                    line["data"] = data;
+                }
+                line
+            }
+            toolhost::Update::Result(r) => {
+                let mut line = r.to_json();
+                line["type"] = json!("tool_result");
+                line
+            }
+        };
+        write(&out, line)?;
+    }
+    let _ = reader.join();
+    if let Err(e) = session.save() {
+        eprintln!("toolhost: warning: could not save session state: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {

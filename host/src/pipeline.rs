@@ -70,6 +70,38 @@ impl Host {
         result
     }
 
+    /// Whether a call may run beside others, and whether a user interrupt
+    /// cancels it: what the scheduler asks before starting it. A tool that
+    /// is unknown, input that fails the schema and a tool that cannot answer
+    /// are not concurrency-safe.
+    pub fn call_traits(&self, tool_use: &ToolUse) -> crate::scheduler::CallTraits {
+        let unsafe_traits = crate::scheduler::CallTraits { concurrency_safe: false, cancel_on_interrupt: true };
+        let inner = &*self.inner;
+        let Some(tool) = inner.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
+            return unsafe_traits;
+        };
+        let cancel_on_interrupt = tool.spec.cancel_on_interrupt;
+        if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
+            return crate::scheduler::CallTraits { concurrency_safe: false, cancel_on_interrupt };
+        }
+        let scope = Scope::new(
+            Arc::from(tool.spec.name.as_str()),
+            tool_use.id.clone(),
+            Arc::clone(&inner.scratch_session),
+            tool.namespace(),
+            Arc::clone(&inner.dirs),
+            Arc::clone(&inner.background),
+        );
+        let _running = inner.runtime.running();
+        let safe = Instance::new(&inner.runtime.engine, tool, scope, inner.limits)
+            .and_then(|mut i| {
+                let text = tool_use.input.to_string();
+                i.plugin.toolhost_tool_tool().call_is_concurrency_safe(&mut i.store, &text)
+            })
+            .unwrap_or(false);
+        crate::scheduler::CallTraits { concurrency_safe: safe, cancel_on_interrupt }
+    }
+
     fn run(
         &self,
         session: &Arc<Session>,

@@ -15,5 +15,7 @@ mod in_process;
 mod modes;
 mod permissions;
 mod prompt;
+mod run;
+mod scheduler;
 mod third_party;
 mod tools_list;

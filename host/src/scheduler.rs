@@ -1,0 +1,473 @@
+//! Many calls at once (SPEC §7): the streaming executor, which starts calls
+//! while the model is still streaming, and the batch orchestrator for a
+//! whole list of calls.
+//!
+//! The start rule: a call starts when nothing runs, or when it and every
+//! running call are concurrency-safe (and fewer than the maximum run). A
+//! queued call that is not concurrency-safe blocks the queue behind it.
+//! Results come out in the original order; progress comes out at once. A
+//! failing Bash call cancels its running and queued siblings, which get a
+//! synthetic error; other tools' failures do not cascade. A user interrupt
+//! cancels the calls whose tool's interrupt behavior is `cancel` and lets the
+//! `block` ones finish.
+
+use crate::host::Host;
+use crate::pipeline::{CallOptions, ToolUse};
+use crate::result::ToolResult;
+use crate::session::Session;
+use crate::state::{Progress, ProgressSink};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// The default number of calls running at once.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
+
+/// `$TOOLHOST_MAX_TOOL_CONCURRENCY`, else [`DEFAULT_MAX_CONCURRENCY`].
+pub fn max_concurrency_from_env() -> usize {
+    std::env::var("TOOLHOST_MAX_TOOL_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_MAX_CONCURRENCY)
+}
+
+/// What the executor hands out.
+#[derive(Clone, Debug)]
+pub enum Update {
+    /// Progress of a running call, as it happens.
+    Progress(Progress),
+    /// A call's result, in the order the calls were added.
+    Result(ToolResult),
+}
+
+/// The streaming executor of one session. Cheap to share: clone the `Arc`.
+pub struct Executor {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    host: Host,
+    session: Arc<Session>,
+    max: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+    notify: tokio::sync::Notify,
+    jobs: Mutex<Option<Sender<Job>>>,
+    job_rx: Arc<Mutex<Receiver<Job>>>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct State {
+    tools: Vec<Tracked>,
+    /// Index of the next result to hand out.
+    next_result: usize,
+    /// Progress not handed out yet.
+    progress: VecDeque<Progress>,
+    /// No more calls will be added.
+    closed: bool,
+    /// `discard()` was called.
+    discarded: bool,
+    /// A Bash call failed: what it was.
+    errored: Option<String>,
+    /// Worker threads started.
+    workers: usize,
+    /// Workers waiting for a job.
+    idle: usize,
+}
+
+struct Tracked {
+    tool_use: ToolUse,
+    safe: bool,
+    cancel_on_interrupt: bool,
+    status: Status,
+    result: Option<ToolResult>,
+    cancel: Arc<AtomicBool>,
+    /// Why the call was cancelled: its result becomes this error.
+    cancelled: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Queued,
+    Running,
+    Done,
+}
+
+impl Executor {
+    /// An executor running calls of `session` on `host`, at most
+    /// `max_concurrency` at once.
+    pub fn new(host: Host, session: Arc<Session>, max_concurrency: usize) -> Executor {
+        let (tx, rx) = channel::<Job>();
+        Executor {
+            shared: Arc::new(Shared {
+                host,
+                session,
+                max: max_concurrency.max(1),
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                notify: tokio::sync::Notify::new(),
+                jobs: Mutex::new(Some(tx)),
+                job_rx: Arc::new(Mutex::new(rx)),
+            }),
+        }
+    }
+
+    /// Adds a call; it starts at once if the start rule allows. Whether it is
+    /// concurrency-safe is asked of the tool first (unknown tools and input
+    /// failing the schema are not).
+    pub fn add_tool(&self, tool_use: ToolUse) {
+        let traits = self.shared.host.call_traits(&tool_use);
+        let tracked = Tracked {
+            tool_use,
+            safe: traits.concurrency_safe,
+            cancel_on_interrupt: traits.cancel_on_interrupt,
+            status: Status::Queued,
+            result: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+            cancelled: None,
+        };
+        let mut state = self.shared.lock();
+        if state.discarded {
+            return;
+        }
+        if let Some(what) = state.errored.clone() {
+            // A Bash call already failed: later siblings do not start.
+            let id = tracked.tool_use.id.clone();
+            state.tools.push(Tracked {
+                status: Status::Done,
+                result: Some(ToolResult::error(&id, sibling_error(&what))),
+                ..tracked
+            });
+        } else {
+            state.tools.push(tracked);
+        }
+        Shared::process_queue(&self.shared, &mut state);
+        drop(state);
+        self.shared.wake();
+    }
+
+    /// Adds a call that already failed (its input could not be read): its
+    /// error result takes its place in the order.
+    pub fn add_failed(&self, id: &str, message: String) {
+        let mut state = self.shared.lock();
+        if state.discarded {
+            return;
+        }
+        state.tools.push(Tracked {
+            tool_use: ToolUse { id: id.to_string(), name: String::new(), input: serde_json::Value::Null },
+            safe: false,
+            cancel_on_interrupt: true,
+            status: Status::Done,
+            result: Some(ToolResult::error(id, message)),
+            cancel: Arc::new(AtomicBool::new(false)),
+            cancelled: None,
+        });
+        drop(state);
+        self.shared.wake();
+    }
+
+    /// No more calls will be added: the updates end after the last result.
+    pub fn close(&self) {
+        self.shared.lock().closed = true;
+        self.shared.wake();
+    }
+
+    /// The updates available now, without waiting: pending progress, then
+    /// the results that are next in order.
+    pub fn completed(&self) -> Vec<Update> {
+        let mut state = self.shared.lock();
+        Self::take_ready(&mut state)
+    }
+
+    fn take_ready(state: &mut State) -> Vec<Update> {
+        if state.discarded {
+            state.progress.clear();
+            return Vec::new();
+        }
+        let mut out: Vec<Update> = state.progress.drain(..).map(Update::Progress).collect();
+        while let Some(t) = state.tools.get_mut(state.next_result) {
+            if t.status != Status::Done {
+                break;
+            }
+            if let Some(r) = t.result.take() {
+                out.push(Update::Result(r));
+            }
+            state.next_result += 1;
+        }
+        out
+    }
+
+    fn finished(state: &State) -> bool {
+        state.discarded || (state.closed && state.next_result == state.tools.len() && state.progress.is_empty())
+    }
+
+    /// The next update, waiting for it; `None` once the executor is closed
+    /// and every result was handed out (or after `discard`).
+    pub fn next_blocking(&self) -> Option<Update> {
+        let mut state = self.shared.lock();
+        loop {
+            if let Some(u) = Self::take_one(&mut state) {
+                return Some(u);
+            }
+            if Self::finished(&state) {
+                return None;
+            }
+            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// [`Executor::next_blocking`] for async code (any runtime).
+    pub async fn next(&self) -> Option<Update> {
+        loop {
+            let notified = self.shared.notify.notified();
+            {
+                let mut state = self.shared.lock();
+                if let Some(u) = Self::take_one(&mut state) {
+                    return Some(u);
+                }
+                if Self::finished(&state) {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn take_one(state: &mut State) -> Option<Update> {
+        if state.discarded {
+            return None;
+        }
+        if let Some(p) = state.progress.pop_front() {
+            return Some(Update::Progress(p));
+        }
+        let t = state.tools.get_mut(state.next_result)?;
+        if t.status != Status::Done {
+            return None;
+        }
+        state.next_result += 1;
+        t.result.take().map(Update::Result)
+    }
+
+    /// A user interrupt: calls whose tool cancels on interrupt stop (running
+    /// or queued) with a synthetic error; the others run to completion.
+    pub fn interrupt(&self) {
+        let mut state = self.shared.lock();
+        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done && t.cancel_on_interrupt) {
+            cancel(t, "Interrupted by user: the call was cancelled before it finished.".to_string());
+        }
+        Shared::process_queue(&self.shared, &mut state);
+        drop(state);
+        self.shared.wake();
+    }
+
+    /// Drops everything: running calls are cancelled, queued ones never
+    /// start, no further update is handed out.
+    pub fn discard(&self) {
+        let mut state = self.shared.lock();
+        state.discarded = true;
+        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done) {
+            cancel(t, "Discarded.".to_string());
+        }
+        drop(state);
+        self.shared.wake();
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        // Running calls are cancelled; the workers end with the job queue.
+        self.discard();
+        self.shared.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Marks `t` cancelled: a queued call is done at once, a running one is told
+/// to stop (epoch interruption for wasm, a killed process group for Bash).
+fn cancel(t: &mut Tracked, why: String) {
+    if t.cancelled.is_some() {
+        return;
+    }
+    t.cancel.store(true, Ordering::SeqCst);
+    match t.status {
+        Status::Queued => {
+            t.result = Some(ToolResult::error(&t.tool_use.id, why.clone()));
+            t.status = Status::Done;
+        }
+        Status::Running | Status::Done => {}
+    }
+    t.cancelled = Some(why);
+}
+
+fn sibling_error(what: &str) -> String {
+    format!("Cancelled: parallel tool call {what} errored")
+}
+
+/// `Bash(first 40 characters of the command…)`.
+fn describe(tool_use: &ToolUse) -> String {
+    let command = tool_use.input.get("command").and_then(|c| c.as_str()).unwrap_or("");
+    let short: String = command.chars().take(40).collect();
+    let ellipsis = if command.chars().count() > 40 { "…" } else { "" };
+    format!("{}({short}{ellipsis})", tool_use.name)
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wake(&self) {
+        self.changed.notify_all();
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+
+    /// Starts every queued call the start rule allows, in order; a queued
+    /// call that is not concurrency-safe stops the scan.
+    fn process_queue(this: &Arc<Shared>, state: &mut State) {
+        if state.discarded {
+            return;
+        }
+        for i in 0..state.tools.len() {
+            if state.tools[i].status != Status::Queued {
+                continue;
+            }
+            let running: Vec<&Tracked> = state.tools.iter().filter(|t| t.status == Status::Running).collect();
+            let safe = state.tools[i].safe;
+            let can_start =
+                running.len() < this.max && (running.is_empty() || (safe && running.iter().all(|t| t.safe)));
+            if can_start {
+                Self::start(this, state, i);
+            } else if !safe {
+                break;
+            }
+        }
+    }
+
+    fn start(this: &Arc<Shared>, state: &mut State, index: usize) {
+        let t = &mut state.tools[index];
+        t.status = Status::Running;
+        let tool_use = t.tool_use.clone();
+        let cancel = Arc::clone(&t.cancel);
+        let shared = Arc::clone(this);
+        let job: Job = Box::new(move || {
+            let sink_shared = Arc::clone(&shared);
+            let progress: ProgressSink = Arc::new(move |p: Progress| {
+                sink_shared.lock().progress.push_back(p);
+                sink_shared.wake();
+            });
+            let options = CallOptions { progress: Some(progress), cancel: Some(cancel) };
+            let result = shared.host.call(&shared.session, &tool_use, &options);
+            let mut state = shared.lock();
+            Self::finish(&shared, &mut state, index, result);
+            drop(state);
+            shared.wake();
+        });
+        Self::submit(this, state, job);
+    }
+
+    /// Hands `job` to an idle worker, or starts one (at most `max`).
+    fn submit(this: &Arc<Shared>, state: &mut State, job: Job) {
+        let sent = match &*this.jobs.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(tx) => tx.send(job).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return;
+        }
+        if state.idle > 0 {
+            state.idle -= 1;
+            return;
+        }
+        state.workers += 1;
+        let rx = Arc::clone(&this.job_rx);
+        let shared = Arc::downgrade(this);
+        let spawned = std::thread::Builder::new().name("toolhost-call".into()).spawn(move || {
+            loop {
+                let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok(job) = job else { return };
+                job();
+                // Back to idle; gone when the executor is.
+                let Some(shared) = shared.upgrade() else { return };
+                shared.lock().idle += 1;
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "could not start a worker thread");
+        }
+    }
+
+    fn finish(this: &Arc<Shared>, state: &mut State, index: usize, result: ToolResult) {
+        let t = &mut state.tools[index];
+        t.status = Status::Done;
+        let is_bash = t.tool_use.name == "Bash";
+        t.result = Some(match &t.cancelled {
+            Some(why) => ToolResult::error(&t.tool_use.id, why.clone()),
+            None => result,
+        });
+        let failed = t.cancelled.is_none() && t.result.as_ref().is_some_and(|r| r.is_error);
+        if failed && is_bash && state.errored.is_none() {
+            let what = describe(&state.tools[index].tool_use);
+            let message = sibling_error(&what);
+            for (i, sibling) in state.tools.iter_mut().enumerate() {
+                if i != index && sibling.status != Status::Done {
+                    cancel(sibling, message.clone());
+                }
+            }
+            state.errored = Some(what);
+        }
+        Self::process_queue(this, state);
+    }
+}
+
+/// What the scheduler needs to know of a call before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTraits {
+    pub concurrency_safe: bool,
+    pub cancel_on_interrupt: bool,
+}
+
+/// Runs a whole list of calls: consecutive concurrency-safe calls as one
+/// parallel batch (at most `max_concurrency` at once), every other call
+/// alone, batches in order. Results in the order of `calls`.
+pub fn run_batch(host: &Host, session: &Arc<Session>, calls: &[ToolUse], max_concurrency: usize) -> Vec<ToolResult> {
+    let max = max_concurrency.max(1);
+    let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+    let safe: Vec<bool> = calls.iter().map(|c| host.call_traits(c).concurrency_safe).collect();
+    let mut i = 0;
+    while i < calls.len() {
+        let end = if safe[i] { (i..calls.len()).find(|&j| !safe[j]).unwrap_or(calls.len()) } else { i + 1 };
+        let batch: Vec<usize> = (i..end).collect();
+        let next = Mutex::new(0usize);
+        let out = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..max.min(batch.len()) {
+                scope.spawn(|| {
+                    loop {
+                        let k = {
+                            let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                            let k = *n;
+                            *n += 1;
+                            k
+                        };
+                        let Some(&index) = batch.get(k) else { return };
+                        let r = host.call(session, &calls[index], &CallOptions::default());
+                        out.lock().unwrap_or_else(|e| e.into_inner()).push((index, r));
+                    }
+                });
+            }
+        });
+        for (index, r) in out.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            results[index] = Some(r);
+        }
+        i = end;
+    }
+    results
+        .into_iter()
+        .zip(calls)
+        .map(|(r, c)| r.unwrap_or_else(|| ToolResult::error(&c.id, "the call did not run")))
+        .collect()
+}

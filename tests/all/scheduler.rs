@@ -1,0 +1,230 @@
+//! The streaming executor and the batch orchestrator, with the Sleeper test
+//! component (its duration, concurrency-safety and failure come from its
+//! input; it reports when it started and ended) and the real Bash.
+
+use crate::support::*;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::scheduler::run_batch;
+use toolhost::{Executor, Host, PermissionMode, ToolResult, ToolUse, Update};
+
+fn host(sb: &Sandbox) -> Host {
+    sb.install(toolhost_tests::SLEEPER);
+    Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .mode(PermissionMode::BypassPermissions)
+        .child_confinement(toolhost::confine::Mode::BestEffort)
+        .build()
+        .expect("host")
+}
+
+fn sleeper(id: &str, ms: u64, safe: bool) -> ToolUse {
+    ToolUse { id: id.into(), name: "Sleeper".into(), input: json!({"label": id, "ms": ms, "safe": safe}) }
+}
+
+fn bash(id: &str, command: &str) -> ToolUse {
+    ToolUse { id: id.into(), name: "Bash".into(), input: json!({"command": command}) }
+}
+
+/// Every result of `executor` once closed, in the order handed out.
+fn drain(executor: &Executor) -> Vec<ToolResult> {
+    executor.close();
+    let mut out = Vec::new();
+    while let Some(u) = executor.next_blocking() {
+        if let Update::Result(r) = u {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// (start, end) in microseconds, as the Sleeper reported them.
+fn span(r: &ToolResult) -> (u64, u64) {
+    let v: Value = serde_json::from_str(&r.text()).unwrap_or_else(|_| panic!("not a Sleeper report: {}", r.text()));
+    (v["start_us"].as_u64().unwrap(), v["end_us"].as_u64().unwrap())
+}
+
+fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+fn ids(results: &[ToolResult]) -> Vec<&str> {
+    results.iter().map(|r| r.tool_use_id.as_str()).collect()
+}
+
+#[test]
+fn safe_calls_overlap_and_results_keep_their_order() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    for (id, ms) in [("a", 300), ("b", 100), ("c", 200), ("d", 10)] {
+        executor.add_tool(sleeper(id, ms, true));
+    }
+    let results = drain(&executor);
+    assert_eq!(ids(&results), ["a", "b", "c", "d"], "original order, although d ended first");
+    let spans: Vec<_> = results.iter().map(span).collect();
+    let latest_start = spans.iter().map(|s| s.0).max().unwrap();
+    let earliest_end = spans.iter().map(|s| s.1).min().unwrap();
+    assert!(latest_start < earliest_end, "all four ran at once: {spans:?}");
+}
+
+#[test]
+fn a_non_safe_call_runs_alone_and_blocks_the_queue_behind_it() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    executor.add_tool(sleeper("a", 150, true));
+    executor.add_tool(sleeper("b", 50, false));
+    executor.add_tool(sleeper("c", 50, true));
+    executor.add_tool(sleeper("d", 50, true));
+    let results = drain(&executor);
+    assert_eq!(ids(&results), ["a", "b", "c", "d"]);
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| span(&results[i]));
+    assert!(a.1 <= b.0, "b waited for a: {a:?} {b:?}");
+    assert!(b.1 <= c.0 && b.1 <= d.0, "c and d waited behind b: {b:?} {c:?} {d:?}");
+    assert!(overlap(c, d), "c and d ran together after b: {c:?} {d:?}");
+}
+
+#[test]
+fn a_failing_bash_call_cancels_its_siblings_and_other_failures_do_not() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    let started = Instant::now();
+    executor.add_tool(sleeper("long", 5_000, true));
+    executor.add_tool(bash("bash", "sleep 0.2 && ls no-such-file"));
+    executor.add_tool(sleeper("queued", 10, false));
+    let results = drain(&executor);
+    assert_eq!(ids(&results), ["long", "bash", "queued"]);
+    assert!(results.iter().all(|r| r.is_error), "{results:?}");
+    for r in [&results[0], &results[2]] {
+        assert_eq!(r.text(), "Cancelled: parallel tool call Bash(sleep 0.2 && ls no-such-file) errored");
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "the long call was stopped, not waited for");
+
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    executor.add_tool(ToolUse {
+        id: "fails".into(),
+        name: "Sleeper".into(),
+        input: json!({"label": "fails", "ms": 20, "safe": true, "fail": true}),
+    });
+    executor.add_tool(sleeper("fine", 200, true));
+    let results = drain(&executor);
+    assert!(results[0].is_error && !results[1].is_error, "no cascade: {results:?}");
+}
+
+#[test]
+fn an_interrupt_cancels_cancel_tools_and_lets_block_tools_finish() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    let started = Instant::now();
+    executor.add_tool(bash("shell", "sleep 10"));
+    executor.add_tool(sleeper("blocker", 400, true));
+    std::thread::sleep(Duration::from_millis(150));
+    executor.interrupt();
+    let results = drain(&executor);
+    assert!(results[0].is_error && results[0].text().contains("Interrupted by user"), "{:?}", results[0]);
+    assert!(!results[1].is_error, "Sleeper blocks: it ran to the end: {:?}", results[1]);
+    assert!(started.elapsed() < Duration::from_secs(5), "the Bash process was killed");
+}
+
+#[test]
+fn discard_drops_everything() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    executor.add_tool(sleeper("a", 5_000, true));
+    executor.add_tool(sleeper("b", 10, false));
+    let started = Instant::now();
+    executor.discard();
+    assert!(executor.next_blocking().is_none());
+    assert!(executor.completed().is_empty());
+    executor.add_tool(sleeper("c", 10, true));
+    assert!(executor.completed().is_empty(), "nothing after a discard");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn progress_arrives_before_the_result() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    executor.add_tool(ToolUse {
+        id: "p".into(),
+        name: "Sleeper".into(),
+        input: json!({"label": "p", "ms": 300, "safe": true, "progress_ms": 50}),
+    });
+    executor.close();
+    let mut seen = Vec::new();
+    while let Some(u) = executor.next_blocking() {
+        seen.push((Instant::now(), u));
+    }
+    let (last_at, last) = seen.last().unwrap();
+    assert!(matches!(last, Update::Result(_)));
+    let progress: Vec<Instant> =
+        seen.iter().filter(|(_, u)| matches!(u, Update::Progress(_))).map(|(at, _)| *at).collect();
+    assert!(progress.len() >= 3, "{} progress updates", progress.len());
+    assert!(*last_at - progress[0] >= Duration::from_millis(100), "the first progress came while it ran");
+}
+
+#[test]
+fn the_batch_orchestrator_runs_safe_runs_together_and_others_alone() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let calls = [sleeper("a", 100, true), sleeper("b", 100, true), sleeper("c", 50, false), sleeper("d", 50, true)];
+    let results = run_batch(&host, &host.ephemeral_session(), &calls, 10);
+    assert_eq!(ids(&results), ["a", "b", "c", "d"]);
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| span(&results[i]));
+    assert!(overlap(a, b), "{a:?} {b:?}");
+    assert!(a.1.max(b.1) <= c.0 && c.1 <= d.0, "batches in order: {a:?} {b:?} {c:?} {d:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Random sequences of safe, non-safe and failing calls: results in
+    /// order, and a non-safe call never overlaps another.
+    #[test]
+    fn order_and_exclusion_hold(calls in prop::collection::vec((any::<bool>(), 0u64..15, prop::bool::weighted(0.2)), 1..7)) {
+        let sb = Sandbox::new();
+        let host = host(&sb);
+        let executor = Arc::new(Executor::new(host.clone(), host.ephemeral_session(), 3));
+        let uses: Vec<ToolUse> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, &(safe, ms, fail))| ToolUse {
+                id: format!("t{i}"),
+                name: "Sleeper".into(),
+                input: json!({"label": format!("t{i}"), "ms": ms, "safe": safe, "fail": fail}),
+            })
+            .collect();
+        for u in &uses {
+            executor.add_tool(u.clone());
+        }
+        let results = drain(&executor);
+        prop_assert_eq!(ids(&results), uses.iter().map(|u| u.id.as_str()).collect::<Vec<_>>());
+        let spans: Vec<(u64, u64)> = results
+            .iter()
+            .map(|r| {
+                let text = r.text();
+                let json_at = text.find('{').unwrap_or(0);
+                let v: Value = serde_json::from_str(&text[json_at..]).unwrap_or(Value::Null);
+                (v["start_us"].as_u64().unwrap_or(0), v["end_us"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        for (i, &(safe, _, _)) in calls.iter().enumerate() {
+            if safe {
+                continue;
+            }
+            for j in 0..calls.len() {
+                prop_assert!(i == j || !overlap(spans[i], spans[j]), "t{} overlapped t{}: {:?}", i, j, spans);
+            }
+        }
+    }
+}
