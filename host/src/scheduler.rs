@@ -73,6 +73,11 @@ struct State {
     discarded: bool,
     /// A Bash call failed: what it was.
     errored: Option<String>,
+    /// Every call before this index has started (or ended).
+    queue_from: usize,
+    /// Calls running, and how many of them are not concurrency-safe.
+    running: usize,
+    running_unsafe: usize,
     /// Worker threads started.
     workers: usize,
     /// Workers waiting for a job.
@@ -325,25 +330,33 @@ impl Shared {
         self.notify.notify_one();
     }
 
-    /// Starts every queued call the start rule allows, in order; a queued
-    /// call that is not concurrency-safe stops the scan.
+    /// Starts every queued call the start rule allows, in order. The first
+    /// queued call that cannot start stops the scan: if it is not
+    /// concurrency-safe it blocks the queue behind it, and if it is, what
+    /// stops it (a non-safe call running, or the maximum reached) stops every
+    /// later call too.
     fn process_queue(this: &Arc<Shared>, state: &mut State) {
         if state.discarded {
             return;
         }
-        for i in 0..state.tools.len() {
+        while state.queue_from < state.tools.len() && state.tools[state.queue_from].status != Status::Queued {
+            state.queue_from += 1;
+        }
+        for i in state.queue_from..state.tools.len() {
             if state.tools[i].status != Status::Queued {
                 continue;
             }
-            let running: Vec<&Tracked> = state.tools.iter().filter(|t| t.status == Status::Running).collect();
             let safe = state.tools[i].safe;
             let can_start =
-                running.len() < this.max && (running.is_empty() || (safe && running.iter().all(|t| t.safe)));
-            if can_start {
-                Self::start(this, state, i);
-            } else if !safe {
+                state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
+            if !can_start {
                 break;
             }
+            state.running += 1;
+            if !safe {
+                state.running_unsafe += 1;
+            }
+            Self::start(this, state, i);
         }
     }
 
@@ -403,6 +416,11 @@ impl Shared {
     fn finish(this: &Arc<Shared>, state: &mut State, index: usize, result: ToolResult) {
         let t = &mut state.tools[index];
         t.status = Status::Done;
+        state.running -= 1;
+        if !t.safe {
+            state.running_unsafe -= 1;
+        }
+        let t = &mut state.tools[index];
         let is_bash = t.tool_use.name == "Bash";
         t.result = Some(match &t.cancelled {
             Some(why) => ToolResult::error(&t.tool_use.id, why.clone()),
