@@ -347,8 +347,7 @@ impl Shared {
                 continue;
             }
             let safe = state.tools[i].safe;
-            let can_start =
-                state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
+            let can_start = state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
             if !can_start {
                 break;
             }
