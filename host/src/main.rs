@@ -88,9 +88,10 @@ enum Command {
         /// Keep session state on disk under this id
         #[arg(long, value_name = "ID")]
         session: Option<String>,
-        /// Calls running at once
-        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", default_value_t = toolhost::scheduler::DEFAULT_MAX_CONCURRENCY, value_name = "N")]
-        max_concurrency: usize,
+        /// Calls running at once [default: $TOOLHOST_MAX_TOOL_CONCURRENCY, else
+        /// the settings' maxToolConcurrency, else 10]
+        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
+        max_concurrency: Option<usize>,
     },
     /// Trust the workspace's settings files (.toolhost/settings.json and
     /// settings.local.json) as they are now: their allow rules, hooks,
@@ -144,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         sources.command_line_rules.extend(list.iter().map(|r| (behavior, r.clone())));
     }
     let settings = toolhost::settings::load(&sources, &workspace)?;
+    let concurrency = settings.max_tool_concurrency.unwrap_or(toolhost::scheduler::DEFAULT_MAX_CONCURRENCY);
     for (file, ignored) in &settings.untrusted {
         eprintln!(
             "toolhost: warning: {file} is not trusted (new, or changed since `toolhost trust`): its {} are ignored. \
@@ -173,7 +175,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
-        Command::Run { session, max_concurrency } => run_front(&host, session, max_concurrency),
+        Command::Run { session, max_concurrency } => {
+            run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
+        }
         Command::Trust => unreachable!("handled before the host starts"),
     }
 }

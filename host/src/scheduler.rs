@@ -24,15 +24,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// The default number of calls running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 
-/// `$TOOLHOST_MAX_TOOL_CONCURRENCY`, else [`DEFAULT_MAX_CONCURRENCY`].
-pub fn max_concurrency_from_env() -> usize {
-    std::env::var("TOOLHOST_MAX_TOOL_CONCURRENCY")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(DEFAULT_MAX_CONCURRENCY)
-}
-
 /// What the executor hands out.
 #[derive(Clone, Debug)]
 pub enum Update {

@@ -115,6 +115,9 @@ pub struct Settings {
     /// Each file's hooks, with the file's name.
     pub hooks: Vec<(HooksConfig, String)>,
     pub audit_log: Option<PathBuf>,
+    /// `maxToolConcurrency`: calls the scheduler runs at once (strongest
+    /// layer that sets it).
+    pub max_tool_concurrency: Option<usize>,
     /// Where "allow always" writes rules.
     pub local_file: Option<PathBuf>,
     /// The files that were read, with their layer.
@@ -136,6 +139,8 @@ struct FileShape {
     hooks: Option<HooksConfig>,
     #[serde(default)]
     audit_log: Option<String>,
+    #[serde(default)]
+    max_tool_concurrency: Option<usize>,
 }
 
 #[derive(Deserialize, Default)]
@@ -232,6 +237,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     let home = std::env::home_dir();
     let mut modes: Vec<(Layer, PermissionMode)> = Vec::new();
     let mut audit: Vec<(Layer, PathBuf)> = Vec::new();
+    let mut concurrency: Vec<(Layer, usize)> = Vec::new();
 
     let mut files: Vec<(Layer, String, bool)> = Vec::new();
     if let Some(m) = &sources.managed {
@@ -336,6 +342,15 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         if let Some(log) = &shape.audit_log {
             audit.push((layer, expand(log, cwd, home.as_deref())));
         }
+        if let Some(n) = shape.max_tool_concurrency {
+            if n == 0 {
+                return Err(invalid(format!(
+                    "{}: maxToolConcurrency must be at least 1",
+                    at_line(&text, "maxToolConcurrency")
+                )));
+            }
+            concurrency.push((layer, n));
+        }
     }
     let origin: Arc<str> = Arc::from("command line");
     for (behavior, text) in &sources.command_line_rules {
@@ -355,6 +370,8 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     audit.sort_by_key(|(l, _)| *l);
     settings.mode = modes.first().map(|(_, m)| *m);
     settings.audit_log = audit.into_iter().next().map(|(_, p)| p);
+    concurrency.sort_by_key(|(l, _)| *l);
+    settings.max_tool_concurrency = concurrency.first().map(|(_, n)| *n);
     Ok(settings)
 }
 
@@ -448,7 +465,7 @@ mod tests {
             user: Some(write(
                 d,
                 "user.json",
-                r#"{"permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "plan"}, "auditLog": "user.log"}"#,
+                r#"{"permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "plan"}, "auditLog": "user.log", "maxToolConcurrency": 4}"#,
             )),
             project: Some(write(
                 d,
@@ -463,6 +480,7 @@ mod tests {
         };
         let s = load(&sources, &d.join("p")).unwrap();
         assert_eq!(s.mode, Some(PermissionMode::AcceptEdits), "project beats user");
+        assert_eq!(s.max_tool_concurrency, Some(4));
         assert_eq!(s.audit_log, Some(d.join("p/cli.log")), "command line beats user");
         assert_eq!(s.additional_dirs, vec![d.join("p/../lib")]);
         let rules: Vec<String> = s
