@@ -222,7 +222,7 @@ fn call(
         Ok(input) => {
             let progress: toolhost::ProgressSink =
                 Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message.trim_end_matches('\n')));
-            let options = CallOptions { progress: Some(progress), cancel: None };
+            let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
             host.call(&session, &ToolUse { id, name: name.to_string(), input }, &options)
         }
         Err(e) => ToolResult::error(

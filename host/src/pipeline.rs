@@ -46,6 +46,10 @@ pub struct CallOptions {
     pub progress: Option<ProgressSink>,
     /// Set to stop the call; it ends with a "cancelled" error result.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Told, as soon as the tool's instance exists, whether the call is
+    /// concurrency-safe (the scheduler starts a call before it knows, when
+    /// nothing else runs).
+    pub on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>>,
 }
 
 impl Host {
@@ -68,6 +72,12 @@ impl Host {
         span.record("duration_us", micros);
         tracing::debug!(is_error = result.is_error, duration_us = micros, "call finished");
         result
+    }
+
+    /// Whether a user interrupt cancels calls of `tool` (its interrupt
+    /// behavior is `cancel`); unknown tools: yes.
+    pub fn cancels_on_interrupt(&self, tool: &str) -> bool {
+        self.inner.registry.resolve(tool).is_none_or(|t| t.spec.cancel_on_interrupt)
     }
 
     /// Whether a call may run beside others, and whether a user interrupt
@@ -156,6 +166,11 @@ impl Host {
                 );
             }
         };
+        if let Some(report) = &options.on_concurrency_safe {
+            let text = tool_use.input.to_string();
+            let guest = instance.plugin.toolhost_tool_tool();
+            report(guest.call_is_concurrency_safe(&mut instance.store, &text).unwrap_or(false));
+        }
         let ctx = CallContext {
             tool_use_id: id.to_string(),
             session_id: session.id().to_string(),

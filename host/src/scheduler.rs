@@ -77,7 +77,11 @@ struct State {
 
 struct Tracked {
     tool_use: ToolUse,
-    safe: bool,
+    /// Whether it may run beside others; `None` until known (a call started
+    /// while nothing ran learns it from its own instance).
+    safe: Option<bool>,
+    /// Counted among the running calls that are not concurrency-safe.
+    counted_unsafe: bool,
     cancel_on_interrupt: bool,
     status: Status,
     result: Option<ToolResult>,
@@ -116,11 +120,20 @@ impl Executor {
     /// concurrency-safe is asked of the tool first (unknown tools and input
     /// failing the schema are not).
     pub fn add_tool(&self, tool_use: ToolUse) {
-        let traits = self.shared.host.call_traits(&tool_use);
+        let host = &self.shared.host;
+        // Whether the call is concurrency-safe matters only if it could run
+        // beside another: not when nothing runs or waits (it starts at once
+        // and its own instance tells), nor with one call at a time.
+        let alone = {
+            let state = self.shared.lock();
+            self.shared.max == 1 || (state.running == 0 && state.queue_from >= state.tools.len())
+        };
+        let safe = if alone { None } else { Some(host.call_traits(&tool_use).concurrency_safe) };
         let tracked = Tracked {
+            cancel_on_interrupt: host.cancels_on_interrupt(&tool_use.name),
             tool_use,
-            safe: traits.concurrency_safe,
-            cancel_on_interrupt: traits.cancel_on_interrupt,
+            safe,
+            counted_unsafe: false,
             status: Status::Queued,
             result: None,
             cancel: Arc::new(AtomicBool::new(false)),
@@ -155,7 +168,8 @@ impl Executor {
         }
         state.tools.push(Tracked {
             tool_use: ToolUse { id: id.to_string(), name: String::new(), input: serde_json::Value::Null },
-            safe: false,
+            safe: Some(false),
+            counted_unsafe: false,
             cancel_on_interrupt: true,
             status: Status::Done,
             result: Some(ToolResult::error(id, message)),
@@ -337,7 +351,8 @@ impl Shared {
             if state.tools[i].status != Status::Queued {
                 continue;
             }
-            let safe = state.tools[i].safe;
+            // Not known yet counts as not safe.
+            let safe = state.tools[i].safe == Some(true);
             let can_start = state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
             if !can_start {
                 break;
@@ -345,6 +360,7 @@ impl Shared {
             state.running += 1;
             if !safe {
                 state.running_unsafe += 1;
+                state.tools[i].counted_unsafe = true;
             }
             Self::start(this, state, i);
         }
@@ -355,6 +371,8 @@ impl Shared {
         t.status = Status::Running;
         let tool_use = t.tool_use.clone();
         let cancel = Arc::clone(&t.cancel);
+        // With one call at a time, whether it is safe does not matter.
+        let learn = t.safe.is_none() && this.max > 1;
         let shared = Arc::clone(this);
         let job: Job = Box::new(move || {
             let sink_shared = Arc::clone(&shared);
@@ -362,7 +380,24 @@ impl Shared {
                 sink_shared.lock().progress.push_back(p);
                 sink_shared.wake();
             });
-            let options = CallOptions { progress: Some(progress), cancel: Some(cancel) };
+            let weak = Arc::downgrade(&shared);
+            let on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>> = learn.then(|| {
+                let report: Arc<dyn Fn(bool) + Send + Sync> = Arc::new(move |safe: bool| {
+                    let Some(shared) = weak.upgrade() else { return };
+                    let mut state = shared.lock();
+                    let t = &mut state.tools[index];
+                    t.safe = Some(safe);
+                    // Calls it no longer blocks may start (no update for
+                    // readers, so nobody to wake).
+                    if safe && t.counted_unsafe && t.status == Status::Running {
+                        t.counted_unsafe = false;
+                        state.running_unsafe -= 1;
+                        Self::process_queue(&shared, &mut state);
+                    }
+                });
+                report
+            });
+            let options = CallOptions { progress: Some(progress), cancel: Some(cancel), on_concurrency_safe };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
             Self::finish(&shared, &mut state, index, result);
@@ -406,8 +441,9 @@ impl Shared {
     fn finish(this: &Arc<Shared>, state: &mut State, index: usize, result: ToolResult) {
         let t = &mut state.tools[index];
         t.status = Status::Done;
+        let counted_unsafe = std::mem::take(&mut t.counted_unsafe);
         state.running -= 1;
-        if !t.safe {
+        if counted_unsafe {
             state.running_unsafe -= 1;
         }
         let t = &mut state.tools[index];
