@@ -143,6 +143,12 @@ impl Executor {
         if state.discarded {
             return;
         }
+        // A failed Bash call cancels what runs or waits beside it; once all of
+        // that has ended, a new call starts a new group (the next turn of a
+        // long `toolhost run`).
+        if state.errored.is_some() && state.tools.iter().all(|t| t.status == Status::Done) {
+            state.errored = None;
+        }
         if let Some(what) = state.errored.clone() {
             // A Bash call already failed: later siblings do not start.
             let id = tracked.tool_use.id.clone();

@@ -107,6 +107,16 @@ fn a_failing_bash_call_cancels_its_siblings_and_other_failures_do_not() {
     }
     assert!(started.elapsed() < Duration::from_secs(3), "the long call was stopped, not waited for");
 
+    // Once everything beside the failure has ended, later calls run again.
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
+    executor.add_tool(bash("first", "ls no-such-file"));
+    while !executor.completed().iter().any(|u| matches!(u, Update::Result(_))) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    executor.add_tool(sleeper("later", 10, true));
+    let results = drain(&executor);
+    assert!(!results.last().unwrap().is_error, "{results:?}");
+
     let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
     executor.add_tool(ToolUse {
         id: "fails".into(),
