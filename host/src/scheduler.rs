@@ -51,6 +51,13 @@ struct Shared {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+thread_local! {
+    /// Set while a worker records the end of its call: a call that this
+    /// starts runs next on the same thread (no hand-off to another worker).
+    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static CARRIED: std::cell::RefCell<Option<Job>> = const { std::cell::RefCell::new(None) };
+}
+
 #[derive(Default)]
 struct State {
     tools: Vec<Tracked>,
@@ -406,11 +413,29 @@ impl Shared {
             let options = CallOptions { progress: Some(progress), cancel: Some(cancel), on_concurrency_safe };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
+            FINISHING.set(true);
             Self::finish(&shared, &mut state, index, result);
+            FINISHING.set(false);
             drop(state);
             shared.wake();
         });
-        Self::submit(this, state, job);
+        // Started by a worker ending its call: that worker runs it next.
+        let job = match FINISHING.get() {
+            true => CARRIED.with(|slot| {
+                let mut slot = slot.borrow_mut();
+                match *slot {
+                    None => {
+                        *slot = Some(job);
+                        None
+                    }
+                    Some(_) => Some(job),
+                }
+            }),
+            false => Some(job),
+        };
+        if let Some(job) = job {
+            Self::submit(this, state, job);
+        }
     }
 
     /// Hands `job` to an idle worker, or starts one (at most `max`).
@@ -434,6 +459,9 @@ impl Shared {
                 let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok(job) = job else { return };
                 job();
+                while let Some(next) = CARRIED.with(|slot| slot.borrow_mut().take()) {
+                    next();
+                }
                 // Back to idle; gone when the executor is.
                 let Some(shared) = shared.upgrade() else { return };
                 shared.lock().idle += 1;
