@@ -164,7 +164,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         builder = builder.workspace(w);
     }
     // Asks go to the user when there is one at a terminal.
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    // (`run` reads its calls from stdin, so it never prompts.)
+    let prompts = matches!(cli.command, Command::Call { .. });
+    if prompts && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         builder = builder.approver(Arc::new(TerminalApprover::default()));
     }
     let host = builder.build().context("starting the host")?;
