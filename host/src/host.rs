@@ -352,6 +352,21 @@ pub(crate) struct Inner {
     pub gate: Gate,
 }
 
+impl Inner {
+    /// A scope for asking `tool` something outside any call (loading,
+    /// scheduling, benchmarks): the scratch session, the working directories.
+    pub(crate) fn scratch_scope(&self, tool: &LoadedTool, tool_use_id: String) -> crate::state::Scope {
+        crate::state::Scope::new(
+            Arc::from(tool.spec.name.as_str()),
+            tool_use_id,
+            Arc::clone(&self.scratch_session),
+            tool.namespace(),
+            Arc::clone(&self.dirs),
+            Arc::clone(&self.background),
+        )
+    }
+}
+
 impl Host {
     /// A builder with every default.
     pub fn builder() -> HostBuilder {
@@ -408,15 +423,7 @@ impl Host {
     #[doc(hidden)]
     pub fn bare_call(&self, tool: &str) -> Option<bool> {
         let tool = self.inner.registry.resolve(tool)?;
-        let session = Arc::clone(&self.inner.scratch_session);
-        let scope = crate::state::Scope::new(
-            Arc::from(tool.spec.name.as_str()),
-            String::new(),
-            session,
-            tool.namespace(),
-            Arc::clone(&self.inner.dirs),
-            Arc::clone(&self.inner.background),
-        );
+        let scope = self.inner.scratch_scope(tool, String::new());
         let _running = self.inner.runtime.running();
         let (mut store, _captured) =
             crate::sandbox::store(&self.inner.runtime.engine, &Grants::default(), scope, self.inner.limits);

@@ -94,14 +94,7 @@ impl Host {
         if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
             return crate::scheduler::CallTraits { concurrency_safe: false, cancel_on_interrupt };
         }
-        let scope = Scope::new(
-            Arc::from(tool.spec.name.as_str()),
-            tool_use.id.clone(),
-            Arc::clone(&inner.scratch_session),
-            tool.namespace(),
-            Arc::clone(&inner.dirs),
-            Arc::clone(&inner.background),
-        );
+        let scope = inner.scratch_scope(tool, tool_use.id.clone());
         let _running = inner.runtime.running();
         let safe = Instance::new(&inner.runtime.engine, tool, scope, inner.limits)
             .and_then(|mut i| {
@@ -129,7 +122,9 @@ impl Host {
             );
         };
         let name = tool.spec.name.as_str();
-        if let Some(rule) = inner.policy.rules().denies_tool(name) {
+        // The rules as they are now, for the whole call.
+        let rules = inner.policy.rules();
+        if let Some(rule) = rules.denies_tool(name) {
             span.record("decision", "deny (not in the pool)");
             return ToolResult::error(
                 id,
@@ -179,7 +174,8 @@ impl Host {
             read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             mode: wit_mode(inner.mode),
         };
-        let mut state = CallState { input: tool_use.input.clone(), called: false, context: Vec::new(), stop: None };
+        let mut state =
+            CallState { input: tool_use.input.clone(), rules, called: false, context: Vec::new(), stop: None };
         let outcome = self.steps(session, tool, tool_use, &mut instance, &ctx, span, &mut state);
         instance.captured.log(name, id);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
@@ -316,7 +312,7 @@ impl Host {
             Ok(tool_check(decision, tool.trusted()))
         };
         let check = check_in(inner.mode, store)?;
-        let rules = inner.policy.rules();
+        let rules = Arc::clone(&state.rules);
         let parsed = match (name, state.input.get("command").and_then(Value::as_str)) {
             ("Bash", Some(command)) if command.len() <= crate::process::MAX_COMMAND => Some(shell::parse(command)),
             _ => None,
@@ -506,6 +502,8 @@ impl Host {
 struct CallState {
     /// The input as the tool gets it (after a hook's or the tool's rewrite).
     input: Value,
+    /// The rules the call is decided by.
+    rules: Arc<rules::RuleSet>,
     /// The tool's `call` ran (so the Post hooks run).
     called: bool,
     /// Hooks' additional context, appended to the result.

@@ -422,40 +422,32 @@ impl RuleSet {
     /// not read-only "inside the working directories", so the mode does not
     /// run it unasked.
     pub fn path_outside<'p>(&self, parsed: &'p Parsed) -> Option<&'p str> {
-        for cmd in &parsed.commands {
-            let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).map(|(w, &d)| (w.as_str(), d));
-            let inputs = cmd.redirections.iter().filter(|r| r.operator == "<").map(|r| (r.target.as_str(), false));
-            for (word, dynamic) in words.chain(inputs) {
-                // A word an expansion starts (`$HOME/x`, `${DIR}`) can name anything.
-                if dynamic && (word.starts_with('$') || word.starts_with('"') || word.contains("..")) {
-                    return Some(word);
-                }
-                let value = match word.split_once('=') {
-                    Some((flag, value)) if flag.starts_with("--") => value,
-                    _ if word.starts_with('-') => continue,
-                    _ => word,
-                };
-                let climbs = value.split('/').any(|c| c == "..");
-                if !(value.starts_with('/') || value.starts_with('~') || climbs) {
-                    continue;
-                }
-                let path = normalize(&self.expand(value));
-                let inside = self.places.working.iter().any(|w| path.starts_with(w));
-                let device = matches!(
-                    path.to_str(),
-                    Some(
-                        "/dev/null"
-                            | "/dev/zero"
-                            | "/dev/random"
-                            | "/dev/urandom"
-                            | "/dev/stdin"
-                            | "/dev/stdout"
-                            | "/dev/stderr"
-                    )
-                );
-                if !inside && !device {
-                    return Some(word);
-                }
+        for (word, value, dynamic) in file_words(parsed) {
+            // A word an expansion starts (`$HOME/x`, `${DIR}`) can name anything.
+            if dynamic && (word.starts_with('$') || word.starts_with('"') || word.contains("..")) {
+                return Some(word);
+            }
+            let Some(value) = value else { continue };
+            let climbs = value.split('/').any(|c| c == "..");
+            if !(value.starts_with('/') || value.starts_with('~') || climbs) {
+                continue;
+            }
+            let path = normalize(&self.expand(value));
+            let inside = self.places.working.iter().any(|w| path.starts_with(w));
+            let device = matches!(
+                path.to_str(),
+                Some(
+                    "/dev/null"
+                        | "/dev/zero"
+                        | "/dev/random"
+                        | "/dev/urandom"
+                        | "/dev/stdin"
+                        | "/dev/stdout"
+                        | "/dev/stderr"
+                )
+            );
+            if !inside && !device {
+                return Some(word);
             }
         }
         None
@@ -614,15 +606,28 @@ fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
 /// The literal words of a command that may name files it reads: arguments
 /// that are not options, the value of `--opt=value`, `<` sources.
 fn literal_paths(parsed: &Parsed) -> impl Iterator<Item = &str> {
+    file_words(parsed).filter(|(_, _, dynamic)| !dynamic).filter_map(|(_, value, _)| value)
+}
+
+/// The words of a command that may name files: every argument (its value
+/// when it is `--opt=value`, none when it is another option) and the `<`
+/// sources, each with whether an expansion makes it.
+fn file_words(parsed: &Parsed) -> impl Iterator<Item = (&str, Option<&str>, bool)> {
     parsed.commands.iter().flat_map(|cmd| {
-        let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).filter(|(_, d)| !**d).filter_map(|(w, _)| {
-            match w.split_once('=') {
+        let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).map(|(w, &dynamic)| {
+            let value = match w.split_once('=') {
                 Some((flag, value)) if flag.starts_with("--") => Some(value),
                 _ if w.starts_with('-') => None,
                 _ => Some(w.as_str()),
-            }
+            };
+            (w.as_str(), value, dynamic)
         });
-        words.chain(cmd.redirections.iter().filter(|r| r.operator == "<").map(|r| r.target.as_str()))
+        let inputs = cmd
+            .redirections
+            .iter()
+            .filter(|r| r.operator == "<")
+            .map(|r| (r.target.as_str(), Some(r.target.as_str()), false));
+        words.chain(inputs)
     })
 }
 

@@ -76,8 +76,6 @@ struct State {
     /// Calls running, and how many of them are not concurrency-safe.
     running: usize,
     running_unsafe: usize,
-    /// Worker threads started.
-    workers: usize,
     /// Workers waiting for a job.
     idle: usize,
 }
@@ -203,25 +201,7 @@ impl Executor {
     /// the results that are next in order.
     pub fn completed(&self) -> Vec<Update> {
         let mut state = self.shared.lock();
-        Self::take_ready(&mut state)
-    }
-
-    fn take_ready(state: &mut State) -> Vec<Update> {
-        if state.discarded {
-            state.progress.clear();
-            return Vec::new();
-        }
-        let mut out: Vec<Update> = state.progress.drain(..).map(Update::Progress).collect();
-        while let Some(t) = state.tools.get_mut(state.next_result) {
-            if t.status != Status::Done {
-                break;
-            }
-            if let Some(r) = t.result.take() {
-                out.push(Update::Result(r));
-            }
-            state.next_result += 1;
-        }
-        out
+        std::iter::from_fn(|| Self::take_one(&mut state)).collect()
     }
 
     fn finished(state: &State) -> bool {
@@ -292,6 +272,7 @@ impl Executor {
     pub fn discard(&self) {
         let mut state = self.shared.lock();
         state.discarded = true;
+        state.progress.clear();
         for t in state.tools.iter_mut().filter(|t| t.status != Status::Done) {
             cancel(t, "Discarded.".to_string());
         }
@@ -390,8 +371,12 @@ impl Shared {
         let job: Job = Box::new(move || {
             let sink_shared = Arc::clone(&shared);
             let progress: ProgressSink = Arc::new(move |p: Progress| {
-                sink_shared.lock().progress.push_back(p);
-                sink_shared.wake();
+                let mut state = sink_shared.lock();
+                if !state.discarded {
+                    state.progress.push_back(p);
+                    drop(state);
+                    sink_shared.wake();
+                }
             });
             let weak = Arc::downgrade(&shared);
             let on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>> = learn.then(|| {
@@ -451,7 +436,6 @@ impl Shared {
             state.idle -= 1;
             return;
         }
-        state.workers += 1;
         let rx = Arc::clone(&this.job_rx);
         let shared = Arc::downgrade(this);
         let spawned = std::thread::Builder::new().name("toolhost-call".into()).spawn(move || {
