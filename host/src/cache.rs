@@ -75,9 +75,7 @@ pub fn read_spec(path: &Path) -> Option<crate::tool::ToolSpec> {
 /// Saves a description (a failure only costs the next start some time).
 pub fn write_spec(path: &Path, spec: &crate::tool::ToolSpec) {
     let write = || -> anyhow::Result<()> {
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_vec(spec)?)?;
-        std::fs::rename(&tmp, path)?;
+        crate::sandbox::replace_file(path, &serde_json::to_vec(spec)?)?;
         Ok(())
     };
     if let Err(e) = write() {
@@ -87,15 +85,9 @@ pub fn write_spec(path: &Path, spec: &crate::tool::ToolSpec) {
 
 fn store(path: &Path, component: &Component) -> anyhow::Result<()> {
     let bytes = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let dir = path.parent().expect("cache entries live in a directory");
-    std::fs::create_dir_all(dir)?;
-    // Unique per process and thread: concurrent first starts each write their
-    // own file and the last rename wins with identical content.
-    let tmp = path.with_extension(format!("tmp{}-{:?}", std::process::id(), std::thread::current().id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
+    // Concurrent first starts each write their own temporary file and the
+    // last rename wins with identical content.
+    crate::sandbox::replace_file(path, &bytes)?;
     Ok(())
 }
 

@@ -145,6 +145,31 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Writes `path` whole or not at all: into a fresh temporary file beside it
+/// (created new, so never one planted beforehand), then renamed over it.
+/// Creates the directory.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let unique = format!("{}.{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{unique}.tmp"));
+    let tmp = path.with_file_name(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut out| std::io::Write::write_all(&mut out, bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }

@@ -220,12 +220,7 @@ impl TrustStore {
 
     /// Writes the store to `path`.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_string_pretty(self).unwrap_or_default())?;
-        std::fs::rename(&tmp, path)
+        crate::sandbox::replace_file(path, serde_json::to_string_pretty(self).unwrap_or_default().as_bytes())
     }
 }
 
@@ -238,6 +233,8 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     let mut modes: Vec<(Layer, PermissionMode)> = Vec::new();
     let mut audit: Vec<(Layer, PathBuf)> = Vec::new();
     let mut concurrency: Vec<(Layer, usize)> = Vec::new();
+    // Read once, when a workspace file needs it.
+    let mut trust_store: Option<TrustStore> = None;
 
     let mut files: Vec<(Layer, String, bool)> = Vec::new();
     if let Some(m) = &sources.managed {
@@ -294,7 +291,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         if matches!(layer, Layer::Project | Layer::Local)
             && let Some(store) = &sources.trust_store
         {
-            let trusted = TrustStore::load(store).trusts(Path::new(&name), &text);
+            let trusted = trust_store.get_or_insert_with(|| TrustStore::load(store)).trusts(Path::new(&name), &text);
             if layer == Layer::Local {
                 settings.trust = Some((store.clone(), trusted));
             }
@@ -422,27 +419,9 @@ pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
         allow.push(serde_json::Value::String(rule.to_string()));
     }
     let write = |e: std::io::Error| SettingsError::Read { file: name.clone(), source: e };
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(write)?;
-    }
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
-    // A fresh temporary file (never one planted beforehand), renamed over.
-    let tmp = file.with_extension(format!("json.{}.{}.tmp", std::process::id(), unique()));
-    let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(write)?;
-    std::io::Write::write_all(&mut out, text.as_bytes()).map_err(write)?;
-    drop(out);
-    std::fs::rename(&tmp, file).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        write(e)
-    })
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    (u64::from(nanos) << 20) ^ NEXT.fetch_add(1, Ordering::Relaxed)
+    crate::sandbox::replace_file(file, text.as_bytes()).map_err(write)
 }
 
 #[cfg(test)]
