@@ -9,6 +9,9 @@
 //! `rg` is looked up on PATH, then in `target/tools/bin`; if absent it is
 //! installed there with `cargo install ripgrep`.
 
+mod common;
+
+use common::Stats;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,44 +94,16 @@ fn child_pinned(part: &str, allocator: &str) -> Value {
 
 fn run_child(part: &str, allocator: &str, pinned: bool) -> Value {
     eprintln!("running {part} ({allocator})...");
-    let exe = std::env::current_exe().expect("bench executable");
-    let taskset = pinned && Command::new("taskset").arg("-V").output().is_ok_and(|o| o.status.success());
-    let mut cmd = if taskset {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "1"]).arg(exe);
-        c
-    } else {
-        Command::new(exe)
-    };
-    let out = cmd.args(["--child", part, allocator]).output().expect("run bench child");
+    let out = common::self_command(pinned).args(["--child", part, allocator]).output().expect("run bench child");
     assert!(out.status.success(), "{part} failed: {}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("child prints JSON")
 }
 
-struct Stats {
-    p50: f64,
-    p99: f64,
-}
-
-fn stats(mut micros: Vec<f64>) -> Stats {
-    micros.sort_by(f64::total_cmp);
-    let at = |q: f64| micros[((micros.len() as f64 - 1.0) * q).round() as usize];
-    Stats { p50: at(0.5), p99: at(0.99) }
-}
-
 /// Runs `f` once untimed (page cache, lazy initialisation), then `iterations`
 /// timed runs.
-fn time<T>(iterations: usize, mut f: impl FnMut() -> T) -> Stats {
-    std::hint::black_box(f());
-    let samples = (0..iterations)
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(f());
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    stats(samples)
+fn time<T>(iterations: usize, f: impl FnMut() -> T) -> Stats {
+    common::time(1, iterations, f)
 }
 
 fn bench_dir(name: &str) -> PathBuf {

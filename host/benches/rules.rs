@@ -11,9 +11,11 @@
 //! A filter argument selects scenarios by name (`cargo bench -p toolhost
 //! --bench rules -- Read`).
 
+mod common;
+
+use common::Stats;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 use toolhost::PermissionMode;
@@ -34,46 +36,17 @@ fn main() {
         run(only.as_deref());
         return;
     }
-    let exe = std::env::current_exe().expect("bench executable");
-    let taskset = Command::new("taskset").arg("-V").output().is_ok_and(|o| o.status.success());
-    let mut cmd = if taskset {
-        eprintln!("measuring in a child pinned to CPU 1...");
-        let mut c = Command::new("taskset");
-        c.args(["-c", "1"]).arg(exe);
-        c
-    } else {
-        Command::new(exe)
-    };
+    eprintln!("measuring in a child process (pinned to CPU 1 when taskset is there)...");
+    let mut cmd = common::self_command(true);
     cmd.arg("--child").args(only);
     let status = cmd.status().expect("run bench child");
     assert!(status.success(), "bench child failed: {status}");
 }
 
-struct Stats {
-    p50: f64,
-    p99: f64,
-}
-
-fn stats(mut micros: Vec<f64>) -> Stats {
-    micros.sort_by(f64::total_cmp);
-    let at = |q: f64| micros[((micros.len() as f64 - 1.0) * q).round() as usize];
-    Stats { p50: at(0.5), p99: at(0.99) }
-}
-
 /// Runs `f` `WARM_UP` times untimed (page cache, lazy DFA states, the
 /// parser's thread-local), then `iterations` timed runs.
-fn time<T>(iterations: usize, mut f: impl FnMut() -> T) -> Stats {
-    for _ in 0..WARM_UP {
-        std::hint::black_box(f());
-    }
-    let samples = (0..iterations)
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(f());
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    stats(samples)
+fn time<T>(iterations: usize, f: impl FnMut() -> T) -> Stats {
+    common::time(WARM_UP, iterations, f)
 }
 
 /// The list of the i-th generated rule: allow, ask, deny in turn.

@@ -51,12 +51,7 @@ struct Prompted {
 impl Prompted {
     fn start(sb: &Sandbox, name: &str, input: &Value) -> Prompted {
         let (master, slave) = openpty();
-        let mut child = sb
-            .command(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("--workspace")
-            .arg(&sb.workspace)
-            .arg("--plugins")
-            .arg(&sb.plugins)
+        let mut child = toolhost_command(sb)
             .args(["call", name, &input.to_string(), "--json"])
             .stdin(Stdio::from(slave.try_clone().expect("dup pty slave")))
             .stderr(Stdio::from(slave))

@@ -12,12 +12,7 @@ fn run(sb: &Sandbox, lines: &[String], pause: Option<(usize, Duration)>) -> Vec<
     sb.install(toolhost_tests::ECHO);
     sb.install(toolhost_tests::SLEEPER);
     let _ = toolhost(sb, &["tools"]); // warm the shared cache
-    let mut child = sb
-        .command(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--workspace")
-        .arg(&sb.workspace)
-        .arg("--plugins")
-        .arg(&sb.plugins)
+    let mut child = toolhost_command(sb)
         .args(["--child-confinement", "best-effort", "run"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -71,20 +71,20 @@ fn warm() {
 /// Runs `toolhost` in `sb` (its workspace and plugins directory) with `args`.
 pub fn toolhost(sb: &Sandbox, args: &[&str]) -> Run {
     warm();
-    let out = sb
-        .command(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--workspace")
-        .arg(&sb.workspace)
-        .arg("--plugins")
-        .arg(&sb.plugins)
-        .args(args)
-        .output()
-        .expect("run toolhost");
+    let out = toolhost_command(sb).args(args).output().expect("run toolhost");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The `toolhost` binary in `sb`: its environment, workspace and plugins
+/// directory; the subcommand and its arguments come next.
+pub fn toolhost_command(sb: &Sandbox) -> std::process::Command {
+    let mut cmd = sb.command(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.arg("--workspace").arg(&sb.workspace).arg("--plugins").arg(&sb.plugins);
+    cmd
 }
 
 /// `toolhost call NAME INPUT --json` plus `extra` arguments.
