@@ -112,6 +112,7 @@ mod tests {
             always_load: false,
             cancel_on_interrupt: true,
             enabled: true,
+            hints: crate::tool::Hints { read_only: Some(true), destructive: None },
         };
         let path = dir.path().join("t.spec.json");
         write_spec(&path, &spec);

@@ -93,6 +93,31 @@ enum Command {
         #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
         max_concurrency: Option<usize>,
     },
+    /// Serve the tools over the Model Context Protocol: on stdin/stdout, or
+    /// streamable HTTP with --http (see the README)
+    Serve {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:8765 (port 0: any free port, printed on stderr)
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
+        /// file (or from $TOOLHOST_HTTP_TOKEN); required off loopback
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Also accept this Host header on HTTP, e.g. the name of a
+        /// non-loopback address (repeatable)
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also accept requests from this browser origin, e.g.
+        /// https://app.example.com:443 (repeatable)
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Calls running at once in one MCP session [default:
+        /// $TOOLHOST_MAX_TOOL_CONCURRENCY, else the settings'
+        /// maxToolConcurrency, else 10]
+        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
+        max_concurrency: Option<usize>,
+    },
     /// Trust the workspace's settings files (.toolhost/settings.json and
     /// settings.local.json) as they are now: their allow rules, hooks,
     /// defaultMode, additionalDirectories and auditLog take effect. A file
@@ -179,6 +204,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check { file } => check(&host, &file),
         Command::Run { session, max_concurrency } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
+        }
+        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency } => {
+            let config = toolhost::mcp::ServeConfig {
+                max_concurrency: max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency),
+                ..Default::default()
+            };
+            let token = match token_file {
+                Some(file) => Some(
+                    std::fs::read_to_string(&file)
+                        .with_context(|| format!("reading the token file {}", file.display()))?
+                        .trim()
+                        .to_string(),
+                ),
+                None => std::env::var("TOOLHOST_HTTP_TOKEN").ok(),
+            }
+            .filter(|t| !t.is_empty());
+            let http = http.map(|addr| (addr, toolhost::mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
+            serve(host, config, http)
         }
         Command::Trust => unreachable!("handled before the host starts"),
     }
@@ -330,6 +373,37 @@ fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) ->
     if let Err(e) = session.save() {
         eprintln!("toolhost: warning: could not save session state: {e}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost serve`: MCP over stdio, or streamable HTTP.
+fn serve(
+    host: Host,
+    config: toolhost::mcp::ServeConfig,
+    http: Option<(std::net::SocketAddr, toolhost::mcp::HttpConfig)>,
+) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let Some((addr, http)) = http else {
+            return toolhost::mcp::serve_stdio(host, config).await;
+        };
+        if !addr.ip().is_loopback() && http.token.is_none() {
+            anyhow::bail!(
+                "serving on {addr}, which is not a loopback address, needs a bearer token: \
+                 --token-file FILE or $TOOLHOST_HTTP_TOKEN"
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+        let bound = listener.local_addr()?;
+        eprintln!("toolhost: serving MCP at http://{bound}{}", toolhost::mcp::HTTP_PATH);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+        });
+        toolhost::mcp::serve_http(host, config, http, listener, shutdown).await
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -50,6 +50,9 @@ pub struct CallOptions {
     /// concurrency-safe (the scheduler starts a call before it knows, when
     /// nothing else runs).
     pub on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+    /// Who answers this call's asks, instead of the host's approver (an MCP
+    /// session asks its own client).
+    pub approver: Option<Arc<dyn crate::permissions::Approver>>,
 }
 
 impl Host {
@@ -174,8 +177,14 @@ impl Host {
             read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             mode: wit_mode(inner.mode),
         };
-        let mut state =
-            CallState { input: tool_use.input.clone(), rules, called: false, context: Vec::new(), stop: None };
+        let mut state = CallState {
+            input: tool_use.input.clone(),
+            rules,
+            called: false,
+            context: Vec::new(),
+            stop: None,
+            approver: options.approver.clone().or_else(|| self.inner.approver.clone()),
+        };
         let outcome = self.steps(session, tool, tool_use, &mut instance, &ctx, span, &mut state);
         instance.captured.log(name, id);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
@@ -298,7 +307,10 @@ impl Host {
         }
 
         // 5. Permission.
-        let read_only = guest.call_is_read_only(&mut *store, &input_text)?;
+        let read_only = match tool.spec.hints.read_only {
+            Some(declared) => declared,
+            None => guest.call_is_read_only(&mut *store, &input_text)?,
+        };
         let check_in = |mode: PermissionMode, store: &mut wasmtime::Store<_>| -> wasmtime::Result<ToolCheck> {
             let decision = if mode == inner.mode {
                 guest.call_check_permissions(store, &input_text, ctx)?
@@ -340,7 +352,7 @@ impl Host {
                 s if s.is_empty() => suggested_rules.clone(),
                 s => s,
             };
-            decision = match &inner.approver {
+            decision = match &state.approver {
                 Some(approver) => {
                     asked = true;
                     // "Allow always" only with a rule that would allow the call.
@@ -510,6 +522,8 @@ struct CallState {
     context: Vec<String>,
     /// A hook's `continue: false`.
     stop: Option<String>,
+    /// Who answers an ask: the call's own approver, else the host's.
+    approver: Option<Arc<dyn crate::permissions::Approver>>,
 }
 
 /// Why a call writes a protected path (see [`permissions::sensitive_path`]):
@@ -587,6 +601,9 @@ fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: &Instance) 
     } else {
         format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")
     };
-    tracing::warn!(tool = name, id, error = %format!("{e:#}"), "tool call failed in the guest");
+    match e.downcast_ref::<Interrupted>() {
+        Some(Interrupted::Cancelled) => tracing::debug!(tool = name, id, "tool call cancelled"),
+        _ => tracing::warn!(tool = name, id, error = %format!("{e:#}"), "tool call failed in the guest"),
+    }
     ToolResult::error(id, message)
 }

@@ -12,6 +12,7 @@
 //! `block` ones finish.
 
 use crate::host::Host;
+use crate::permissions::Approver;
 use crate::pipeline::{CallOptions, ToolUse};
 use crate::result::ToolResult;
 use crate::session::Session;
@@ -42,6 +43,8 @@ struct Shared {
     host: Host,
     session: Arc<Session>,
     max: usize,
+    ordered: bool,
+    approver: Option<Arc<dyn Approver>>,
     state: Mutex<State>,
     changed: Condvar,
     notify: tokio::sync::Notify,
@@ -61,8 +64,11 @@ thread_local! {
 #[derive(Default)]
 struct State {
     tools: Vec<Tracked>,
-    /// Index of the next result to hand out.
+    /// Every result before this index was handed out (in order: the index of
+    /// the next one).
     next_result: usize,
+    /// Results handed out.
+    handed_out: usize,
     /// Progress not handed out yet.
     progress: VecDeque<Progress>,
     /// No more calls will be added.
@@ -102,16 +108,41 @@ enum Status {
     Done,
 }
 
+/// How an [`Executor`] runs and hands out calls.
+#[derive(Clone)]
+pub struct Config {
+    /// Calls running at once (at least 1).
+    pub max_concurrency: usize,
+    /// Results in the order the calls were added (`true`, a model's turn), or
+    /// each as soon as it is ready (`false`: independent requests, e.g. MCP).
+    pub ordered: bool,
+    /// Who answers the calls' asks, instead of the host's approver.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { max_concurrency: DEFAULT_MAX_CONCURRENCY, ordered: true, approver: None }
+    }
+}
+
 impl Executor {
     /// An executor running calls of `session` on `host`, at most
-    /// `max_concurrency` at once.
+    /// `max_concurrency` at once, results in order.
     pub fn new(host: Host, session: Arc<Session>, max_concurrency: usize) -> Executor {
+        Self::with_config(host, session, Config { max_concurrency, ..Config::default() })
+    }
+
+    /// An executor with the given [`Config`].
+    pub fn with_config(host: Host, session: Arc<Session>, config: Config) -> Executor {
         let (tx, rx) = channel::<Job>();
         Executor {
             shared: Arc::new(Shared {
                 host,
                 session,
-                max: max_concurrency.max(1),
+                max: config.max_concurrency.max(1),
+                ordered: config.ordered,
+                approver: config.approver,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 notify: tokio::sync::Notify::new(),
@@ -201,11 +232,11 @@ impl Executor {
     /// the results that are next in order.
     pub fn completed(&self) -> Vec<Update> {
         let mut state = self.shared.lock();
-        std::iter::from_fn(|| Self::take_one(&mut state)).collect()
+        std::iter::from_fn(|| self.shared.take_one(&mut state)).collect()
     }
 
     fn finished(state: &State) -> bool {
-        state.discarded || (state.closed && state.next_result == state.tools.len() && state.progress.is_empty())
+        state.discarded || (state.closed && state.handed_out == state.tools.len() && state.progress.is_empty())
     }
 
     /// The next update, waiting for it; `None` once the executor is closed
@@ -213,7 +244,7 @@ impl Executor {
     pub fn next_blocking(&self) -> Option<Update> {
         let mut state = self.shared.lock();
         loop {
-            if let Some(u) = Self::take_one(&mut state) {
+            if let Some(u) = self.shared.take_one(&mut state) {
                 return Some(u);
             }
             if Self::finished(&state) {
@@ -229,7 +260,7 @@ impl Executor {
             let notified = self.shared.notify.notified();
             {
                 let mut state = self.shared.lock();
-                if let Some(u) = Self::take_one(&mut state) {
+                if let Some(u) = self.shared.take_one(&mut state) {
                     return Some(u);
                 }
                 if Self::finished(&state) {
@@ -240,19 +271,17 @@ impl Executor {
         }
     }
 
-    fn take_one(state: &mut State) -> Option<Update> {
-        if state.discarded {
-            return None;
+    /// Cancels the call `id` (running or queued), whatever its interrupt
+    /// behavior: its result becomes an error saying `why`. Nothing happens
+    /// if it has ended.
+    pub fn cancel(&self, id: &str, why: &str) {
+        let mut state = self.shared.lock();
+        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done && t.tool_use.id == id) {
+            cancel(t, why.to_string());
         }
-        if let Some(p) = state.progress.pop_front() {
-            return Some(Update::Progress(p));
-        }
-        let t = state.tools.get_mut(state.next_result)?;
-        if t.status != Status::Done {
-            return None;
-        }
-        state.next_result += 1;
-        t.result.take().map(Update::Result)
+        Shared::process_queue(&self.shared, &mut state);
+        drop(state);
+        self.shared.wake();
     }
 
     /// A user interrupt: calls whose tool cancels on interrupt stop (running
@@ -321,6 +350,31 @@ fn describe(tool_use: &ToolUse) -> String {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next update to hand out: pending progress, then a result (the
+    /// next in order, or any ready one when unordered).
+    fn take_one(&self, state: &mut State) -> Option<Update> {
+        if state.discarded {
+            return None;
+        }
+        if let Some(p) = state.progress.pop_front() {
+            return Some(Update::Progress(p));
+        }
+        let from = state.next_result;
+        let index = match self.ordered {
+            true => (state.tools.get(from)?.status == Status::Done).then_some(from)?,
+            false => from + state.tools[from..].iter().position(|t| t.status == Status::Done && t.result.is_some())?,
+        };
+        let result = state.tools[index].result.take();
+        // What the call was is no longer needed (a long session keeps only
+        // a small record per call).
+        state.tools[index].tool_use.input = serde_json::Value::Null;
+        state.handed_out += 1;
+        while state.tools.get(state.next_result).is_some_and(|t| t.status == Status::Done && t.result.is_none()) {
+            state.next_result += 1;
+        }
+        result.map(Update::Result)
     }
 
     fn wake(&self) {
@@ -395,7 +449,12 @@ impl Shared {
                 });
                 report
             });
-            let options = CallOptions { progress: Some(progress), cancel: Some(cancel), on_concurrency_safe };
+            let options = CallOptions {
+                progress: Some(progress),
+                cancel: Some(cancel),
+                on_concurrency_safe,
+                approver: shared.approver.clone(),
+            };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
             FINISHING.set(true);

@@ -39,6 +39,17 @@ pub struct ToolSpec {
     /// Whether a user interrupt stops a running call (`true`) or lets it finish.
     pub cancel_on_interrupt: bool,
     pub enabled: bool,
+    /// The classification the tool declares for every input.
+    #[serde(default)]
+    pub hints: Hints,
+}
+
+/// `is-read-only` / `is-destructive` when the tool declares them the same
+/// for every input (`None`: it depends on the input, or no claim).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
 }
 
 /// Why a component could not be loaded as a tool.
@@ -214,6 +225,7 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {
             InterruptBehavior::Block => false,
         },
         enabled,
+        hints: Hints { read_only: info.read_only_hint, destructive: info.destructive_hint },
     })
 }
 

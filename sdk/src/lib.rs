@@ -128,6 +128,15 @@ pub trait Tool: 'static {
     const ALWAYS_LOAD: bool = false;
     /// What a user interrupt does to a running call. Default: `Block` (let it finish).
     const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Block;
+    /// Whether every call only reads, when that is the same for every input
+    /// (then [`Tool::is_read_only`] is not asked). Clients see it as a hint
+    /// (MCP `readOnlyHint`). Default: `None`, it depends on the input.
+    const READ_ONLY_HINT: Option<bool> = None;
+    /// Whether every call may destroy data (`Some(true)`) or only adds
+    /// (`Some(false)`), when that is the same for every input (then
+    /// [`Tool::is_destructive`] is not asked). Clients see it as MCP
+    /// `destructiveHint`. Default: `None`, no claim.
+    const DESTRUCTIVE_HINT: Option<bool> = None;
 
     /// The full text shown to the model about how to use the tool.
     /// Default: the description.
@@ -204,6 +213,8 @@ mod glue {
                 should_defer: T::SHOULD_DEFER,
                 always_load: T::ALWAYS_LOAD,
                 interrupt_behavior: T::INTERRUPT_BEHAVIOR.into(),
+                read_only_hint: T::READ_ONLY_HINT,
+                destructive_hint: T::DESTRUCTIVE_HINT,
             }
         }
 
@@ -217,11 +228,11 @@ mod glue {
         }
 
         fn is_read_only(input: String) -> bool {
-            parse::<T>(&input).is_ok_and(|i| T::is_read_only(&i))
+            T::READ_ONLY_HINT.unwrap_or_else(|| parse::<T>(&input).is_ok_and(|i| T::is_read_only(&i)))
         }
 
         fn is_destructive(input: String) -> bool {
-            parse::<T>(&input).is_ok_and(|i| T::is_destructive(&i))
+            T::DESTRUCTIVE_HINT.unwrap_or_else(|| parse::<T>(&input).is_ok_and(|i| T::is_destructive(&i)))
         }
 
         fn validate_input(input: String, ctx: CallContext) -> Result<(), wit::ToolError> {

@@ -16,6 +16,7 @@ pub struct BashOutput;
 impl Tool for BashOutput {
     type Input = BashOutputInput;
     const NAME: &'static str = "BashOutput";
+    const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "Retrieves output from a running or completed background bash shell.";
 
     fn prompt() -> String {
@@ -25,9 +26,6 @@ impl Tool for BashOutput {
 - Returns stdout and stderr output along with shell status
 - Shell IDs are given by Bash when run_in_background is true"
             .into()
-    }
-    fn is_read_only(_: &BashOutputInput) -> bool {
-        true
     }
     fn is_concurrency_safe(_: &BashOutputInput) -> bool {
         true

@@ -23,6 +23,7 @@ pub struct Edit;
 impl Tool for Edit {
     type Input = EditInput;
     const NAME: &'static str = "Edit";
+    const READ_ONLY_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Performs exact string replacements in files.";
 
     fn prompt() -> String {

@@ -23,6 +23,7 @@ pub struct Glob;
 impl Tool for Glob {
     type Input = GlobInput;
     const NAME: &'static str = "Glob";
+    const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "Fast file pattern matching tool that works with any codebase size.";
 
     fn prompt() -> String {
@@ -32,9 +33,6 @@ impl Tool for Glob {
         Some("find files by name pattern glob list".into())
     }
     fn is_concurrency_safe(_: &GlobInput) -> bool {
-        true
-    }
-    fn is_read_only(_: &GlobInput) -> bool {
         true
     }
 

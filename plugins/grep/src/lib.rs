@@ -70,6 +70,7 @@ pub struct Grep;
 impl Tool for Grep {
     type Input = GrepInput;
     const NAME: &'static str = "Grep";
+    const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "A powerful search tool built on ripgrep.";
 
     fn prompt() -> String {
@@ -79,9 +80,6 @@ impl Tool for Grep {
         Some("search file contents regex ripgrep rg find text".into())
     }
     fn is_concurrency_safe(_: &GrepInput) -> bool {
-        true
-    }
-    fn is_read_only(_: &GrepInput) -> bool {
         true
     }
 

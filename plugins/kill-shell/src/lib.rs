@@ -16,6 +16,7 @@ pub struct KillShell;
 impl Tool for KillShell {
     type Input = KillShellInput;
     const NAME: &'static str = "KillShell";
+    const READ_ONLY_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Kills a running background bash shell by its ID.";
 
     fn prompt() -> String {

@@ -29,6 +29,7 @@ pub struct Read;
 impl Tool for Read {
     type Input = ReadInput;
     const NAME: &'static str = "Read";
+    const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "Reads a file from the local filesystem.";
     // Read bounds its own output; persisting it would invite a Read-the-preview loop.
     const MAX_RESULT_SIZE_CHARS: Option<u64> = None;
@@ -40,9 +41,6 @@ impl Tool for Read {
         Some("read file contents cat view open".into())
     }
     fn is_concurrency_safe(_: &ReadInput) -> bool {
-        true
-    }
-    fn is_read_only(_: &ReadInput) -> bool {
         true
     }
 

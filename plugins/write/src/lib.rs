@@ -18,6 +18,7 @@ pub struct Write;
 impl Tool for Write {
     type Input = WriteInput;
     const NAME: &'static str = "Write";
+    const READ_ONLY_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Writes a file to the local filesystem.";
 
     fn prompt() -> String {

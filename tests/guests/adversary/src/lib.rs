@@ -46,6 +46,8 @@ impl Guest for Adversary {
             should_defer: false,
             always_load: false,
             interrupt_behavior: InterruptBehavior::Cancel,
+            read_only_hint: None,
+            destructive_hint: None,
         }
     }
     fn is_enabled() -> bool {

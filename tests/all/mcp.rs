@@ -1,0 +1,445 @@
+//! `toolhost serve`, driven by real MCP clients: the official Python SDK
+//! (the 2.x and the 1.x line, installed into virtual environments under
+//! `target/mcp-venv` on first use) over stdio and streamable HTTP, and rmcp's
+//! own client.
+
+use crate::support::{Sandbox, toolhost_command};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The SDK lines tested: the current one and the one most clients still use.
+#[derive(Clone, Copy, Debug)]
+enum Line {
+    V2,
+    V1,
+}
+
+impl Line {
+    fn requirement(self) -> &'static str {
+        match self {
+            Line::V2 => "mcp>=2,<3",
+            Line::V1 => "mcp>=1.20,<2",
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            Line::V2 => "mcp2",
+            Line::V1 => "mcp1",
+        }
+    }
+}
+
+/// The Python of a virtual environment with the SDK line installed (made
+/// once per checkout).
+fn python(line: Line) -> PathBuf {
+    static V2: OnceLock<PathBuf> = OnceLock::new();
+    static V1: OnceLock<PathBuf> = OnceLock::new();
+    let cell = match line {
+        Line::V2 => &V2,
+        Line::V1 => &V1,
+    };
+    cell.get_or_init(|| {
+        let venv = toolhost_tests::repo_root().join("target").join("mcp-venv").join(line.dir());
+        let python = venv.join("bin").join("python");
+        let marker = venv.join(".installed");
+        if !marker.exists() {
+            let _ = std::fs::remove_dir_all(&venv);
+            let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status();
+            assert!(
+                made.is_ok_and(|s| s.success()),
+                "python3 -m venv {} failed (is python3 installed?)",
+                venv.display()
+            );
+            let out = Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", line.requirement()])
+                .output()
+                .expect("run pip");
+            assert!(
+                out.status.success(),
+                "pip install {} failed:\n{}",
+                line.requirement(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::write(&marker, line.requirement()).expect("write marker");
+        }
+        python
+    })
+    .clone()
+}
+
+fn client_script() -> PathBuf {
+    toolhost_tests::repo_root().join("tests").join("mcp").join("client.py")
+}
+
+/// The flags every served toolhost gets here: edits and Bash allowed, curl
+/// denied, `rm` asked.
+const RULES: &[&str] = &[
+    "--allow",
+    "Write",
+    "--allow",
+    "Edit",
+    "--allow",
+    "Bash",
+    "--allow",
+    "KillShell",
+    "--deny",
+    "Bash(curl:*)",
+    "--ask",
+    "Bash(rm:*)",
+];
+
+fn workspace(sb: &Sandbox) {
+    sb.write("a.txt", "hello\n");
+    for i in 0..20 {
+        sb.write(&format!("many/{i}.txt"), format!("file number {i}\n"));
+    }
+    sb.write("kept.txt", "x\n");
+    sb.write("allowed.txt", "x\n");
+}
+
+/// The server command as a stdio client starts it: the program, its
+/// arguments, and only the environment the sandbox needs (clients start
+/// servers with a minimal environment).
+fn stdio_config(sb: &Sandbox) -> serde_json::Value {
+    let cmd = toolhost_command(sb);
+    let mut command: Vec<String> = vec![cmd.get_program().to_string_lossy().into_owned()];
+    command.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    command.extend(RULES.iter().map(|s| s.to_string()));
+    command.push("serve".into());
+    let mut env: serde_json::Map<String, serde_json::Value> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned().into())))
+        .collect();
+    env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
+    serde_json::json!({"command": command, "env": env, "workspace": sb.workspace})
+}
+
+/// A `toolhost serve --http 127.0.0.1:0` and its URL; killed when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(sb: &Sandbox, token: Option<&str>) -> HttpServer {
+        let mut cmd = toolhost_command(sb);
+        cmd.args(RULES).args(["serve", "--http", "127.0.0.1:0"]).stdin(Stdio::null()).stderr(Stdio::piped());
+        match token {
+            Some(t) => cmd.env("TOOLHOST_HTTP_TOKEN", t),
+            None => cmd.env_remove("TOOLHOST_HTTP_TOKEN"),
+        };
+        let mut child = cmd.spawn().expect("start toolhost serve --http");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("read stderr");
+            assert!(n > 0, "toolhost serve --http ended before serving");
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = stderr.read_to_string(&mut sink);
+        });
+        HttpServer { child, url }
+    }
+
+    fn config(&self, sb: &Sandbox, token: Option<&str>) -> serde_json::Value {
+        serde_json::json!({"url": self.url, "token": token, "workspace": sb.workspace})
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a scenario of `client.py` and checks every expected check passed.
+fn scenario(sb: &Sandbox, line: Line, config: &serde_json::Value, name: &str, expect: &[&str]) {
+    let python = python(line);
+    let config_file = sb.root.join(format!("mcp-{name}.json"));
+    std::fs::write(&config_file, config.to_string()).expect("write config");
+    let out = Command::new(python)
+        .arg(client_script())
+        .arg(&config_file)
+        .arg(name)
+        .current_dir(&sb.root)
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{line:?} {name} failed:\n{stdout}\n{stderr}");
+    for check in expect {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("PASS {check}"))),
+            "{line:?}: no PASS {check}:\n{stdout}"
+        );
+    }
+}
+
+const MAIN: &[&str] = &[
+    "list tools, schemas, annotations",
+    "every built-in tool, with good and bad input",
+    "unknown tool is an error result",
+    "permissions: deny rule, ask without elicitation",
+    "20 concurrent calls",
+    "progress notifications",
+    "cancellation stops the process",
+];
+
+fn main_over_stdio(line: Line) {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    scenario(&sb, line, &stdio_config(&sb), "main", MAIN);
+    let sb = Sandbox::new();
+    workspace(&sb);
+    scenario(&sb, line, &stdio_config(&sb), "elicit", &["elicitation: allow once, deny with a reason"]);
+}
+
+fn main_over_http(line: Line) {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let token = "test-token-1234";
+    let server = HttpServer::start(&sb, Some(token));
+    scenario(&sb, line, &server.config(&sb, Some(token)), "main", MAIN);
+    sb.write("a.txt", "x\n");
+    sb.write("b.txt", "x\n");
+    scenario(&sb, line, &server.config(&sb, Some(token)), "two-clients", &["two clients at once, separate sessions"]);
+    sb.write("allowed.txt", "x\n");
+    scenario(&sb, line, &server.config(&sb, Some(token)), "elicit", &["elicitation: allow once, deny with a reason"]);
+}
+
+#[test]
+fn python_sdk_2_over_stdio() {
+    main_over_stdio(Line::V2);
+}
+
+#[test]
+fn python_sdk_1_over_stdio() {
+    main_over_stdio(Line::V1);
+}
+
+#[test]
+fn python_sdk_2_over_http() {
+    main_over_http(Line::V2);
+}
+
+#[test]
+fn python_sdk_1_over_http() {
+    main_over_http(Line::V1);
+}
+
+/// One raw HTTP/1.1 request; the status code and the response.
+fn raw_http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let authority = url.trim_start_matches("http://").split('/').next().expect("authority");
+    let path = &url["http://".len() + authority.len()..];
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+#[test]
+fn http_guards_token_host_and_origin() {
+    let sb = Sandbox::new();
+    let token = "s3cret-token";
+    let server = HttpServer::start(&sb, Some(token));
+    let json = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let bearer = format!("Bearer {token}");
+    let with = |extra: &[(&'static str, &str)]| -> Vec<(&str, String)> {
+        let mut h: Vec<(&str, String)> = json.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        h.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        h
+    };
+    let send = |headers: Vec<(&str, String)>, url: &str| {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        raw_http(url, "POST", &headers, INITIALIZE)
+    };
+    // No token, a wrong one: 401.
+    let (status, response) = send(with(&[]), &server.url);
+    assert_eq!(status, 401, "{response}");
+    assert!(response.to_ascii_lowercase().contains("www-authenticate: bearer"), "{response}");
+    assert_eq!(send(with(&[("Authorization", "Bearer wrong")]), &server.url).0, 401);
+    // The right token: served.
+    let (status, response) = send(with(&[("Authorization", &bearer)]), &server.url);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("\"serverInfo\""), "{response}");
+    // DNS rebinding: a foreign Host, a foreign Origin: 403.
+    let (status, response) = send(with(&[("Authorization", &bearer), ("Host", "evil.example:80")]), &server.url);
+    assert_eq!(status, 403, "{response}");
+    let (status, response) = send(with(&[("Authorization", &bearer), ("Origin", "http://evil.example")]), &server.url);
+    assert_eq!(status, 403, "{response}");
+    // The server's own origin passes.
+    let port = server.url.rsplit(':').next().and_then(|p| p.split('/').next()).expect("port");
+    let own = format!("http://localhost:{port}");
+    assert_eq!(send(with(&[("Authorization", &bearer), ("Origin", &own)]), &server.url).0, 200);
+    // Only /mcp.
+    let other = server.url.replace("/mcp", "/other");
+    assert_eq!(send(with(&[("Authorization", &bearer)]), &other).0, 404);
+
+    // Without a token on loopback: served.
+    let open = HttpServer::start(&sb, None);
+    assert_eq!(send(with(&[]), &open.url).0, 200);
+}
+
+#[test]
+fn http_off_loopback_needs_a_token() {
+    let sb = Sandbox::new();
+    let out = toolhost_command(&sb)
+        .env_remove("TOOLHOST_HTTP_TOKEN")
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a loopback address") && stderr.contains("TOOLHOST_HTTP_TOKEN"), "{stderr}");
+}
+
+mod rmcp_client {
+    //! rmcp's own client against the real binary.
+    use super::*;
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, NumberOrString};
+    use rmcp::transport::TokioChildProcess;
+    use std::sync::{Arc, Mutex};
+
+    fn text(result: &rmcp::model::CallToolResult) -> String {
+        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+    }
+
+    fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
+        let serde_json::Value::Object(args) = args else { panic!("object") };
+        CallToolRequestParams::new(name.to_string()).with_arguments(args)
+    }
+
+    /// Collects progress notifications.
+    #[derive(Clone, Default)]
+    struct Client {
+        progress: Arc<Mutex<Vec<(NumberOrString, String)>>>,
+    }
+
+    impl rmcp::ClientHandler for Client {
+        async fn on_progress(
+            &self,
+            params: rmcp::model::ProgressNotificationParam,
+            _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+        ) {
+            self.progress.lock().unwrap().push((params.progress_token.0, params.message.unwrap_or_default()));
+        }
+    }
+
+    #[test]
+    fn stdio_list_call_concurrent_progress() {
+        let sb = Sandbox::new();
+        workspace(&sb);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+            cmd.args(RULES).arg("serve");
+            let handler = Client::default();
+            let client = handler.clone().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
+            let info = client.peer_info().expect("server info");
+            assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("toolhost"));
+            let tools = client.list_all_tools().await.expect("tools/list");
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            assert!(names.contains(&"Read") && names.contains(&"Bash"), "{names:?}");
+            let read = tools.iter().find(|t| t.name == "Read").unwrap();
+            assert_eq!(read.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+
+            let a = sb.ws("a.txt").display().to_string();
+            let r = client.call_tool(call("Read", serde_json::json!({"file_path": a}))).await.expect("call");
+            assert_eq!(r.is_error, Some(false));
+            assert!(text(&r).contains("hello"), "{}", text(&r));
+            let r = client.call_tool(call("Read", serde_json::json!({}))).await.expect("call");
+            assert_eq!(r.is_error, Some(true), "{}", text(&r));
+            let r =
+                client.call_tool(call("Nope", serde_json::json!({}))).await.expect("an error result, not a failure");
+            assert_eq!(r.is_error, Some(true));
+
+            // 20 at once.
+            let calls = (0..20).map(|i| {
+                let path = sb.ws(&format!("many/{i}.txt")).display().to_string();
+                let peer = client.peer().clone();
+                async move { peer.call_tool(call("Read", serde_json::json!({"file_path": path}))).await }
+            });
+            let results = futures_join_all(calls).await;
+            for (i, r) in results.into_iter().enumerate() {
+                let r = r.expect("call");
+                assert!(text(&r).contains(&format!("file number {i}")), "{}", text(&r));
+            }
+
+            // Progress, under the call's token (rmcp gives every request one).
+            let request = call("Bash", serde_json::json!({"command": "echo one; sleep 0.2; echo two"}));
+            let r = client.call_tool(request).await.expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            let progress = handler.progress.lock().unwrap().clone();
+            assert!(progress.len() >= 2, "{progress:?}");
+            assert!(progress.iter().all(|(t, _)| *t == progress[0].0), "one call, one token: {progress:?}");
+            assert!(progress[0].1.contains("one") && progress[1].1.contains("two"), "{progress:?}");
+            client.cancel().await.expect("close");
+        });
+    }
+
+    /// Joins futures without another dependency.
+    async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let mut set = Vec::new();
+        for f in futures {
+            set.push(tokio::spawn(f));
+        }
+        let mut out = Vec::new();
+        for h in set {
+            out.push(h.await.expect("join"));
+        }
+        out
+    }
+
+    #[test]
+    fn http_client_with_token() {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let sb = Sandbox::new();
+        workspace(&sb);
+        let token = "rmcp-token";
+        let server = HttpServer::start(&sb, Some(token));
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token.to_string());
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = ().serve(transport).await.expect("initialize");
+            let tools = client.list_all_tools().await.expect("tools/list");
+            assert!(tools.iter().any(|t| t.name == "Grep"));
+            let r = client.call_tool(call("Grep", serde_json::json!({"pattern": "hello"}))).await.expect("call");
+            assert!(text(&r).contains("a.txt"), "{}", text(&r));
+            client.cancel().await.expect("close");
+        });
+    }
+}

@@ -1,0 +1,300 @@
+"""Drives `toolhost serve` with the official MCP Python SDK (the 2.x line's
+`Client`, or the 1.x line's `ClientSession`), over stdio or streamable HTTP.
+
+    python client.py CONFIG.json SCENARIO
+
+CONFIG: {"command": [...], "env": {...}, "workspace": DIR} for stdio, or
+{"url": URL, "token": TOKEN?, "workspace": DIR} for HTTP. Each scenario
+asserts what it checks and prints `PASS <name>` per check; any failure raises
+(exit status 1). The end-to-end tests in tests/all/mcp.rs run it.
+"""
+
+import asyncio
+import importlib.metadata
+import json
+import os
+import re
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import jsonschema
+
+try:  # 2.x keeps the protocol types in their own package
+    import mcp_types as types
+except ImportError:  # 1.x
+    from mcp import types
+
+from mcp import StdioServerParameters
+
+MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
+CFG = json.loads(open(sys.argv[1]).read())
+WS = CFG["workspace"]
+
+
+def field(obj, camel):
+    """A model field by its protocol name (2.x spells attributes in snake_case)."""
+    snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+def passed(name):
+    print(f"PASS {name}", flush=True)
+
+
+def ws(rel):
+    return os.path.join(WS, rel)
+
+
+class Conn:
+    """The calls the scenarios make, on either SDK line."""
+
+    def __init__(self, client, session):
+        self.client = client  # 2.x Client, or None
+        self.session = session  # the ClientSession
+
+    async def list_tools(self):
+        return (await (self.client or self.session).list_tools()).tools
+
+    async def call(self, name, args, progress=None):
+        return await (self.client or self.session).call_tool(name, args, progress_callback=progress)
+
+    async def call_and_cancel(self, name, args, after):
+        """Starts a call and cancels it (`notifications/cancelled`) after `after` seconds."""
+        if self.client is not None:
+            # 2.x: abandoning a request sends notifications/cancelled.
+            try:
+                await asyncio.wait_for(self.client.call_tool(name, args), timeout=after)
+            except (asyncio.TimeoutError, TimeoutError):
+                return
+            raise AssertionError("the call ended before it was cancelled")
+        # 1.x sends nothing when a caller gives up: send it as a client would.
+        request_id = self.session._request_id
+        task = asyncio.create_task(self.session.call_tool(name, args))
+        await asyncio.sleep(after)
+        assert not task.done(), "the call ended before it was cancelled"
+        await self.session.send_notification(
+            types.ClientNotification(
+                types.CancelledNotification(
+                    method="notifications/cancelled",
+                    params=types.CancelledNotificationParams(requestId=request_id, reason="test"),
+                )
+            )
+        )
+        task.cancel()
+
+
+@asynccontextmanager
+async def connect(elicit=None):
+    stdio = "command" in CFG
+    headers = {"Authorization": f"Bearer {CFG['token']}"} if CFG.get("token") else {}
+    if stdio:
+        command, *args = CFG["command"]
+        params = StdioServerParameters(command=command, args=args, env=CFG["env"])
+    if MAJOR >= 2:
+        from mcp import Client
+
+        if stdio:
+            server = params
+        else:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+            server = streamable_http_client(CFG["url"], http_client=http)
+        async with Client(server, elicitation_callback=elicit) as client:
+            yield Conn(client, client.session)
+    else:
+        from mcp import ClientSession
+
+        if stdio:
+            from mcp.client.stdio import stdio_client
+
+            transport = stdio_client(params)
+        else:
+            from mcp.client.streamable_http import streamablehttp_client
+
+            transport = streamablehttp_client(CFG["url"], headers=headers)
+        async with transport as streams:
+            async with ClientSession(streams[0], streams[1], elicitation_callback=elicit) as session:
+                await session.initialize()
+                yield Conn(None, session)
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def ok(result, name):
+    assert not field(result, 'isError'), f"{name} failed: {text(result)}"
+    return text(result)
+
+
+def err(result, name, needle=None):
+    assert field(result, 'isError'), f"{name} should have failed: {text(result)}"
+    if needle is not None:
+        assert needle in text(result), f"{name}: expected {needle!r} in {text(result)!r}"
+    return text(result)
+
+
+async def scenario_main():
+    async with connect() as c:
+        tools = await c.list_tools()
+        names = [t.name for t in tools]
+        assert names == sorted(names), names
+        for expected in ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write"]:
+            assert expected in names, names
+        for t in tools:
+            schema = field(t, 'inputSchema')
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            assert schema.get("type") == "object", (t.name, schema)
+            assert t.description, t.name
+        by_name = {t.name: t for t in tools}
+        for name in ["Read", "Glob", "Grep", "BashOutput"]:
+            assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is True, name
+        for name in ["Write", "Edit", "KillShell"]:
+            assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is False, name
+        # Read-only or not depends on the command: no claim.
+        assert by_name["Bash"].annotations is None or field(by_name["Bash"].annotations, "readOnlyHint") is None
+        passed("list tools, schemas, annotations")
+
+        # Every built-in, successfully and with bad input.
+        assert "hello" in ok(await c.call("Read", {"file_path": ws("a.txt")}), "Read")
+        err(await c.call("Read", {}), "Read {}", "file_path")
+        ok(await c.call("Write", {"file_path": ws("new.txt"), "content": "one two\n"}), "Write")
+        assert open(ws("new.txt")).read() == "one two\n"
+        err(await c.call("Write", {"file_path": 5, "content": "x"}), "Write bad")
+        ok(await c.call("Read", {"file_path": ws("new.txt")}), "Read before Edit")
+        ok(await c.call("Edit", {"file_path": ws("new.txt"), "old_string": "two", "new_string": "three"}), "Edit")
+        assert open(ws("new.txt")).read() == "one three\n"
+        err(await c.call("Edit", {"file_path": ws("new.txt")}), "Edit bad")
+        assert "a.txt" in ok(await c.call("Glob", {"pattern": "*.txt"}), "Glob")
+        err(await c.call("Glob", {"pattern": 3}), "Glob bad")
+        assert "a.txt" in ok(await c.call("Grep", {"pattern": "hello"}), "Grep")
+        err(await c.call("Grep", {}), "Grep bad")
+        assert "hi" in ok(await c.call("Bash", {"command": "echo hi"}), "Bash")
+        err(await c.call("Bash", {"command": "exit 3"}), "Bash exit 3")
+        err(await c.call("Bash", {}), "Bash bad", "command")
+        started = ok(await c.call("Bash", {"command": "echo background", "run_in_background": True}), "Bash bg")
+        bash_id = re.search(r'bash_id "([^"]+)"', started).group(1)
+        for _ in range(50):
+            out = ok(await c.call("BashOutput", {"bash_id": bash_id}), "BashOutput")
+            if "background" in out:
+                break
+            await asyncio.sleep(0.1)
+        assert "background" in out, out
+        err(await c.call("BashOutput", {"bash_id": "nope"}), "BashOutput unknown id")
+        err(await c.call("BashOutput", {}), "BashOutput bad")
+        started = ok(await c.call("Bash", {"command": "sleep 30", "run_in_background": True}), "Bash bg sleep")
+        shell_id = re.search(r'bash_id "([^"]+)"', started).group(1)
+        ok(await c.call("KillShell", {"shell_id": shell_id}), "KillShell")
+        err(await c.call("KillShell", {}), "KillShell bad")
+        passed("every built-in tool, with good and bad input")
+
+        err(await c.call("NoSuchTool", {"x": 1}), "unknown tool", "No such tool")
+        passed("unknown tool is an error result")
+
+        denied = err(await c.call("Bash", {"command": "curl http://example.com"}), "deny rule")
+        assert "Bash(curl:*)" in denied, denied
+        # An ask with no elicitation in this client: denied, naming a rule.
+        asked = err(await c.call("Bash", {"command": "rm -f gone.txt"}), "ask without elicitation")
+        assert "Bash(rm" in asked, asked
+        passed("permissions: deny rule, ask without elicitation")
+
+        # 20 calls at once in one session.
+        began = time.monotonic()
+        results = await asyncio.gather(*[c.call("Read", {"file_path": ws(f"many/{i}.txt")}) for i in range(20)])
+        for i, r in enumerate(results):
+            assert f"file number {i}" in ok(r, f"Read {i}"), text(r)
+        slow = await asyncio.gather(*[c.call("Bash", {"command": "sleep 0.5"}) for i in range(2)])
+        for r in slow:
+            ok(r, "slow")
+        passed(f"20 concurrent calls ({time.monotonic() - began:.2f} s)")
+
+        # Progress for a long Bash command, before its result.
+        notes = []
+
+        async def progress(p, total, message):
+            notes.append((time.monotonic(), p, message))
+
+        command = "for i in 1 2 3 4; do echo line$i; sleep 0.3; done"
+        r = await c.call("Bash", {"command": command}, progress=progress)
+        ended = time.monotonic()
+        ok(r, "long Bash")
+        assert len(notes) >= 2, notes
+        assert "line1" in (notes[0][2] or ""), notes
+        assert notes[0][0] < ended - 0.5, "the first progress came only at the end"
+        assert [n[1] for n in notes] == sorted(n[1] for n in notes), notes
+        passed(f"progress notifications ({len(notes)})")
+
+        # Cancellation stops the process.
+        pid_file = ws("cancel.pid")
+        await c.call_and_cancel("Bash", {"command": f"echo $$ > {pid_file}; exec sleep 30"}, after=1.0)
+        pid = int(open(pid_file).read())
+        for _ in range(100):
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not alive(pid), f"process {pid} still runs after the cancellation"
+        # The session goes on.
+        assert "hi" in ok(await c.call("Bash", {"command": "echo hi"}), "after cancel")
+        passed("cancellation stops the process")
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def scenario_elicit():
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        decision = "allow once" if "allowed.txt" in params.message else "deny"
+        return types.ElicitResult(action="accept", content={"decision": decision, "reason": "not that one"})
+
+    async with connect(elicit) as c:
+        ok(await c.call("Bash", {"command": f"rm -f {ws('allowed.txt')}"}), "approved")
+        assert not os.path.exists(ws("allowed.txt"))
+        refused = err(await c.call("Bash", {"command": f"rm -f {ws('kept.txt')}"}), "refused")
+        assert "not that one" in refused, refused
+        assert os.path.exists(ws("kept.txt"))
+        assert len(asked) == 2 and "Bash" in asked[0], asked
+        passed("elicitation: allow once, deny with a reason")
+
+
+async def scenario_two_clients():
+    """Two clients at once, each its own session (Edit needs a Read in the same session)."""
+
+    async def client(name, barrier):
+        async with connect() as c:
+            path = ws(f"{name}.txt")
+            ok(await c.call("Read", {"file_path": path}), f"{name} Read")
+            await barrier.wait()
+            other = ws(("b" if name == "a" else "a") + ".txt")
+            err(await c.call("Edit", {"file_path": other, "old_string": "x", "new_string": "y"}), f"{name} Edit other")
+            ok(await c.call("Edit", {"file_path": path, "old_string": "x", "new_string": name}), f"{name} Edit own")
+
+    class Barrier:
+        def __init__(self, n):
+            self.n, self.event = n, asyncio.Event()
+
+        async def wait(self):
+            self.n -= 1
+            if self.n == 0:
+                self.event.set()
+            await self.event.wait()
+
+    barrier = Barrier(2)
+    await asyncio.gather(client("a", barrier), client("b", barrier))
+    assert open(ws("a.txt")).read() == "a\n" and open(ws("b.txt")).read() == "b\n"
+    passed("two clients at once, separate sessions")
+
+
+if __name__ == "__main__":
+    scenario = {"main": scenario_main, "elicit": scenario_elicit, "two-clients": scenario_two_clients}[sys.argv[2]]
+    asyncio.run(scenario())
