@@ -123,24 +123,82 @@ fn mcp_stdio(s: &Setup, runtime: &tokio::runtime::Runtime) -> common::Stats {
     })
 }
 
+/// The floor: rmcp's own stdio round trip, against a server (this binary,
+/// re-run with `--echo-server`) that answers `tools/call` at once.
+fn rmcp_floor(runtime: &tokio::runtime::Runtime) -> common::Stats {
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("bench executable"));
+        cmd.arg("--echo-server");
+        let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
+        let serde_json::Value::Object(args) = json!({"text": "hello"}) else { unreachable!() };
+        let request = CallToolRequestParams::new("Echo").with_arguments(args);
+        let mut samples = Vec::with_capacity(CALLS);
+        for i in 0..WARM_UP + CALLS {
+            let t = Instant::now();
+            let r = client.call_tool(request.clone()).await.expect("tools/call");
+            let micros = t.elapsed().as_secs_f64() * 1e6;
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            if i >= WARM_UP {
+                samples.push(micros);
+            }
+        }
+        client.cancel().await.expect("close");
+        common::stats(samples)
+    })
+}
+
+struct EchoServer;
+
+impl rmcp::ServerHandler for EchoServer {
+    fn get_info(&self) -> rmcp::model::InitializeResult {
+        rmcp::model::InitializeResult::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let text = request.arguments.and_then(|a| a.get("text").and_then(|t| t.as_str().map(String::from)));
+        let result =
+            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text.unwrap_or_default())]);
+        Ok(rmcp::model::CallToolResponse::Complete(result))
+    }
+}
+
+fn echo_server() {
+    // The same runtime as `toolhost serve`.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let running = EchoServer.serve(rmcp::transport::io::stdio_pipes()).await.expect("serve");
+        let _ = running.waiting().await;
+    });
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--echo-server") {
+        return echo_server();
+    }
     let s = setup();
     let host = host(&s);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let (mut lib, mut exe, mut mcp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut lib, mut exe, mut mcp, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let l = library(&host);
         let e = executor(&host, &runtime);
         let m = mcp_stdio(&s, &runtime);
+        let f = rmcp_floor(&runtime);
         eprintln!(
-            "round {round}: library p50 {:.1} p99 {:.1} µs; executor p50 {:.1} p99 {:.1} µs; MCP stdio p50 {:.1} p99 {:.1} µs",
-            l.p50, l.p99, e.p50, e.p99, m.p50, m.p99
+            "round {round}: library p50 {:.1} p99 {:.1} µs; executor p50 {:.1} p99 {:.1} µs; \
+             MCP stdio p50 {:.1} p99 {:.1} µs; rmcp floor p50 {:.1} p99 {:.1} µs",
+            l.p50, l.p99, e.p50, e.p99, m.p50, m.p99, f.p50, f.p99
         );
+        floor.push(f);
         lib.push(l);
         exe.push(e);
         mcp.push(m);
@@ -155,6 +213,11 @@ fn main() {
         "| MCP `tools/call` over stdio (rmcp client ↔ `toolhost serve`) | {:.1} µs | {:.1} µs |",
         p50(&mcp),
         p99(&mcp)
+    );
+    println!(
+        "| rmcp alone: the same round trip to a server answering at once | {:.1} µs | {:.1} µs |",
+        p50(&floor),
+        p99(&floor)
     );
     println!();
     println!(

@@ -382,7 +382,10 @@ fn serve(
     config: toolhost::mcp::ServeConfig,
     http: Option<(std::net::SocketAddr, toolhost::mcp::HttpConfig)>,
 ) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // One thread for the protocol (parsing, routing, notifications): the
+    // calls run on the executor's workers. Fewer hand-offs per call than a
+    // multi-threaded runtime (measured in `benches/mcp.rs`).
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let Some((addr, http)) = http else {
             return toolhost::mcp::serve_stdio(host, config).await;

@@ -396,6 +396,14 @@ mod rmcp_client {
             let request = call("Bash", serde_json::json!({"command": "echo one; sleep 0.2; echo two"}));
             let r = client.call_tool(request).await.expect("call");
             assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            // rmcp's client runs notification handlers as tasks of their
+            // own: the last may still be on its way when the result is in.
+            for _ in 0..100 {
+                if handler.progress.lock().unwrap().len() >= 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             let progress = handler.progress.lock().unwrap().clone();
             assert!(progress.len() >= 2, "{progress:?}");
             assert!(progress.iter().all(|(t, _)| *t == progress[0].0), "one call, one token: {progress:?}");

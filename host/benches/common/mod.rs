@@ -7,6 +7,7 @@ use std::time::Instant;
 /// This benchmark's own executable, pinned to CPU 1 with `taskset` when
 /// `pinned` and `taskset` is available (migrations between the two vCPUs of
 /// these machines add noise).
+#[allow(dead_code, reason = "not every benchmark re-runs itself")]
 pub fn self_command(pinned: bool) -> Command {
     let exe = std::env::current_exe().expect("bench executable");
     let taskset = pinned && Command::new("taskset").arg("-V").output().is_ok_and(|o| o.status.success());
