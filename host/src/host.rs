@@ -417,6 +417,13 @@ impl Host {
         Arc::new(Session::ephemeral(&self.inner.data_dir))
     }
 
+    /// Ends `session`'s background processes: those still running are
+    /// killed, and their output is forgotten. For a long-running front
+    /// (`serve`) when a client's session ends; the host's end kills them all.
+    pub fn end_session(&self, session: &Session) {
+        self.inner.background.end_session(session.id());
+    }
+
     /// Instantiates `tool` in a fresh Store with no capabilities, calls its
     /// cheapest export (`is-enabled`) and drops everything: the floor of a
     /// call's cost. For benchmarks.

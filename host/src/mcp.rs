@@ -154,6 +154,7 @@ impl Drop for McpSession {
         if let Some(executor) = self.inner.executor.get() {
             executor.discard();
         }
+        self.host.end_session(&self.inner.session);
     }
 }
 

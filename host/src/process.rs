@@ -630,6 +630,21 @@ impl BackgroundRegistry {
         kill_group(entry.pgid);
         Ok(())
     }
+
+    /// The session ended: its processes still running are killed, and all
+    /// of its processes (with their unread output) are forgotten.
+    pub fn end_session(&self, session: &str) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.retain(|_, entry| {
+            if entry.session != session {
+                return true;
+            }
+            if !entry.done.load(Ordering::Acquire) {
+                kill_group(entry.pgid);
+            }
+            false
+        });
+    }
 }
 
 impl Drop for BackgroundRegistry {
@@ -826,5 +841,33 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(registry.read("s1", &id).unwrap().status, Some(Status::Signaled(9)));
+    }
+
+    #[test]
+    fn ending_a_session_kills_and_forgets_its_background_processes_only() {
+        let (_t, dirs) = dirs();
+        let policy = policy(&dirs, Approval::Any);
+        let registry = BackgroundRegistry::default();
+        let pid_file = dirs.cwd.join("a.pid");
+        let a =
+            registry.start("a", shell(&format!("echo $$ > {}; exec sleep 30", pid_file.display())), &policy).unwrap();
+        let b = registry.start("b", shell("sleep 30"), &policy).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        registry.end_session("a");
+        assert!(matches!(registry.read("a", &a), Err(ProcessError::UnknownId(_))), "forgotten");
+        let gone = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+        };
+        while !gone(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(pid), "session a's process was killed");
+        assert_eq!(registry.read("b", &b).unwrap().status, None, "session b's process runs on");
+        registry.kill("b", &b).unwrap();
     }
 }

@@ -412,6 +412,12 @@ mod rmcp_client {
         });
     }
 
+    /// Whether process `pid` runs (not gone, not a zombie).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+    }
+
     /// Joins futures without another dependency.
     async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
     where
@@ -447,7 +453,32 @@ mod rmcp_client {
             assert!(tools.iter().any(|t| t.name == "Grep"));
             let r = client.call_tool(call("Grep", serde_json::json!({"pattern": "hello"}))).await.expect("call");
             assert!(text(&r).contains("a.txt"), "{}", text(&r));
+            // A background command of this session ends with the session.
+            let pid_file = sb.ws("bg.pid");
+            let command = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+            let r = client
+                .call_tool(call("Bash", serde_json::json!({"command": command, "run_in_background": true})))
+                .await
+                .expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            let mut pid = None;
+            for _ in 0..200 {
+                pid = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok());
+                if pid.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let pid = pid.expect("the background command started");
+            assert!(alive(pid));
             client.cancel().await.expect("close");
+            for _ in 0..250 {
+                if !alive(pid) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(!alive(pid), "the session's background process outlived the session");
         });
     }
 }
