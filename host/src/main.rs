@@ -96,9 +96,10 @@ enum Command {
     /// Serve the tools over the Model Context Protocol: on stdin/stdout, or
     /// streamable HTTP with --http (see the README)
     Serve {
-        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
-        /// 127.0.0.1:8765 (port 0: any free port, printed on stderr)
-        #[arg(long, value_name = "ADDR")]
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: an
+        /// address such as 127.0.0.1:8765, or a port alone for loopback
+        /// (port 0: any free port, printed on stderr)
+        #[arg(long, value_name = "ADDR", value_parser = http_address)]
         http: Option<std::net::SocketAddr>,
         /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
         /// file (or from $TOOLHOST_HTTP_TOKEN); required off loopback
@@ -374,6 +375,14 @@ fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) ->
         eprintln!("toolhost: warning: could not save session state: {e}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--http`: an address, or a port alone on loopback.
+fn http_address(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| format!("`{s}` is neither an address like 127.0.0.1:8765 nor a port"))
 }
 
 /// `toolhost serve`: MCP over stdio, or streamable HTTP.

@@ -127,7 +127,8 @@ struct HttpServer {
 impl HttpServer {
     fn start(sb: &Sandbox, token: Option<&str>) -> HttpServer {
         let mut cmd = toolhost_command(sb);
-        cmd.args(RULES).args(["serve", "--http", "127.0.0.1:0"]).stdin(Stdio::null()).stderr(Stdio::piped());
+        // A port alone binds loopback.
+        cmd.args(RULES).args(["serve", "--http", "0"]).stdin(Stdio::null()).stderr(Stdio::piped());
         match token {
             Some(t) => cmd.env("TOOLHOST_HTTP_TOKEN", t),
             None => cmd.env_remove("TOOLHOST_HTTP_TOKEN"),
@@ -148,6 +149,7 @@ impl HttpServer {
             let mut sink = String::new();
             let _ = stderr.read_to_string(&mut sink);
         });
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
         HttpServer { child, url }
     }
 
