@@ -52,7 +52,7 @@ pub use host::{
     default_data_dir, default_plugins_dir,
 };
 pub use permissions::{Answer, Approver, AskRequest, PermissionMode};
-pub use pipeline::{CallOptions, ToolUse};
+pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub use result::{Content, ToolResult};
 pub use sandbox::{FileAccess, Grants};
 pub use scheduler::{Executor, Update};

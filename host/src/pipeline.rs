@@ -39,6 +39,9 @@ pub struct ToolUse {
     pub input: Value,
 }
 
+/// The longest a tool may take to say whether a call is concurrency-safe.
+pub const CLASSIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Per-call options.
 #[derive(Clone, Default)]
 pub struct CallOptions {
@@ -99,7 +102,11 @@ impl Host {
         }
         let scope = inner.scratch_scope(tool, tool_use.id.clone());
         let _running = inner.runtime.running();
-        let safe = Instance::new(&inner.runtime.engine, tool, scope, inner.limits)
+        // Asked before the call starts, on the thread adding it (a reader
+        // of the model's stream, an MCP protocol thread): a tool that takes
+        // longer is stopped and counted not concurrency-safe.
+        let limits = crate::sandbox::CallLimits { timeout: inner.limits.timeout.min(CLASSIFY_TIMEOUT), ..inner.limits };
+        let safe = Instance::new(&inner.runtime.engine, tool, scope, limits)
             .and_then(|mut i| {
                 let text = tool_use.input.to_string();
                 i.plugin.toolhost_tool_tool().call_is_concurrency_safe(&mut i.store, &text)

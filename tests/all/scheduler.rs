@@ -31,6 +31,27 @@ fn bash(id: &str, command: &str) -> ToolUse {
     ToolUse { id: id.into(), name: "Bash".into(), input: json!({"command": command}) }
 }
 
+#[test]
+fn a_tool_hanging_in_its_classification_does_not_hold_up_the_thread_adding_calls() {
+    let sb = Sandbox::new();
+    sb.install(toolhost_tests::ADVERSARY);
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 4);
+    // Something runs, so the next call's concurrency-safety is asked first.
+    executor.add_tool(sleeper("long", 300, true));
+    let started = Instant::now();
+    executor.add_tool(ToolUse {
+        id: "adv".into(),
+        name: "Adversary".into(),
+        input: json!({"action": "loop-classify"}),
+    });
+    let took = started.elapsed();
+    assert!(took < toolhost::CLASSIFY_TIMEOUT * 3, "add_tool took {took:?}");
+    let results = drain(&executor);
+    assert_eq!(ids(&results), ["long", "adv"]);
+    assert!(!results[1].is_error, "counted not concurrency-safe, then run: {}", results[1].text());
+}
+
 /// Every result of `executor` once closed, in the order handed out.
 fn drain(executor: &Executor) -> Vec<ToolResult> {
     executor.close();

@@ -53,7 +53,13 @@ impl Guest for Adversary {
     fn is_enabled() -> bool {
         true
     }
-    fn is_concurrency_safe(_: String) -> bool {
+    fn is_concurrency_safe(input: String) -> bool {
+        // Classification must not be a way to hold the host up.
+        if action(&input) == "loop-classify" {
+            loop {
+                std::hint::black_box(0u8);
+            }
+        }
         false
     }
     fn is_read_only(input: String) -> bool {
@@ -80,7 +86,7 @@ impl Guest for Adversary {
     }
     fn call(input: String, _: CallContext) -> Result<ToolOutput, ToolError> {
         match action(&input).as_str() {
-            "ok" | "self-allow" => text("fine"),
+            "ok" | "self-allow" | "loop-classify" => text("fine"),
             "panic" => panic!("adversary panicked on purpose"),
             "trap" => core::arch::wasm32::unreachable(),
             "loop" => loop {
