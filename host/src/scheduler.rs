@@ -63,9 +63,13 @@ thread_local! {
 
 #[derive(Default)]
 struct State {
-    tools: Vec<Tracked>,
-    /// Every result before this index was handed out (in order: the index of
-    /// the next one).
+    /// The calls not yet handed out, and before them, until compacted, some
+    /// that were; `tools[0]` is call number `base` (indexes below are call
+    /// numbers: a long session keeps only what is still going on).
+    tools: VecDeque<Tracked>,
+    base: usize,
+    /// Every result before this call number was handed out (in order: the
+    /// next one).
     next_result: usize,
     /// Results handed out.
     handed_out: usize,
@@ -84,6 +88,31 @@ struct State {
     running_unsafe: usize,
     /// Workers waiting for a job.
     idle: usize,
+}
+
+impl State {
+    /// Call number `index`.
+    fn at(&mut self, index: usize) -> &mut Tracked {
+        let base = self.base;
+        &mut self.tools[index - base]
+    }
+
+    fn get(&self, index: usize) -> Option<&Tracked> {
+        self.tools.get(index.checked_sub(self.base)?)
+    }
+
+    /// The number the next call added gets.
+    fn end(&self) -> usize {
+        self.base + self.tools.len()
+    }
+
+    /// Forgets the calls at the front that were handed out.
+    fn compact(&mut self) {
+        while self.base < self.next_result.min(self.queue_from) {
+            self.tools.pop_front();
+            self.base += 1;
+        }
+    }
 }
 
 struct Tracked {
@@ -162,7 +191,7 @@ impl Executor {
         // and its own instance tells), nor with one call at a time.
         let alone = {
             let state = self.shared.lock();
-            self.shared.max == 1 || (state.running == 0 && state.queue_from >= state.tools.len())
+            self.shared.max == 1 || (state.running == 0 && state.queue_from >= state.end())
         };
         let safe = if alone { None } else { Some(host.call_traits(&tool_use).concurrency_safe) };
         let tracked = Tracked {
@@ -188,13 +217,13 @@ impl Executor {
         if let Some(what) = state.errored.clone() {
             // A Bash call already failed: later siblings do not start.
             let id = tracked.tool_use.id.clone();
-            state.tools.push(Tracked {
+            state.tools.push_back(Tracked {
                 status: Status::Done,
                 result: Some(ToolResult::error(&id, sibling_error(&what))),
                 ..tracked
             });
         } else {
-            state.tools.push(tracked);
+            state.tools.push_back(tracked);
         }
         Shared::process_queue(&self.shared, &mut state);
         drop(state);
@@ -208,7 +237,7 @@ impl Executor {
         if state.discarded {
             return;
         }
-        state.tools.push(Tracked {
+        state.tools.push_back(Tracked {
             tool_use: ToolUse { id: id.to_string(), name: String::new(), input: serde_json::Value::Null },
             safe: Some(false),
             counted_unsafe: false,
@@ -236,7 +265,7 @@ impl Executor {
     }
 
     fn finished(state: &State) -> bool {
-        state.discarded || (state.closed && state.handed_out == state.tools.len() && state.progress.is_empty())
+        state.discarded || (state.closed && state.handed_out == state.end() && state.progress.is_empty())
     }
 
     /// The next update, waiting for it; `None` once the executor is closed
@@ -269,6 +298,13 @@ impl Executor {
             }
             notified.await;
         }
+    }
+
+    /// How many calls the executor still keeps a record of (those not
+    /// handed out, and any before them). For tests.
+    #[doc(hidden)]
+    pub fn kept(&self) -> usize {
+        self.shared.lock().tools.len()
     }
 
     /// Cancels the call `id` (running or queued), whatever its interrupt
@@ -363,17 +399,21 @@ impl Shared {
         }
         let from = state.next_result;
         let index = match self.ordered {
-            true => (state.tools.get(from)?.status == Status::Done).then_some(from)?,
-            false => from + state.tools[from..].iter().position(|t| t.status == Status::Done && t.result.is_some())?,
+            true => (state.get(from)?.status == Status::Done).then_some(from)?,
+            false => {
+                let skip = from - state.base;
+                from + state.tools.iter().skip(skip).position(|t| t.status == Status::Done && t.result.is_some())?
+            }
         };
-        let result = state.tools[index].result.take();
-        // What the call was is no longer needed (a long session keeps only
-        // a small record per call).
-        state.tools[index].tool_use.input = serde_json::Value::Null;
+        let t = state.at(index);
+        let result = t.result.take();
+        // What the call was is no longer needed.
+        t.tool_use.input = serde_json::Value::Null;
         state.handed_out += 1;
-        while state.tools.get(state.next_result).is_some_and(|t| t.status == Status::Done && t.result.is_none()) {
+        while state.get(state.next_result).is_some_and(|t| t.status == Status::Done && t.result.is_none()) {
             state.next_result += 1;
         }
+        state.compact();
         result.map(Update::Result)
     }
 
@@ -392,15 +432,15 @@ impl Shared {
         if state.discarded {
             return;
         }
-        while state.queue_from < state.tools.len() && state.tools[state.queue_from].status != Status::Queued {
+        while state.get(state.queue_from).is_some_and(|t| t.status != Status::Queued) {
             state.queue_from += 1;
         }
-        for i in state.queue_from..state.tools.len() {
-            if state.tools[i].status != Status::Queued {
+        for i in state.queue_from..state.end() {
+            if state.at(i).status != Status::Queued {
                 continue;
             }
             // Not known yet counts as not safe.
-            let safe = state.tools[i].safe == Some(true);
+            let safe = state.at(i).safe == Some(true);
             let can_start = state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
             if !can_start {
                 break;
@@ -408,14 +448,14 @@ impl Shared {
             state.running += 1;
             if !safe {
                 state.running_unsafe += 1;
-                state.tools[i].counted_unsafe = true;
+                state.at(i).counted_unsafe = true;
             }
             Self::start(this, state, i);
         }
     }
 
     fn start(this: &Arc<Shared>, state: &mut State, index: usize) {
-        let t = &mut state.tools[index];
+        let t = state.at(index);
         t.status = Status::Running;
         let tool_use = t.tool_use.clone();
         let cancel = Arc::clone(&t.cancel);
@@ -437,7 +477,7 @@ impl Shared {
                 let report: Arc<dyn Fn(bool) + Send + Sync> = Arc::new(move |safe: bool| {
                     let Some(shared) = weak.upgrade() else { return };
                     let mut state = shared.lock();
-                    let t = &mut state.tools[index];
+                    let t = state.at(index);
                     t.safe = Some(safe);
                     // Calls it no longer blocks may start (no update for
                     // readers, so nobody to wake).
@@ -516,14 +556,14 @@ impl Shared {
     }
 
     fn finish(this: &Arc<Shared>, state: &mut State, index: usize, result: ToolResult) {
-        let t = &mut state.tools[index];
+        let t = state.at(index);
         t.status = Status::Done;
         let counted_unsafe = std::mem::take(&mut t.counted_unsafe);
         state.running -= 1;
         if counted_unsafe {
             state.running_unsafe -= 1;
         }
-        let t = &mut state.tools[index];
+        let t = state.at(index);
         let is_bash = t.tool_use.name == "Bash";
         t.result = Some(match &t.cancelled {
             Some(why) => ToolResult::error(&t.tool_use.id, why.clone()),
@@ -531,10 +571,11 @@ impl Shared {
         });
         let failed = t.cancelled.is_none() && t.result.as_ref().is_some_and(|r| r.is_error);
         if failed && is_bash && state.errored.is_none() {
-            let what = describe(&state.tools[index].tool_use);
+            let what = describe(&state.at(index).tool_use);
             let message = sibling_error(&what);
+            let base = state.base;
             for (i, sibling) in state.tools.iter_mut().enumerate() {
-                if i != index && sibling.status != Status::Done {
+                if base + i != index && sibling.status != Status::Done {
                     cancel(sibling, message.clone());
                 }
             }

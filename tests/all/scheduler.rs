@@ -52,6 +52,36 @@ fn a_tool_hanging_in_its_classification_does_not_hold_up_the_thread_adding_calls
     assert!(!results[1].is_error, "counted not concurrency-safe, then run: {}", results[1].text());
 }
 
+#[test]
+fn a_long_session_keeps_only_what_is_going_on() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    for ordered in [true, false] {
+        let config = toolhost::scheduler::Config { max_concurrency: 4, ordered, approver: None };
+        let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+        let mut handed_out = Vec::new();
+        for round in 0..50 {
+            for k in 0..4 {
+                executor.add_tool(sleeper(&format!("r{round}c{k}"), 1, k % 2 == 0));
+            }
+            while handed_out.len() < (round + 1) * 4 {
+                if let Some(Update::Result(r)) = executor.next_blocking() {
+                    assert!(!r.is_error, "{}", r.text());
+                    handed_out.push(r.tool_use_id);
+                }
+            }
+            assert!(executor.kept() <= 4, "round {round}: {} calls kept", executor.kept());
+        }
+        assert_eq!(executor.kept(), 0);
+        if ordered {
+            let expected: Vec<String> = (0..50).flat_map(|r| (0..4).map(move |k| format!("r{r}c{k}"))).collect();
+            assert_eq!(handed_out, expected);
+        }
+        executor.close();
+        assert!(executor.next_blocking().is_none());
+    }
+}
+
 /// Every result of `executor` once closed, in the order handed out.
 fn drain(executor: &Executor) -> Vec<ToolResult> {
     executor.close();

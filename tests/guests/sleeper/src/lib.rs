@@ -51,7 +51,7 @@ impl Tool for Sleeper {
         // Short sleeps, so a cancellation (checked when the guest runs) stops
         // it within about a millisecond.
         while started.elapsed() < total {
-            std::thread::sleep(Duration::from_millis(1).min(total - started.elapsed()));
+            std::thread::sleep(Duration::from_millis(1).min(total.saturating_sub(started.elapsed())));
             if input.progress_ms > 0 && started.elapsed() >= next_progress {
                 ctx.progress(&format!("{} at {} ms", input.label, started.elapsed().as_millis()));
                 next_progress += Duration::from_millis(input.progress_ms);
