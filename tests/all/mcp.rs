@@ -360,8 +360,9 @@ mod rmcp_client {
         workspace(&sb);
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(async {
+            sb.install(toolhost_tests::ADVERSARY);
             let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
-            cmd.args(RULES).arg("serve");
+            cmd.args(RULES).args(["--allow", "Adversary", "serve"]);
             let handler = Client::default();
             let client = handler.clone().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
             let info = client.peer_info().expect("server info");
@@ -410,6 +411,20 @@ mod rmcp_client {
             assert!(progress.len() >= 2, "{progress:?}");
             assert!(progress.iter().all(|(t, _)| *t == progress[0].0), "one call, one token: {progress:?}");
             assert!(progress[0].1.contains("one") && progress[1].1.contains("two"), "{progress:?}");
+
+            // Cancelling a wasm call stops it: dropping rmcp's request sends
+            // notifications/cancelled; a call that is not concurrency-safe
+            // (as the Adversary's are) then starts at once instead of waiting
+            // for the endless loop's 120 s deadline.
+            let endless = call("Adversary", serde_json::json!({"action": "loop"}));
+            let gave_up = tokio::time::timeout(Duration::from_millis(500), client.call_tool(endless)).await;
+            assert!(gave_up.is_err(), "the endless call returned: {gave_up:?}");
+            let next = call("Adversary", serde_json::json!({"action": "ok"}));
+            let r = tokio::time::timeout(Duration::from_secs(10), client.call_tool(next))
+                .await
+                .expect("the next call was not held up by the cancelled one")
+                .expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
             client.cancel().await.expect("close");
         });
     }
