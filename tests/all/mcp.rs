@@ -362,7 +362,12 @@ mod rmcp_client {
         runtime.block_on(async {
             sb.install(toolhost_tests::ADVERSARY);
             let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
-            cmd.args(RULES).args(["--allow", "Adversary", "serve"]);
+            // A PreToolUse hook stopping the agent on Glob.
+            let stop = r#"cat >/dev/null; echo '{"continue":false,"stopReason":"enough for today"}'"#;
+            let hooks = serde_json::json!({"hooks": {"PreToolUse": [
+                {"matcher": "Glob", "hooks": [{"type": "command", "command": stop}]}
+            ]}});
+            cmd.args(RULES).args(["--allow", "Adversary", "--settings", &hooks.to_string(), "serve"]);
             let handler = Client::default();
             let client = handler.clone().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
             let info = client.peer_info().expect("server info");
@@ -411,6 +416,11 @@ mod rmcp_client {
             assert!(progress.len() >= 2, "{progress:?}");
             assert!(progress.iter().all(|(t, _)| *t == progress[0].0), "one call, one token: {progress:?}");
             assert!(progress[0].1.contains("one") && progress[1].1.contains("two"), "{progress:?}");
+
+            let r = client.call_tool(call("Glob", serde_json::json!({"pattern": "*"}))).await.expect("call");
+            assert_eq!(r.is_error, Some(true), "{}", text(&r));
+            let stop = r.meta.as_ref().and_then(|m| m.get("toolhost/stop").cloned());
+            assert_eq!(stop, Some(serde_json::json!("enough for today")), "{r:?}");
 
             // Cancelling a wasm call stops it: dropping rmcp's request sends
             // notifications/cancelled; a call that is not concurrency-safe
