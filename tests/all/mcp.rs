@@ -105,10 +105,14 @@ fn workspace(sb: &Sandbox) {
 /// arguments, and only the environment the sandbox needs (clients start
 /// servers with a minimal environment).
 fn stdio_config(sb: &Sandbox) -> serde_json::Value {
+    stdio_config_with(sb, RULES)
+}
+
+fn stdio_config_with(sb: &Sandbox, rules: &[&str]) -> serde_json::Value {
     let cmd = toolhost_command(sb);
     let mut command: Vec<String> = vec![cmd.get_program().to_string_lossy().into_owned()];
     command.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-    command.extend(RULES.iter().map(|s| s.to_string()));
+    command.extend(rules.iter().map(|s| s.to_string()));
     command.push("serve".into());
     let mut env: serde_json::Map<String, serde_json::Value> = cmd
         .get_envs()
@@ -205,6 +209,9 @@ fn main_over_stdio(line: Line) {
     let sb = Sandbox::new();
     workspace(&sb);
     scenario(&sb, line, &stdio_config(&sb), "elicit", &["elicitation: allow once, deny with a reason"]);
+    // No allow rules: `touch` asks, and "allow always" is offered.
+    let sb = Sandbox::new();
+    scenario(&sb, line, &stdio_config_with(&sb, &[]), "always", &["elicitation: allow always keeps the rule"]);
 }
 
 fn main_over_http(line: Line) {

@@ -267,6 +267,31 @@ async def scenario_elicit():
         passed("elicitation: allow once, deny with a reason")
 
 
+async def scenario_always():
+    """`allow always` over elicitation: offered with the rule, kept, and no second ask."""
+    asked = []
+
+    async def elicit(context, params):
+        schema = field(params, "requestedSchema")
+        if not isinstance(schema, dict):
+            schema = schema.model_dump(by_alias=True)
+        choices = schema["properties"]["decision"]["enum"]
+        asked.append((params.message, choices))
+        return types.ElicitResult(action="accept", content={"decision": "allow always"})
+
+    async with connect(elicit) as c:
+        ok(await c.call("Bash", {"command": "touch made.txt"}), "first")
+        assert len(asked) == 1 and "allow always" in asked[0][1], asked
+        assert "Bash(touch made.txt)" in asked[0][0], asked
+        os.remove(ws("made.txt"))
+        ok(await c.call("Bash", {"command": "touch made.txt"}), "second")
+        assert len(asked) == 1, f"asked again: {asked}"
+        assert os.path.exists(ws("made.txt"))
+    local = json.load(open(ws(".toolhost/settings.local.json")))
+    assert "Bash(touch made.txt)" in local["permissions"]["allow"], local
+    passed("elicitation: allow always keeps the rule")
+
+
 async def scenario_two_clients():
     """Two clients at once, each its own session (Edit needs a Read in the same session)."""
 
@@ -296,5 +321,10 @@ async def scenario_two_clients():
 
 
 if __name__ == "__main__":
-    scenario = {"main": scenario_main, "elicit": scenario_elicit, "two-clients": scenario_two_clients}[sys.argv[2]]
+    scenario = {
+        "main": scenario_main,
+        "elicit": scenario_elicit,
+        "two-clients": scenario_two_clients,
+        "always": scenario_always,
+    }[sys.argv[2]]
     asyncio.run(scenario())
