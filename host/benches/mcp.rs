@@ -93,18 +93,24 @@ fn executor(host: &Host, runtime: &tokio::runtime::Runtime) -> common::Stats {
 }
 
 fn mcp_stdio(s: &Setup, runtime: &tokio::runtime::Runtime) -> common::Stats {
+    let mut cmd = tokio::process::Command::new(TOOLHOST);
+    cmd.arg("--workspace")
+        .arg(&s.workspace)
+        .arg("--plugins")
+        .arg(&s.plugins)
+        .arg("serve")
+        .env("HOME", &s.data)
+        .env("TOOLHOST_DATA_DIR", &s.data)
+        .env("TOOLHOST_CACHE_DIR", toolhost_tests::shared_cache_dir())
+        .env("TOOLHOST_MANAGED_SETTINGS", s.data.join("managed-settings.json"))
+        .env_remove("RUST_LOG");
+    round_trips(cmd, runtime)
+}
+
+/// Starts the MCP server `cmd`, then times Echo `tools/call` round trips
+/// from rmcp's client, one at a time.
+fn round_trips(cmd: tokio::process::Command, runtime: &tokio::runtime::Runtime) -> common::Stats {
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::new(TOOLHOST);
-        cmd.arg("--workspace")
-            .arg(&s.workspace)
-            .arg("--plugins")
-            .arg(&s.plugins)
-            .arg("serve")
-            .env("HOME", &s.data)
-            .env("TOOLHOST_DATA_DIR", &s.data)
-            .env("TOOLHOST_CACHE_DIR", toolhost_tests::shared_cache_dir())
-            .env("TOOLHOST_MANAGED_SETTINGS", s.data.join("managed-settings.json"))
-            .env_remove("RUST_LOG");
         let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
         let serde_json::Value::Object(args) = json!({"text": "hello"}) else { unreachable!() };
         let request = CallToolRequestParams::new("Echo").with_arguments(args);
@@ -126,25 +132,9 @@ fn mcp_stdio(s: &Setup, runtime: &tokio::runtime::Runtime) -> common::Stats {
 /// The floor: rmcp's own stdio round trip, against a server (this binary,
 /// re-run with `--echo-server`) that answers `tools/call` at once.
 fn rmcp_floor(runtime: &tokio::runtime::Runtime) -> common::Stats {
-    runtime.block_on(async {
-        let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("bench executable"));
-        cmd.arg("--echo-server");
-        let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
-        let serde_json::Value::Object(args) = json!({"text": "hello"}) else { unreachable!() };
-        let request = CallToolRequestParams::new("Echo").with_arguments(args);
-        let mut samples = Vec::with_capacity(CALLS);
-        for i in 0..WARM_UP + CALLS {
-            let t = Instant::now();
-            let r = client.call_tool(request.clone()).await.expect("tools/call");
-            let micros = t.elapsed().as_secs_f64() * 1e6;
-            assert_eq!(r.is_error, Some(false), "{r:?}");
-            if i >= WARM_UP {
-                samples.push(micros);
-            }
-        }
-        client.cancel().await.expect("close");
-        common::stats(samples)
-    })
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("bench executable"));
+    cmd.arg("--echo-server");
+    round_trips(cmd, runtime)
 }
 
 struct EchoServer;

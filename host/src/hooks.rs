@@ -934,29 +934,6 @@ mod tests {
         }
     }
 
-    /// Whether `pid` is gone (a zombie waiting for a reaper counts as gone).
-    fn dead(pid: libc::pid_t) -> bool {
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0;
-        if !alive {
-            return true;
-        }
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
-            .unwrap_or(true)
-    }
-
-    fn eventually_dead(pid: libc::pid_t) -> bool {
-        let until = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < until {
-            if dead(pid) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        dead(pid)
-    }
-
     #[test]
     fn allow_via_json() {
         let dir = Dir::new();
@@ -1049,7 +1026,7 @@ mod tests {
         assert!(reason.contains("not allowed on its say-so"), "{reason}");
         for file in ["shell.pid", "sleep.pid"] {
             let pid: libc::pid_t = dir.read(file).trim().parse().expect("a pid");
-            assert!(eventually_dead(pid), "{file}: {pid} is still running");
+            assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(3)), "{file}: {pid} is still running");
         }
     }
 
@@ -1062,7 +1039,7 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(deny_reason(&outcome).contains("timed out"), "{outcome:?}");
         let pid: libc::pid_t = dir.read("sleep.pid").trim().parse().expect("a pid");
-        assert!(eventually_dead(pid), "{pid} is still running");
+        assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(3)), "{pid} is still running");
     }
 
     #[test]

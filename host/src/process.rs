@@ -859,14 +859,7 @@ mod tests {
         let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
         registry.end_session("a");
         assert!(matches!(registry.read("a", &a), Err(ProcessError::UnknownId(_))), "forgotten");
-        let gone = |pid: i32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map_or(true, |s| s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
-        };
-        while !gone(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(gone(pid), "session a's process was killed");
+        assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(10)), "session a's process was killed");
         assert_eq!(registry.read("b", &b).unwrap().status, None, "session b's process runs on");
         registry.kill("b", &b).unwrap();
     }

@@ -446,12 +446,6 @@ mod rmcp_client {
         });
     }
 
-    /// Whether process `pid` runs (not gone, not a zombie).
-    fn alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
-    }
-
     /// Joins futures without another dependency.
     async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
     where
@@ -504,15 +498,10 @@ mod rmcp_client {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             let pid = pid.expect("the background command started");
-            assert!(alive(pid));
+            assert!(!toolhost_tests::process_gone(pid));
             client.cancel().await.expect("close");
-            for _ in 0..250 {
-                if !alive(pid) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            assert!(!alive(pid), "the session's background process outlived the session");
+            let gone = tokio::task::spawn_blocking(move || toolhost_tests::wait_gone(pid, Duration::from_secs(5)));
+            assert!(gone.await.expect("join"), "the session's background process outlived the session");
         });
     }
 }

@@ -13,6 +13,22 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace root").to_path_buf()
 }
 
+/// Whether process `pid` is gone: no such process, or a zombie waiting for
+/// its reaper.
+pub fn process_gone(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+}
+
+/// Waits up to `within` for process `pid` to be gone; whether it is.
+pub fn wait_gone(pid: i32, within: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + within;
+    while !process_gone(pid) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    process_gone(pid)
+}
+
 /// The compile cache shared by every test process, so each component is
 /// compiled once per build, not once per test.
 pub fn shared_cache_dir() -> PathBuf {
