@@ -3,11 +3,20 @@
 
 use std::path::PathBuf;
 
-#[path = "../host/build_wasm.rs"]
+#[path = "../host/core/build_wasm.rs"]
 mod build_wasm;
 
-const GUESTS: &[&str] =
-    &["echo", "sleeper", "adversary", "future-contract", "files-thief", "broken-info", "process-thief"];
+const GUESTS: &[&str] = &[
+    "echo",
+    "sleeper",
+    "adversary",
+    "future-contract",
+    "files-thief",
+    "broken-info",
+    "process-thief",
+    "contract-1-0",
+    "mover",
+];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))

@@ -43,7 +43,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.0.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.1.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //!
 //! # Security
@@ -64,10 +64,10 @@ pub mod process;
 pub mod shell;
 
 pub use context::{Context, LogLevel, Mode, OutputStream, Session};
-pub use output::{Content, ErrorKind, InterruptBehavior, Output, Permission, ToolError};
+pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.0.0";
+pub const CONTRACT_VERSION: &str = "1.1.0";
 
 #[doc(hidden)]
 pub mod __private {
@@ -137,6 +137,24 @@ pub trait Tool: 'static {
     /// [`Tool::is_destructive`] is not asked). Clients see it as MCP
     /// `destructiveHint`. Default: `None`, no claim.
     const DESTRUCTIVE_HINT: Option<bool> = None;
+    /// Input fields holding paths, and how the tool uses each: the host
+    /// then matches `Read(…)`/`Edit(…)` rules and rules naming the tool
+    /// (`MyTool(./src/**)`) against them, confines them to the working
+    /// directories before the call, and asks before writes to sensitive
+    /// paths. A field is a top-level property (`"file_path"`) or a JSON
+    /// Pointer (`"/target/path"`); its value a path or a list of paths.
+    /// Default: none.
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[];
+    /// The input field holding a shell command the tool runs: the host
+    /// parses it and matches `MyTool(npm run test:*)` rules against each
+    /// simple command. Default: none.
+    const COMMAND_FIELD: Option<&'static str> = None;
+    /// Input fields holding a URL or a host name the tool connects to:
+    /// `MyTool(domain:example.com)` rules match the host. Default: none.
+    const ADDRESS_FIELDS: &'static [&'static str] = &[];
+    /// Whether a failed call cancels the other calls of the same model turn
+    /// running or waiting beside it. Default: false.
+    const CANCELS_SIBLINGS_ON_FAILURE: bool = false;
 
     /// The full text shown to the model about how to use the tool.
     /// Default: the description.
@@ -215,6 +233,15 @@ mod glue {
                 interrupt_behavior: T::INTERRUPT_BEHAVIOR.into(),
                 read_only_hint: T::READ_ONLY_HINT,
                 destructive_hint: T::DESTRUCTIVE_HINT,
+                input_roles: wit::InputRoles {
+                    paths: T::PATH_FIELDS
+                        .iter()
+                        .map(|&(field, access)| wit::PathField { field: field.to_string(), access: access.into() })
+                        .collect(),
+                    command: T::COMMAND_FIELD.map(str::to_string),
+                    addresses: T::ADDRESS_FIELDS.iter().map(|f| f.to_string()).collect(),
+                },
+                cancels_siblings_on_failure: T::CANCELS_SIBLINGS_ON_FAILURE,
             }
         }
 

@@ -129,6 +129,29 @@ impl From<InterruptBehavior> for wit::InterruptBehavior {
     }
 }
 
+/// How a tool uses a path its input holds (see [`crate::Tool::PATH_FIELDS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathAccess {
+    /// It reads the file (matched by `Read(…)` rules).
+    Read,
+    /// It reads the directory tree below the path; an absent path means the
+    /// working directory (matched by `Read(…)` rules).
+    Search,
+    /// It creates, changes or removes the file (matched by `Edit(…)` rules;
+    /// writing a sensitive path always asks).
+    Edit,
+}
+
+impl From<PathAccess> for wit::PathAccess {
+    fn from(a: PathAccess) -> Self {
+        match a {
+            PathAccess::Read => wit::PathAccess::Read,
+            PathAccess::Search => wit::PathAccess::Search,
+            PathAccess::Edit => wit::PathAccess::Edit,
+        }
+    }
+}
+
 impl From<ToolError> for wit::ToolError {
     fn from(e: ToolError) -> Self {
         let kind = match e.kind {

@@ -7,8 +7,8 @@ use PermissionMode::{AcceptEdits as Edits, BypassPermissions as Bypass, Default 
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolhost::rules::{Behavior, Rule, RuleEntry};
-use toolhost::settings::{self, Settings, Sources};
+use toolhost::policy::rules::{Behavior, Rule, RuleEntry};
+use toolhost::policy::settings::{self, Settings, Sources};
 use toolhost::{Answer, AskRequest, CallOptions, Host, PermissionMode, ToolUse};
 
 /// A workspace with the files the cases touch.
@@ -74,7 +74,7 @@ fn decide(sb: &Sandbox, mut settings: Settings, mode: PermissionMode, tool: &str
         .mode(mode)
         .settings(settings)
         .approver(Arc::new(|_: &AskRequest| Answer::Deny("asked".into())))
-        .child_confinement(toolhost::confine::Mode::BestEffort)
+        .child_confinement(toolhost::Confinement::BestEffort)
         .build()
         .expect("host");
     let tool_use = ToolUse { id: "toolu_table".into(), name: tool.into(), input: input.clone() };
@@ -274,7 +274,7 @@ fn decisions_follow_rules_hooks_and_modes() {
 /// the mode's allow.
 fn hook_cases(sb: &Sandbox) -> (usize, Vec<String>) {
     let script = hook_script(sb);
-    let hooks: toolhost::hooks::HooksConfig = serde_json::from_value(json!({
+    let hooks: toolhost::policy::hooks::HooksConfig = serde_json::from_value(json!({
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": script.display().to_string()}]}]
     }))
     .unwrap();
@@ -394,7 +394,7 @@ fn the_library_callback_answers_asks() {
         .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .settings(Settings { local_file: Some(local.clone()), ..Settings::default() })
         .approver(Arc::new(approver))
-        .child_confinement(toolhost::confine::Mode::BestEffort)
+        .child_confinement(toolhost::Confinement::BestEffort)
         .build()
         .expect("host");
     let session = host.ephemeral_session();

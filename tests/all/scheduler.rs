@@ -18,7 +18,7 @@ fn host(sb: &Sandbox) -> Host {
         .data_dir(&sb.data)
         .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .mode(PermissionMode::BypassPermissions)
-        .child_confinement(toolhost::confine::Mode::BestEffort)
+        .child_confinement(toolhost::Confinement::BestEffort)
         .build()
         .expect("host")
 }

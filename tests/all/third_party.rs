@@ -2,7 +2,7 @@
 
 use crate::support::*;
 use serde_json::json;
-use toolhost_tests::{ADVERSARY, BROKEN_INFO, ECHO, FILES_THIEF, FUTURE_CONTRACT, PROCESS_THIEF};
+use toolhost_tests::{ADVERSARY, BROKEN_INFO, CONTRACT_1_0, ECHO, FILES_THIEF, FUTURE_CONTRACT, MOVER, PROCESS_THIEF};
 
 fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
     call(sb, "Adversary", &action, extra)
@@ -166,7 +166,7 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     assert_eq!(names, ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write", "Echo"]);
     for expected in [
         "broken on purpose while describing itself",
-        "was built against toolhost contract 2.0.0, but this host implements contract 1.0.0",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.1.0",
         "imports the `files` capability, which is not granted to it",
         "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",
@@ -176,4 +176,56 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     }
     assert_eq!(call(&sb, "Echo", &json!({"text": "still serving"}), &[]).assert_ok(), "still serving");
     call(&sb, "Future", &json!({}), &[]).assert_error("No such tool available: Future");
+}
+
+#[test]
+fn a_component_built_against_the_frozen_1_0_contract_loads_and_runs() {
+    let sb = Sandbox::new();
+    sb.install(CONTRACT_1_0);
+    let r = toolhost(&sb, &["check", CONTRACT_1_0]);
+    assert!(r.stdout.contains("contract:      1.0.0"), "{r:?}");
+    let s = ["--session", "legacy", "--deny", "Read(./.env)"];
+    let first = call(&sb, "Legacy", &json!({"text": "old"}), &s);
+    // Its imports work: progress, session state, the policy's hidden paths
+    // (none: a 1.0.0 tool cannot declare a path it reads).
+    assert!(first.stderr.contains("[progress] legacy progress"), "{first:?}");
+    assert!(first.assert_ok().starts_with("old (call 1, 0 hidden, id "), "{first:?}");
+    assert!(call(&sb, "Legacy", &json!({"text": "again"}), &s).assert_ok().starts_with("again (call 2,"));
+    // Its errors come back in the current contract's shape.
+    call(&sb, "Legacy", &json!({"text": "refuse"}), &[]).assert_error("1.0.0 refuses this text");
+    call(&sb, "Legacy", &json!({"nope": 1}), &[]).assert_error("text");
+}
+
+#[test]
+fn a_tool_that_declares_paths_is_confined_and_matched_like_read() {
+    let sb = Sandbox::new();
+    sb.install(MOVER);
+    sb.write("src/a.txt", "a");
+    sb.write("secret/key", "k");
+    let outside = sb.root.join("outside.txt");
+    std::fs::write(&outside, "o").unwrap();
+    std::os::unix::fs::symlink(&outside, sb.ws("src/link.txt")).unwrap();
+    let mv = |source: &str, destination: &str, extra: &[&str]| {
+        call(&sb, "Mover", &json!({"source": source, "destination": destination}), extra)
+    };
+    let bypass = ["--mode", "bypassPermissions"];
+    // Confined before it runs, whatever the mode: outside, through `..`, through a symlink.
+    mv(&p(&outside), "src/b.txt", &bypass).assert_error("is outside the working directories");
+    mv("src/a.txt", "../b.txt", &bypass).assert_error("is outside the working directories");
+    mv("src/link.txt", "src/b.txt", &bypass).assert_error("resolves outside the working directories");
+    // Not read-only, so it asks; without a prompt the refusal names the rules that would allow it.
+    mv("src/a.txt", "src/b.txt", &[]).assert_error("add `Read(./src/a.txt)`, `Edit(./src/b.txt)`");
+    // Its own rules match its paths.
+    let allow = ["--allow", "Mover(./src/**)"];
+    assert_eq!(mv("src/a.txt", "src/b.txt", &allow).assert_ok(), "would move src/a.txt to src/b.txt");
+    mv("src/a.txt", "dst/b.txt", &allow).assert_error("Permission to use Mover was denied");
+    mv("src/a.txt", "src/b.txt", &["--allow", "Mover(./src/**)", "--deny", "Mover(./src/b.txt)"])
+        .assert_error("deny rule `Mover(./src/b.txt)`");
+    // The families cover it: what it reads meets Read rules, what it edits Edit rules.
+    mv("secret/key", "src/b.txt", &["--allow", "Mover", "--deny", "Read(./secret/**)"])
+        .assert_error("deny rule `Read(./secret/**)`");
+    mv("src/a.txt", "src/b.txt", &["--allow", "Mover", "--deny", "Edit(./src/**)"])
+        .assert_error("deny rule `Edit(./src/**)`");
+    // Writing a sensitive path asks in every mode.
+    mv("src/a.txt", ".git/config", &bypass).assert_error(".git");
 }

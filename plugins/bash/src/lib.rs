@@ -36,6 +36,10 @@ pub struct Bash;
 impl Tool for Bash {
     type Input = BashInput;
     const NAME: &'static str = "Bash";
+    const COMMAND_FIELD: Option<&'static str> = Some("command");
+    // A failed command usually means the plan went wrong: the calls beside
+    // it in the same turn are cancelled.
+    const CANCELS_SIBLINGS_ON_FAILURE: bool = true;
     const DESCRIPTION: &'static str = "Executes a bash command in the working directory, with a timeout.";
     const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Cancel;
 

@@ -1,7 +1,9 @@
 //! The `Edit` tool: exact string replacement in a file that was read first.
 
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Permission, Tool, ToolError, export_tool, serde_json};
+use toolhost_sdk::{
+    Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool, serde_json,
+};
 
 /// Input of `Edit`.
 #[derive(Deserialize, JsonSchema)]
@@ -23,6 +25,7 @@ pub struct Edit;
 impl Tool for Edit {
     type Input = EditInput;
     const NAME: &'static str = "Edit";
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Edit)];
     const READ_ONLY_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Performs exact string replacements in files.";
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool, serde_json};
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool, serde_json};
 
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 100;
@@ -23,6 +23,7 @@ pub struct Glob;
 impl Tool for Glob {
     type Input = GlobInput;
     const NAME: &'static str = "Glob";
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("path", PathAccess::Search)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "Fast file pattern matching tool that works with any codebase size.";
 

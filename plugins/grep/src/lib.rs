@@ -5,7 +5,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool, serde_json};
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool, serde_json};
 
 /// Lines or entries returned when the model gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -70,6 +70,7 @@ pub struct Grep;
 impl Tool for Grep {
     type Input = GrepInput;
     const NAME: &'static str = "Grep";
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("path", PathAccess::Search)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "A powerful search tool built on ripgrep.";
 

@@ -1,7 +1,7 @@
 //! The `Read` tool: a file's lines in `cat -n` form, or an image.
 
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Content, Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool};
+use toolhost_sdk::{Content, Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool};
 
 /// Lines shown when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -29,6 +29,7 @@ pub struct Read;
 impl Tool for Read {
     type Input = ReadInput;
     const NAME: &'static str = "Read";
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Read)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
     const DESCRIPTION: &'static str = "Reads a file from the local filesystem.";
     // Read bounds its own output; persisting it would invite a Read-the-preview loop.

@@ -1,7 +1,7 @@
 //! The `Write` tool: create a file, or overwrite one that was read first.
 
 use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Permission, Tool, ToolError, export_tool};
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool};
 
 /// Input of `Write`.
 #[derive(Deserialize, JsonSchema)]
@@ -18,6 +18,7 @@ pub struct Write;
 impl Tool for Write {
     type Input = WriteInput;
     const NAME: &'static str = "Write";
+    const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Edit)];
     const READ_ONLY_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Writes a file to the local filesystem.";
 

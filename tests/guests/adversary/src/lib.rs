@@ -4,7 +4,9 @@
 wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
-use toolhost::tool::types::{ContentBlock, ErrorKind, Image, InterruptBehavior, ToolError, ToolInfo, ToolOutput};
+use toolhost::tool::types::{
+    ContentBlock, ErrorKind, Image, InputRoles, InterruptBehavior, ToolError, ToolInfo, ToolOutput,
+};
 use toolhost::tool::{output, progress, session};
 
 struct Adversary;
@@ -48,6 +50,8 @@ impl Guest for Adversary {
             interrupt_behavior: InterruptBehavior::Cancel,
             read_only_hint: None,
             destructive_hint: None,
+            input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
+            cancels_siblings_on_failure: false,
         }
     }
     fn is_enabled() -> bool {

@@ -1,0 +1,519 @@
+//! The `toolhost` command line: a thin front over the library (`toolhost`)
+//! and the MCP server (`toolhost-mcp`).
+
+mod input;
+mod prompt;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost::policy::rules::Behavior;
+use toolhost::{Allocator, CallOptions, Confinement, Content, Host, PermissionMode, Sources, ToolResult, ToolUse};
+
+#[derive(Parser)]
+#[command(name = "toolhost", version, about = "A WebAssembly plugin host for AI-agent tools")]
+struct Cli {
+    /// The directory file tools work in [default: the current directory]
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Where third-party components (*.wasm) are loaded from
+    /// [default: $TOOLHOST_PLUGINS, else ~/.config/toolhost/plugins]
+    #[arg(long, global = true, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Permission mode: default, plan, acceptEdits, dontAsk, bypassPermissions
+    /// [default: the settings' defaultMode, else default]
+    #[arg(long, global = true, value_name = "MODE")]
+    mode: Option<PermissionMode>,
+    /// Allow calls matching a rule, e.g. 'Bash(npm run test:*)' (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    allow: Vec<String>,
+    /// Ask before calls matching a rule (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    ask: Vec<String>,
+    /// Deny calls matching a rule; a bare tool name removes the tool (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    deny: Vec<String>,
+    /// A settings file (or JSON text) on the command-line layer (repeatable)
+    #[arg(long, global = true, value_name = "FILE")]
+    settings: Vec<String>,
+    /// Wall-clock limit of one call, in milliseconds
+    #[arg(long, global = true, value_name = "MS", default_value_t = toolhost::DEFAULT_TIMEOUT.as_millis() as u64)]
+    timeout_ms: u64,
+    /// Memory limit of one call, in MiB
+    #[arg(long, global = true, value_name = "MIB", default_value_t = toolhost::DEFAULT_MEMORY >> 20)]
+    memory_mib: usize,
+    /// Instance allocator: auto, pooling, on-demand
+    #[arg(long, global = true, env = "TOOLHOST_ALLOCATOR", default_value = "auto", value_name = "KIND")]
+    allocator: Allocator,
+    /// When the kernel cannot confine the processes tools start (Landlock,
+    /// network namespaces): `required` refuses to start them,
+    /// `best-effort` starts them unconfined with a warning
+    #[arg(long, global = true, default_value = "required", value_name = "MODE")]
+    child_confinement: Confinement,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the tools offered to the model, in pool order
+    Tools {
+        /// Print name, description and input schema of each tool as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the whole pipeline
+    Call {
+        /// The tool's name (or an alias)
+        name: String,
+        /// The tool's input, as JSON
+        input: String,
+        /// Print the tool_result object {"tool_use_id","content","is_error"}
+        #[arg(long)]
+        json: bool,
+        /// Keep session state on disk under this id, so separate calls can
+        /// Read then Edit
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// The tool_use id [default: a fresh one]
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Run tool calls from JSON lines on stdin, many at once, writing progress
+    /// and results as JSON lines on stdout (see the README for the formats)
+    Run {
+        /// Keep session state on disk under this id
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Calls running at once [default: $TOOLHOST_MAX_TOOL_CONCURRENCY, else
+        /// the settings' maxToolConcurrency, else 10]
+        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
+        max_concurrency: Option<usize>,
+    },
+    /// Serve the tools over the Model Context Protocol: on stdin/stdout, or
+    /// streamable HTTP with --http (see the README)
+    Serve {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: an
+        /// address such as 127.0.0.1:8765, or a port alone for loopback
+        /// (port 0: any free port, printed on stderr)
+        #[arg(long, value_name = "ADDR", value_parser = http_address)]
+        http: Option<std::net::SocketAddr>,
+        /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
+        /// file (or from $TOOLHOST_HTTP_TOKEN); required off loopback
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Also accept this Host header on HTTP, e.g. the name of a
+        /// non-loopback address (repeatable)
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also accept requests from this browser origin, e.g.
+        /// https://app.example.com:443 (repeatable)
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Calls running at once in one MCP session [default:
+        /// $TOOLHOST_MAX_TOOL_CONCURRENCY, else the settings'
+        /// maxToolConcurrency, else 10]
+        #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
+        max_concurrency: Option<usize>,
+    },
+    /// Trust the workspace's settings files (.toolhost/settings.json and
+    /// settings.local.json) as they are now: their allow rules, hooks,
+    /// defaultMode, additionalDirectories and auditLog take effect. A file
+    /// changed afterwards is untrusted again until you run this once more.
+    Trust,
+    /// Check that a file is a usable tool component
+    Check {
+        /// The component file
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let plugins = match (&cli.command, cli.plugins.clone()) {
+        // `check` looks at one file; it loads no other plugin.
+        (Command::Check { .. }, _) => None,
+        (_, Some(dir)) => Some(dir),
+        (_, None) => Some(toolhost::default_plugins_dir()),
+    };
+    let workspace = match &cli.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("the current directory")?,
+    };
+    let mut sources = Sources::standard(&workspace);
+    if let Command::Trust = cli.command {
+        return trust(&sources);
+    }
+    sources.command_line_files = cli.settings.clone();
+    sources.command_line_mode = cli.mode;
+    for (behavior, list) in [(Behavior::Allow, &cli.allow), (Behavior::Ask, &cli.ask), (Behavior::Deny, &cli.deny)] {
+        sources.command_line_rules.extend(list.iter().map(|r| (behavior, r.clone())));
+    }
+    let settings = toolhost::policy::settings::load(&sources, &workspace)?;
+    let concurrency = settings.max_tool_concurrency.unwrap_or(toolhost::scheduler::DEFAULT_MAX_CONCURRENCY);
+    for (file, ignored) in &settings.untrusted {
+        eprintln!(
+            "toolhost: warning: {file} is not trusted (new, or changed since `toolhost trust`): its {} are ignored. \
+             Review it, then run `toolhost trust`.",
+            ignored.join(", ")
+        );
+    }
+    let mut builder = Host::builder()
+        .plugins_dir(plugins)
+        .settings(settings)
+        .allocator(cli.allocator)
+        .timeout(Duration::from_millis(cli.timeout_ms))
+        .memory_limit(cli.memory_mib << 20)
+        .child_confinement(cli.child_confinement);
+    if let Some(w) = &cli.workspace {
+        builder = builder.workspace(w);
+    }
+    // Asks go to the user when there is one at a terminal.
+    // (`run` reads its calls from stdin, so it never prompts.)
+    let prompts = matches!(cli.command, Command::Call { .. });
+    if prompts && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        builder = builder.approver(Arc::new(prompt::TerminalApprover::default()));
+    }
+    let host = builder.build().context("starting the host")?;
+    for problem in host.problems() {
+        eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
+    }
+    match cli.command {
+        Command::Tools { json } => tools(&host, json),
+        Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
+        Command::Check { file } => check(&host, &file),
+        Command::Run { session, max_concurrency } => {
+            run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
+        }
+        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency } => {
+            let config = toolhost_mcp::ServeConfig {
+                max_concurrency: max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency),
+                ..Default::default()
+            };
+            let token = match token_file {
+                Some(file) => Some(
+                    std::fs::read_to_string(&file)
+                        .with_context(|| format!("reading the token file {}", file.display()))?
+                        .trim()
+                        .to_string(),
+                ),
+                None => std::env::var("TOOLHOST_HTTP_TOKEN").ok(),
+            }
+            .filter(|t| !t.is_empty());
+            let http = http.map(|addr| (addr, toolhost_mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
+            serve(host, config, http)
+        }
+        Command::Trust => unreachable!("handled before the host starts"),
+    }
+}
+
+fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
+    let pool = host.pool();
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let list: Vec<_> = pool
+            .iter()
+            .map(|t| json!({"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.input_schema}))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &list)?;
+        writeln!(out)?;
+    } else {
+        let width = pool.iter().map(|t| t.spec.name.len()).max().unwrap_or(0);
+        for t in &pool {
+            let origin = match &t.origin {
+                toolhost::Origin::Builtin => String::new(),
+                toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
+            };
+            writeln!(out, "{:width$}  {}{origin}", t.spec.name, t.spec.description)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn call(
+    host: &Host,
+    name: &str,
+    input: &str,
+    as_json: bool,
+    session_id: Option<String>,
+    id: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let id = id.unwrap_or_else(fresh_id);
+    let session = match &session_id {
+        Some(s) => host.session(s)?,
+        None => host.ephemeral_session(),
+    };
+    let result = match serde_json::from_str(input) {
+        Ok(input) => {
+            let progress: toolhost::ProgressSink =
+                Arc::new(|p: toolhost::Progress| eprintln!("[progress] {}", p.message.trim_end_matches('\n')));
+            let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
+            host.call(&session, &ToolUse { id, name: name.to_string(), input }, &options)
+        }
+        Err(e) => ToolResult::error(
+            &id,
+            format!(
+                "<tool_use_error>InputValidationError: the input of {name} is not valid JSON: {e}</tool_use_error>"
+            ),
+        ),
+    };
+    if let Some(reason) = &result.stop {
+        eprintln!("toolhost: a hook asked to stop: {reason}");
+    }
+    if let Err(e) = session.save() {
+        eprintln!("toolhost: warning: could not save session state: {e}");
+    }
+    print_result(&result, as_json)?;
+    Ok(if result.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        serde_json::to_writer(&mut out, &result.to_json())?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for block in &result.content {
+        match block {
+            Content::Text(t) => writeln!(out, "{t}")?,
+            Content::Image { media_type, data } => {
+                writeln!(out, "[image {media_type}, {} base64 characters]", data.len())?
+            }
+        }
+    }
+    if result.is_error && std::io::stderr().is_terminal() {
+        eprintln!("(the result is an error)");
+    }
+    Ok(())
+}
+
+/// `toolhost run`: JSON lines in, JSON lines out, through the streaming
+/// executor over one session.
+fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) -> anyhow::Result<ExitCode> {
+    let session = match &session_id {
+        Some(s) => host.session(s)?,
+        None => host.ephemeral_session(),
+    };
+    let executor = Arc::new(toolhost::Executor::new(host.clone(), Arc::clone(&session), max_concurrency));
+    // One writer at a time: results and progress from here, error lines
+    // from the reader.
+    let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let write = |out: &std::sync::Mutex<std::io::Stdout>, value: serde_json::Value| -> std::io::Result<()> {
+        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_writer(&mut *out, &value)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    };
+    let reader = {
+        let executor = Arc::clone(&executor);
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut stream = input::InputStream::default();
+            for (n, line) in std::io::stdin().lines().enumerate() {
+                let Ok(line) = line else { break };
+                for event in stream.feed(&line) {
+                    match event {
+                        input::Line::ToolUse(tool_use) => executor.add_tool(tool_use),
+                        input::Line::Failed { id, message } => executor.add_failed(&id, message),
+                        input::Line::Interrupt => executor.interrupt(),
+                        input::Line::Discard => executor.discard(),
+                        input::Line::Error(message) => {
+                            let _ = write(&out, json!({"type": "error", "line": n + 1, "message": message}));
+                        }
+                    }
+                }
+            }
+            for event in stream.finish() {
+                if let input::Line::Failed { id, message } = event {
+                    executor.add_failed(&id, message);
+                }
+            }
+            executor.close();
+        })
+    };
+    while let Some(update) = executor.next_blocking() {
+        let line = match update {
+            toolhost::Update::Progress(p) => {
+                let mut line = json!({"type": "progress", "tool_use_id": p.tool_use_id, "message": p.message});
+                if let Some(data) = p.data {
+                    line["data"] = data;
+                }
+                line
+            }
+            toolhost::Update::Result(r) => {
+                let mut line = r.to_json();
+                line["type"] = json!("tool_result");
+                line
+            }
+        };
+        write(&out, line)?;
+    }
+    let _ = reader.join();
+    if let Err(e) = session.save() {
+        eprintln!("toolhost: warning: could not save session state: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--http`: an address, or a port alone on loopback.
+fn http_address(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| format!("`{s}` is neither an address like 127.0.0.1:8765 nor a port"))
+}
+
+/// `toolhost serve`: MCP over stdio, or streamable HTTP.
+fn serve(
+    host: Host,
+    config: toolhost_mcp::ServeConfig,
+    http: Option<(std::net::SocketAddr, toolhost_mcp::HttpConfig)>,
+) -> anyhow::Result<ExitCode> {
+    // One thread for the protocol (parsing, routing, notifications): the
+    // calls run on the executor's workers. Fewer hand-offs per call than a
+    // multi-threaded runtime (measured in `benches/mcp.rs`).
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let Some((addr, http)) = http else {
+            return Ok(toolhost_mcp::serve_stdio(host, config).await?);
+        };
+        if !addr.ip().is_loopback() && http.token.is_none() {
+            anyhow::bail!(
+                "serving on {addr}, which is not a loopback address, needs a bearer token: \
+                 --token-file FILE or $TOOLHOST_HTTP_TOKEN"
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+        let bound = listener.local_addr()?;
+        eprintln!("toolhost: serving MCP at http://{bound}{}", toolhost_mcp::HTTP_PATH);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+        });
+        Ok(toolhost_mcp::serve_http(host, config, http, listener, shutdown).await?)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
+    let Some(store_path) = &sources.trust_store else {
+        anyhow::bail!("no trust store");
+    };
+    let mut store = toolhost::policy::settings::TrustStore::load(store_path);
+    let mut any = false;
+    for file in [&sources.project, &sources.local].into_iter().flatten() {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON; fix it before trusting it", file.display()))?;
+        println!("trusting {}:", file.display());
+        let show = |what: &str, v: &serde_json::Value| {
+            if !v.is_null() && v != &json!([]) && v != &json!({}) {
+                println!("  {what}: {v}");
+            }
+        };
+        show("allow", &value["permissions"]["allow"]);
+        show("defaultMode", &value["permissions"]["defaultMode"]);
+        show("additionalDirectories", &value["permissions"]["additionalDirectories"]);
+        show("auditLog", &value["auditLog"]);
+        if let Some(events) = value["hooks"].as_object() {
+            for (event, groups) in events {
+                for group in groups.as_array().into_iter().flatten() {
+                    for hook in group["hooks"].as_array().into_iter().flatten() {
+                        let matcher = group["matcher"].as_str().unwrap_or("*");
+                        println!("  hook {event} [{matcher}]: {}", hook["command"].as_str().unwrap_or("?"));
+                    }
+                }
+            }
+        }
+        store.trust(file).with_context(|| format!("reading {}", file.display()))?;
+        any = true;
+    }
+    if !any {
+        println!("no settings files in the workspace to trust");
+        return Ok(ExitCode::SUCCESS);
+    }
+    store.save(store_path).with_context(|| format!("writing {}", store_path.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    match host.check_component(file) {
+        Ok(tool) => {
+            let caps: Vec<&str> = tool.shape.capabilities.iter().map(|c| c.name()).collect();
+            println!("ok: {} is the tool `{}`", file.display(), tool.spec.name);
+            println!("  contract:      {}", tool.shape.version);
+            println!("  description:   {}", tool.spec.description);
+            println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
+            println!("  imports:       {}", tool.shape.imports.len());
+            println!(
+                "  input schema:  valid ({} properties)",
+                tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
+            );
+            println!("  input roles:   {}", describe_roles(&tool.spec.inputs));
+            if tool.spec.cancels_siblings {
+                println!("  a failed call cancels the other calls of its turn");
+            }
+            println!("  enabled:       {}", tool.spec.enabled);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("error: {}: {e}", file.display());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// What a tool declares its input fields to be, for people.
+fn describe_roles(roles: &toolhost::registry::InputRoles) -> String {
+    use toolhost::registry::PathAccess;
+    let mut parts: Vec<String> = roles
+        .paths
+        .iter()
+        .map(|p| {
+            let access = match p.access {
+                PathAccess::Read => "a path it reads",
+                PathAccess::Search => "a directory it searches",
+                PathAccess::Edit => "a path it edits",
+            };
+            format!("`{}` is {access}", p.field)
+        })
+        .collect();
+    parts.extend(roles.command.iter().map(|c| format!("`{c}` is a shell command")));
+    parts.extend(roles.addresses.iter().map(|a| format!("`{a}` is a URL or host")));
+    if parts.is_empty() {
+        "(none declared: rules with content cannot match its calls)".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn fresh_id() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("toolu_{:016x}{:08x}", nanos as u64, std::process::id())
+}

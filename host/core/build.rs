@@ -1,0 +1,46 @@
+//! Builds the built-in tools for `wasm32-wasip2` and embeds them in the binary,
+//! with the SHA-256 of each: the host caches their compiled form on disk under
+//! that hash (see `src/cache.rs`), so only the very first start compiles them.
+
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+#[path = "build_wasm.rs"]
+mod build_wasm;
+
+/// The built-in tools: crate directory under `plugins/`.
+const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "bash-output", "kill-shell"];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.ancestors().nth(2).expect("host/core/ lives in the workspace root").to_path_buf();
+    let out_dir = PathBuf::from(env("OUT_DIR"));
+
+    for dir in ["plugins", "sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+
+    let packages: Vec<String> = BUILTINS.iter().map(|b| format!("toolhost-plugin-{b}")).collect();
+    let wasm_dir = build_wasm::build(&root, &packages);
+
+    let mut table = String::from("&[\n");
+    for name in BUILTINS {
+        let wasm_path = wasm_dir.join(format!("toolhost_plugin_{}.wasm", name.replace('-', "_")));
+        let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| panic!("reading {}: {e}", wasm_path.display()));
+        // A copy in OUT_DIR: the nested build may rewrite the original later.
+        let embedded = out_dir.join(format!("{name}.wasm"));
+        std::fs::write(&embedded, &wasm).expect("copying a built-in component");
+        let sha256: String = Sha256::digest(&wasm).iter().map(|b| format!("{b:02x}")).collect();
+        table.push_str(&format!(
+            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}) }},\n",
+            embedded.display().to_string()
+        ));
+    }
+    table.push_str("]\n");
+    std::fs::write(out_dir.join("builtins.rs"), table).expect("writing builtins.rs");
+}
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| panic!("cargo sets {key}"))
+}

@@ -1,0 +1,60 @@
+//! `progress`: progress reports delivered to the caller as the call runs,
+//! and log lines for the host's log.
+
+use super::CallView;
+use super::bindings::toolhost::tool::progress;
+use std::sync::Arc;
+
+/// Longest progress or log message kept, in bytes.
+const MAX_MESSAGE: usize = 16 * 1024;
+/// Most progress events one call may send; later ones are dropped.
+const MAX_PROGRESS_EVENTS: u32 = 10_000;
+
+/// A progress report from a running call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub tool_use_id: String,
+    pub message: String,
+    /// Optional JSON data from the tool.
+    pub data: Option<serde_json::Value>,
+}
+
+/// Where progress goes; called on the thread running the call, in order.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+fn clip(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+impl progress::Host for CallView<'_> {
+    fn report(&mut self, message: String, data: Option<String>) {
+        let scope = &mut *self.scope;
+        let Some(sink) = &scope.progress else { return };
+        if scope.progress_sent >= MAX_PROGRESS_EVENTS {
+            return;
+        }
+        scope.progress_sent += 1;
+        let data = data.and_then(|d| serde_json::from_str(&d).ok());
+        sink(Progress { tool_use_id: scope.tool_use_id.clone(), message: clip(message), data });
+    }
+
+    fn log(&mut self, level: progress::LogLevel, message: String) {
+        let message = clip(message);
+        let (tool, id) = (&*self.scope.tool, &self.scope.tool_use_id);
+        match level {
+            progress::LogLevel::Trace => tracing::trace!(tool, id, "{message}"),
+            progress::LogLevel::Debug => tracing::debug!(tool, id, "{message}"),
+            progress::LogLevel::Info => tracing::info!(tool, id, "{message}"),
+            progress::LogLevel::Warn => tracing::warn!(tool, id, "{message}"),
+            progress::LogLevel::Error => tracing::error!(tool, id, "{message}"),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Reading a component's shape before trusting it: is it a component, which
+//! contract version does it implement, which host capabilities does it import.
+
+use super::{CONTRACT, PACKAGE};
+use std::fmt;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// A contract version (`major.minor.patch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u64, pub u64, pub u64);
+
+impl Version {
+    pub const HOST: Version = CONTRACT;
+
+    fn parse(s: &str) -> Option<Version> {
+        let mut parts = s.split('.').map(|p| p.split(['-', '+']).next().unwrap_or(p).parse::<u64>().ok());
+        Some(Version(parts.next()??, parts.next()??, parts.next()??))
+    }
+
+    /// Whether a host implementing `self` can run a component built against `guest`.
+    pub fn supports(self, guest: Version) -> bool {
+        guest.0 == self.0 && guest.1 <= self.1
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// A host capability a component can import beyond WASI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Capability {
+    /// `progress`: report progress and log. Every tool may.
+    Progress,
+    /// `session`: per-session key-value state. Every tool may.
+    Session,
+    /// `output`: streaming text into the result. Every tool may.
+    Output,
+    /// `files`: atomic file replacement in the working directories.
+    Files,
+    /// `shell`: the host's shell parser. Every tool may.
+    Shell,
+    /// `policy`: what the permission rules hide from the call. Every tool may.
+    Policy,
+    /// `process`: starting processes.
+    Process,
+}
+
+impl Capability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Progress => "progress",
+            Capability::Session => "session",
+            Capability::Output => "output",
+            Capability::Files => "files",
+            Capability::Shell => "shell",
+            Capability::Policy => "policy",
+            Capability::Process => "process",
+        }
+    }
+}
+
+/// Why a file is not a usable tool component.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error("not a WebAssembly file (it does not start with the `\\0asm` magic number)")]
+    NotWasm,
+    #[error(
+        "a core WebAssembly module, not a component: build the tool for the wasm32-wasip2 target \
+         (or wrap the module with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    #[error("not a valid component: {0}")]
+    Invalid(String),
+    #[error("does not export the toolhost tool interface `{PACKAGE}/tool@{}`; its exports are: {}", Version::HOST, list(.0))]
+    NoToolExport(Vec<String>),
+    #[error(
+        "was built against toolhost contract {guest}, but this host implements contract {} \
+         (it runs components built against {}.0 to {}.x); rebuild the tool with a matching toolhost-sdk",
+        Version::HOST, Version::HOST.0, Version::HOST.0
+    )]
+    ContractMismatch { guest: Version },
+    #[error("imports `{0}`, which toolhost does not provide")]
+    UnknownImport(String),
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() { "(none)".into() } else { items.join(", ") }
+}
+
+/// What a component is, as far as the host cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// The contract version of its `tool` export.
+    pub version: Version,
+    /// The toolhost capabilities it imports.
+    pub capabilities: Vec<Capability>,
+    /// Every import, by name (WASI and toolhost).
+    pub imports: Vec<String>,
+}
+
+/// Checks the first bytes of a file: a component, a core module, or neither.
+pub fn check_header(bytes: &[u8]) -> Result<(), ShapeError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(ShapeError::NotWasm);
+    }
+    // Core modules have layer 0 (version 1); components have layer 1.
+    match &bytes[4..8] {
+        [1, 0, 0, 0] => Err(ShapeError::CoreModule),
+        _ => Ok(()),
+    }
+}
+
+/// Reads the contract version and capabilities from a compiled component.
+pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let tool_prefix = format!("{PACKAGE}/tool@");
+    let version = exports
+        .iter()
+        .find_map(|name| name.strip_prefix(&tool_prefix))
+        .map(|v| Version::parse(v).ok_or_else(|| ShapeError::Invalid(format!("unreadable contract version `{v}`"))))
+        .transpose()?
+        .ok_or_else(|| ShapeError::NoToolExport(exports.clone()))?;
+    if !Version::HOST.supports(version) {
+        return Err(ShapeError::ContractMismatch { guest: version });
+    }
+    let mut capabilities = Vec::new();
+    let mut imports = Vec::new();
+    for (name, _) in ty.imports(engine) {
+        imports.push(name.to_string());
+        if name.starts_with("wasi:") {
+            continue;
+        }
+        let Some(rest) = name.strip_prefix(&format!("{PACKAGE}/")) else {
+            return Err(ShapeError::UnknownImport(name.to_string()));
+        };
+        let (interface, v) = rest.split_once('@').unwrap_or((rest, ""));
+        match Version::parse(v) {
+            Some(v) if Version::HOST.supports(v) => {}
+            Some(v) => return Err(ShapeError::ContractMismatch { guest: v }),
+            None => return Err(ShapeError::UnknownImport(name.to_string())),
+        }
+        match interface {
+            "types" => {}
+            "progress" => capabilities.push(Capability::Progress),
+            "session" => capabilities.push(Capability::Session),
+            "output" => capabilities.push(Capability::Output),
+            "files" => capabilities.push(Capability::Files),
+            "shell" => capabilities.push(Capability::Shell),
+            "policy" => capabilities.push(Capability::Policy),
+            "process" => capabilities.push(Capability::Process),
+            _ => return Err(ShapeError::UnknownImport(name.to_string())),
+        }
+    }
+    capabilities.sort();
+    capabilities.dedup();
+    Ok(Shape { version, capabilities, imports })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_follow_semver() {
+        let host = Version(1, 2, 0);
+        assert!(host.supports(Version(1, 0, 5)));
+        assert!(host.supports(Version(1, 2, 9)));
+        assert!(!host.supports(Version(1, 3, 0)), "newer minor may use what the host lacks");
+        assert!(!host.supports(Version(2, 0, 0)));
+        assert!(!host.supports(Version(0, 9, 0)));
+        assert_eq!(Version::parse("1.0.0-rc.1"), Some(Version(1, 0, 0)));
+    }
+
+    #[test]
+    fn headers_tell_modules_from_components() {
+        assert!(matches!(check_header(b"hello world"), Err(ShapeError::NotWasm)));
+        assert!(matches!(check_header(b"\0asm\x01\0\0\0"), Err(ShapeError::CoreModule)));
+        check_header(b"\0asm\x0d\0\x01\0").unwrap();
+    }
+}

@@ -1,0 +1,112 @@
+//! The frozen contract 1.0.0 (`wit/v1.0.0/tool.wit`): bindings for what
+//! components built against it export, and their answers in the current
+//! contract's types. Its host interfaces did not change: the linker serves
+//! their `…@1.0.0` imports with the current definitions (wasmtime matches
+//! semver-compatible names), so only the `tool` export and the `types` it
+//! uses are generated here.
+
+wasmtime::component::bindgen!({
+    path: "../../wit/v1.0.0",
+    world: "full",
+    with: {
+        "toolhost:tool/progress": super::bindings::toolhost::tool::progress,
+        "toolhost:tool/output": super::bindings::toolhost::tool::output,
+        "toolhost:tool/session": super::bindings::toolhost::tool::session,
+        "toolhost:tool/files": super::bindings::toolhost::tool::files,
+        "toolhost:tool/policy": super::bindings::toolhost::tool::policy,
+        "toolhost:tool/shell": super::bindings::toolhost::tool::shell,
+        "toolhost:tool/process": super::bindings::toolhost::tool::process,
+    },
+});
+
+use self::exports::toolhost::tool::tool as old_tool;
+use self::toolhost::tool::types as old;
+use super::bindings::exports::toolhost::tool::tool as new_tool;
+use super::bindings::toolhost::tool::types as new;
+
+/// A 1.0.0 `tool-info`: it declares no input roles, and its failures cancel
+/// no siblings.
+pub fn info(info: old::ToolInfo) -> new::ToolInfo {
+    new::ToolInfo {
+        name: info.name,
+        aliases: info.aliases,
+        description: info.description,
+        prompt: info.prompt,
+        search_hint: info.search_hint,
+        input_schema: info.input_schema,
+        output_schema: info.output_schema,
+        max_result_size_chars: info.max_result_size_chars,
+        should_defer: info.should_defer,
+        always_load: info.always_load,
+        interrupt_behavior: match info.interrupt_behavior {
+            old::InterruptBehavior::Cancel => new::InterruptBehavior::Cancel,
+            old::InterruptBehavior::Block => new::InterruptBehavior::Block,
+        },
+        read_only_hint: info.read_only_hint,
+        destructive_hint: info.destructive_hint,
+        input_roles: new::InputRoles { paths: Vec::new(), command: None, addresses: Vec::new() },
+        cancels_siblings_on_failure: false,
+    }
+}
+
+pub fn context(ctx: &new_tool::CallContext) -> old_tool::CallContext {
+    old_tool::CallContext {
+        tool_use_id: ctx.tool_use_id.clone(),
+        session_id: ctx.session_id.clone(),
+        cwd: ctx.cwd.clone(),
+        working_dirs: ctx.working_dirs.clone(),
+        read_only_dirs: ctx.read_only_dirs.clone(),
+        mode: match ctx.mode {
+            new::PermissionMode::Default => old::PermissionMode::Default,
+            new::PermissionMode::Plan => old::PermissionMode::Plan,
+            new::PermissionMode::AcceptEdits => old::PermissionMode::AcceptEdits,
+            new::PermissionMode::DontAsk => old::PermissionMode::DontAsk,
+            new::PermissionMode::BypassPermissions => old::PermissionMode::BypassPermissions,
+        },
+    }
+}
+
+pub fn error(e: old::ToolError) -> new::ToolError {
+    new::ToolError {
+        kind: match e.kind {
+            old::ErrorKind::InvalidInput => new::ErrorKind::InvalidInput,
+            old::ErrorKind::NotFound => new::ErrorKind::NotFound,
+            old::ErrorKind::PermissionDenied => new::ErrorKind::PermissionDenied,
+            old::ErrorKind::Conflict => new::ErrorKind::Conflict,
+            old::ErrorKind::TooLarge => new::ErrorKind::TooLarge,
+            old::ErrorKind::Unsupported => new::ErrorKind::Unsupported,
+            old::ErrorKind::Io => new::ErrorKind::Io,
+            old::ErrorKind::Internal => new::ErrorKind::Internal,
+        },
+        message: e.message,
+    }
+}
+
+pub fn output(o: old::ToolOutput) -> new::ToolOutput {
+    new::ToolOutput {
+        content: o
+            .content
+            .into_iter()
+            .map(|block| match block {
+                old::ContentBlock::Text(t) => new::ContentBlock::Text(t),
+                old::ContentBlock::Image(i) => {
+                    new::ContentBlock::Image(new::Image { media_type: i.media_type, data: i.data })
+                }
+                old::ContentBlock::Json(j) => new::ContentBlock::Json(j),
+            })
+            .collect(),
+        structured: o.structured,
+        is_error: o.is_error,
+    }
+}
+
+pub fn decision(d: old::PermissionDecision) -> new::PermissionDecision {
+    match d {
+        old::PermissionDecision::Allow(input) => new::PermissionDecision::Allow(input),
+        old::PermissionDecision::Deny(reason) => new::PermissionDecision::Deny(reason),
+        old::PermissionDecision::Ask(r) => {
+            new::PermissionDecision::Ask(new::AskRequest { message: r.message, suggested_rules: r.suggested_rules })
+        }
+        old::PermissionDecision::Passthrough => new::PermissionDecision::Passthrough,
+    }
+}

@@ -1,0 +1,138 @@
+//! Files and directories: the directories of a call, paths made absolute and
+//! resolved, the one atomic file writer, and where toolhost keeps its own
+//! files.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The directories of a call, as absolute host paths. Each is preopened in the
+/// guest at the same path, so paths mean the same inside and out.
+#[derive(Clone, Debug, Default)]
+pub struct Dirs {
+    /// The working directory: always one of `working`.
+    pub cwd: PathBuf,
+    /// Directories the call may read and, when granted, write.
+    pub working: Vec<PathBuf>,
+    /// Directories the call may only read (a session's persisted results).
+    pub read_only: Vec<PathBuf>,
+}
+
+/// `path` as an absolute path without `.` and `..`, lexically (symlinks are
+/// left to [`resolve`] and the sandbox).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// `path` with every symlink followed as far as the path exists (the rest is
+/// appended as written); `None` when no part of it exists.
+pub fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return Some(out);
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+}
+
+/// Replaces `rel` inside `dir` whole or not at all: the contents go to a
+/// fresh temporary file beside the target (created new, so never one
+/// planted beforehand), are flushed to disk, get the old file's permission
+/// bits, and the temporary file is renamed over the target. Missing parent
+/// directories are created. On any failure the old file is untouched and
+/// the temporary file is removed. `dir` is a capability handle: no `rel`
+/// (`..`, absolute, a symlink) reaches outside it.
+///
+/// The one atomic writer: the `files` capability, settings, the trust store,
+/// the compile cache, session state and persisted results all use it.
+pub fn replace_in(dir: &cap_std::fs::Dir, rel: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+
+    let name = rel.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", rel.display())))?;
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    if !parent.as_os_str().is_empty() {
+        dir.create_dir_all(parent)?;
+    }
+    let permissions = dir.metadata(rel).ok().map(|m| m.permissions());
+    let tmp = parent.join(format!(
+        ".{}.toolhost-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = dir.open_with(&tmp, cap_std::fs::OpenOptions::new().write(true).create_new(true))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        if let Some(p) = permissions {
+            dir.set_permissions(&tmp, p)?;
+        }
+        dir.rename(&tmp, dir, rel)
+    };
+    write().inspect_err(|_| {
+        let _ = dir.remove_file(&tmp);
+    })
+}
+
+/// [`replace_in`] for a file of the host's own (settings, the trust store,
+/// caches, session state), creating its directory.
+pub fn replace_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other(format!("{} names no file", path.display())));
+    };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    std::fs::create_dir_all(parent)?;
+    let dir = cap_std::fs::Dir::open_ambient_dir(parent, cap_std::ambient_authority())?;
+    replace_in(&dir, Path::new(name), contents)
+}
+
+/// `$TOOLHOST_DATA_DIR`, else `$XDG_DATA_HOME/toolhost`, else `~/.local/share/toolhost`.
+pub fn default_data_dir() -> PathBuf {
+    xdg("TOOLHOST_DATA_DIR", "XDG_DATA_HOME", ".local/share")
+}
+
+/// `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`.
+pub fn default_cache_dir() -> PathBuf {
+    xdg("TOOLHOST_CACHE_DIR", "XDG_CACHE_HOME", ".cache")
+}
+
+/// `$TOOLHOST_PLUGINS`, else `$XDG_CONFIG_HOME/toolhost/plugins`, else `~/.config/toolhost/plugins`.
+pub fn default_plugins_dir() -> PathBuf {
+    match std::env::var_os("TOOLHOST_PLUGINS") {
+        Some(dir) => PathBuf::from(dir),
+        None => config_dir().join("plugins"),
+    }
+}
+
+/// `$TOOLHOST_CONFIG_DIR`, else `$XDG_CONFIG_HOME/toolhost`, else `~/.config/toolhost`:
+/// user settings and plugins.
+pub fn config_dir() -> PathBuf {
+    xdg("TOOLHOST_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
+}
+
+fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os(own).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os(xdg_var)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|h| h.join(home_rel)))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("toolhost")
+}

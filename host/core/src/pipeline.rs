@@ -1,0 +1,22 @@
+//! One call, start to finish: the pipeline of SPEC §4.
+//!
+//! 1. find the tool by name or alias;
+//! 2. validate the input against its JSON Schema, and confine the paths the
+//!    tool declares to the directories it may use;
+//! 3. the tool's `validate-input`;
+//! 4. PreToolUse hooks (may rewrite the input, decide, or stop);
+//! 5. the permission decision (rules, hooks, the tool's check, the mode; an
+//!    ask goes to the approver), written to the audit log;
+//! 6. `call` in a fresh sandboxed instance;
+//! 7. PostToolUse / PostToolUseFailure hooks;
+//! 8. map to a `tool_result`, persisting an oversized one.
+//!
+//! Every failure is an error result; nothing a tool or its input does reaches
+//! the caller as anything else.
+
+mod call;
+mod result;
+
+pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
+pub(crate) use call::{Parts, Pipeline};
+pub use result::{Content, PREVIEW_CHARS, ToolResult};

@@ -1,0 +1,734 @@
+//! One call through the pipeline's steps, on the parts of a host.
+
+use super::result::{self, Content, ToolResult};
+use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
+use crate::contract::{CallScope, ProgressSink};
+use crate::fsx::{Dirs, normalize, resolve};
+use crate::policy::hooks::{EventInput, HookDecision, HookEvent, Outcome};
+use crate::policy::rules::{RuleSet, Subject};
+use crate::policy::{
+    self, Answer, Approver, AskRequest, AuditRecord, Decision, Facts, PermissionMode, Policy, Source, ToolCheck,
+};
+use crate::process::{Approval, BackgroundRegistry, Confinement};
+use crate::registry::{InputRoles, LoadedTool, PathAccess, Registry};
+use crate::sandbox::{CallLimits, Grants, Instance, Interrupted, MemoryExceeded, Sandbox};
+use crate::session::Session;
+use crate::shell;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use tracing::field;
+
+/// A `tool_use` block from the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// The longest a tool may take to say whether a call is concurrency-safe.
+pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Per-call options.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Receives progress while the call runs.
+    pub progress: Option<ProgressSink>,
+    /// Set to stop the call; it ends with a "cancelled" error result.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Told, as soon as the tool's instance exists, whether the call is
+    /// concurrency-safe (the scheduler starts a call before it knows, when
+    /// nothing else runs).
+    pub on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>>,
+    /// Who answers this call's asks, instead of the host's approver (an MCP
+    /// session asks its own client).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// What a [`Pipeline`] is built from.
+pub(crate) struct Parts {
+    pub sandbox: Sandbox,
+    pub registry: Registry,
+    pub policy: Policy,
+    pub dirs: Dirs,
+    pub background: Arc<BackgroundRegistry>,
+    /// A session for calls that belong to none (loading, scheduling).
+    pub scratch_session: Arc<Session>,
+    pub mode: PermissionMode,
+    pub approver: Option<Arc<dyn Approver>>,
+    pub confinement: Confinement,
+}
+
+/// Everything one call needs, built once per host.
+pub(crate) struct Pipeline {
+    sandbox: Sandbox,
+    registry: Registry,
+    policy: Policy,
+    dirs: Arc<Dirs>,
+    /// The working directory and directories as a call's context shows them.
+    cwd_text: String,
+    working_text: Vec<String>,
+    background: Arc<BackgroundRegistry>,
+    scratch_session: Arc<Session>,
+    mode: PermissionMode,
+    approver: Option<Arc<dyn Approver>>,
+    confinement: Confinement,
+}
+
+impl Pipeline {
+    pub fn new(parts: Parts) -> Pipeline {
+        Pipeline {
+            cwd_text: parts.dirs.cwd.to_string_lossy().into_owned(),
+            working_text: parts.dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+            dirs: Arc::new(parts.dirs),
+            sandbox: parts.sandbox,
+            registry: parts.registry,
+            policy: parts.policy,
+            background: parts.background,
+            scratch_session: parts.scratch_session,
+            mode: parts.mode,
+            approver: parts.approver,
+            confinement: parts.confinement,
+        }
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    pub fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
+    pub fn background(&self) -> &BackgroundRegistry {
+        &self.background
+    }
+
+    /// A scope for asking `tool` something outside any call (scheduling,
+    /// benchmarks): the scratch session, the working directories.
+    fn scratch_scope(&self, tool: &LoadedTool, tool_use_id: String) -> CallScope {
+        CallScope::new(
+            Arc::from(tool.spec.name.as_str()),
+            tool_use_id,
+            Arc::clone(&self.scratch_session),
+            tool.namespace(),
+            Arc::clone(&self.dirs),
+            Arc::clone(&self.background),
+        )
+    }
+
+    /// Runs one call through the whole pipeline.
+    pub fn call(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions) -> ToolResult {
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %tool_use.name,
+            id = %tool_use.id,
+            decision = field::Empty,
+            is_error = field::Empty,
+            duration_us = field::Empty,
+        );
+        let _entered = span.enter();
+        let result = self.run(session, tool_use, options, &span);
+        let micros = started.elapsed().as_micros() as u64;
+        span.record("is_error", result.is_error);
+        span.record("duration_us", micros);
+        tracing::debug!(is_error = result.is_error, duration_us = micros, "call finished");
+        result
+    }
+
+    /// Whether a user interrupt cancels calls of `tool` (its interrupt
+    /// behavior is `cancel`); unknown tools: yes.
+    pub fn cancels_on_interrupt(&self, tool: &str) -> bool {
+        self.registry.resolve(tool).is_none_or(|t| t.spec.cancel_on_interrupt)
+    }
+
+    /// Whether a call may run beside other concurrency-safe calls. A tool
+    /// that is unknown, input that fails the schema and a tool that cannot
+    /// answer within [`CLASSIFY_TIMEOUT`] are not concurrency-safe.
+    pub fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
+        let Some(tool) = self.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
+            return false;
+        };
+        if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
+            return false;
+        }
+        let scope = self.scratch_scope(tool, tool_use.id.clone());
+        let _running = self.sandbox.running();
+        let base = self.sandbox.limits();
+        let limits = CallLimits { timeout: base.timeout.min(CLASSIFY_TIMEOUT), ..base };
+        self.sandbox
+            .instantiate(&tool.pre, &tool.grants, scope, limits)
+            .and_then(|mut i| {
+                let text = tool_use.input.to_string();
+                i.guest.is_concurrency_safe(&mut i.store, &text)
+            })
+            .unwrap_or(false)
+    }
+
+    /// Instantiates `tool` in a fresh Store with no capabilities, calls its
+    /// cheapest export (`is-enabled`) and drops everything: the floor of a
+    /// call's cost.
+    pub fn bare_call(&self, tool: &str) -> Option<bool> {
+        let tool = self.registry.resolve(tool)?;
+        let scope = self.scratch_scope(tool, String::new());
+        let _running = self.sandbox.running();
+        let mut instance =
+            self.sandbox.instantiate(&tool.pre, &Grants::default(), scope, self.sandbox.limits()).ok()?;
+        instance.guest.is_enabled(&mut instance.store).ok()
+    }
+
+    fn run(
+        &self,
+        session: &Arc<Session>,
+        tool_use: &ToolUse,
+        options: &CallOptions,
+        span: &tracing::Span,
+    ) -> ToolResult {
+        let id = tool_use.id.as_str();
+        // 1. Lookup (disabled tools are not in the pool, so not callable).
+        let Some(tool) = self.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
+            return ToolResult::error(
+                id,
+                format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),
+            );
+        };
+        let name = tool.spec.name.as_str();
+        // The rules as they are now, for the whole call.
+        let rules = self.policy.rules();
+        if let Some(rule) = rules.denies_tool(name) {
+            span.record("decision", "deny (not in the pool)");
+            return ToolResult::error(
+                id,
+                format!(
+                    "<tool_use_error>Error: No such tool available: {name} (the {rule} removes it)</tool_use_error>"
+                ),
+            );
+        }
+        // 2. Schema, and the paths the tool declares: inside the directories
+        // it may use, as written and as resolved.
+        if let Err(message) = tool.input_schema().check(name, &tool_use.input) {
+            return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
+        }
+        let results = session.existing_results_dir();
+        if let Err(message) = self.confine(&tool.spec.inputs, &tool_use.input, results.as_deref()) {
+            return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
+        }
+
+        let _slot = self.sandbox.admit();
+        let _running = self.sandbox.running();
+        let dirs = match &results {
+            None => Arc::clone(&self.dirs),
+            Some(r) => Arc::new(Dirs { read_only: vec![r.clone()], ..(*self.dirs).clone() }),
+        };
+        let mut scope = CallScope::new(
+            Arc::from(name),
+            id.to_string(),
+            Arc::clone(session),
+            tool.namespace(),
+            dirs,
+            Arc::clone(&self.background),
+        );
+        scope.progress = options.progress.clone();
+        scope.cancel = options.cancel.clone();
+        scope.confinement = self.confinement;
+        let mut instance = match self.sandbox.instantiate(&tool.pre, &tool.grants, scope, self.sandbox.limits()) {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "could not instantiate");
+                return ToolResult::error(
+                    id,
+                    format!("toolhost could not start {name}: {e}. The host keeps serving; try again."),
+                );
+            }
+        };
+        if let Some(report) = &options.on_concurrency_safe {
+            let text = tool_use.input.to_string();
+            report(instance.guest.is_concurrency_safe(&mut instance.store, &text).unwrap_or(false));
+        }
+        let ctx = CallContext {
+            tool_use_id: id.to_string(),
+            session_id: session.id().to_string(),
+            cwd: self.cwd_text.clone(),
+            working_dirs: self.working_text.clone(),
+            read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+            mode: wit_mode(self.mode),
+        };
+        let mut run = Run {
+            pipeline: self,
+            session,
+            tool,
+            id,
+            span,
+            instance,
+            ctx,
+            input_text: tool_use.input.to_string(),
+            input: tool_use.input.clone(),
+            rules,
+            called: false,
+            context: Vec::new(),
+            stop: None,
+            approver: options.approver.clone().or_else(|| self.approver.clone()),
+        };
+        let outcome = run.steps();
+        run.instance.captured.log(name, id);
+        // An `Err` is a failure inside the guest (trap, timeout, malformed
+        // output), as opposed to an error the tool returned.
+        let result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));
+        run.finish(result)
+    }
+
+    /// Refuses a path the call names outside the directories the tool may
+    /// use for it: the working directories, and for reading also the
+    /// read-only ones (`results`); checked as written and as resolved.
+    fn confine(&self, roles: &InputRoles, input: &Value, results: Option<&Path>) -> Result<(), String> {
+        let working = &self.dirs.working;
+        for (written, access) in roles.paths_in(input) {
+            let path = normalize(&self.dirs.cwd.join(written));
+            let allowed = |p: &Path| {
+                working.iter().any(|w| p.starts_with(w))
+                    || (access != PathAccess::Edit && results.is_some_and(|r| p.starts_with(r)))
+            };
+            let dirs = self.working_text.join(", ");
+            if !allowed(&path) {
+                return Err(format!(
+                    "{} is outside the working directories ({dirs}). File tools can only reach files inside them; \
+                     use a path inside, or ask the user to run toolhost with that directory as the workspace \
+                     or an additional directory.",
+                    path.display()
+                ));
+            }
+            if let Some(real) = resolve(&path).filter(|r| *r != path && !allowed(r)) {
+                return Err(format!(
+                    "{} resolves outside the working directories ({dirs}) through a symlink, to {}. File tools \
+                     can only reach files inside them.",
+                    path.display(),
+                    real.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One call's state while it goes through the steps.
+struct Run<'p> {
+    pipeline: &'p Pipeline,
+    session: &'p Arc<Session>,
+    tool: &'p LoadedTool,
+    id: &'p str,
+    span: &'p tracing::Span,
+    instance: Instance,
+    ctx: CallContext,
+    /// The input as the tool gets it (after a hook's or the tool's rewrite),
+    /// and as JSON text.
+    input: Value,
+    input_text: String,
+    /// The rules the call is decided by.
+    rules: Arc<RuleSet>,
+    /// The tool's `call` ran (so the Post hooks run).
+    called: bool,
+    /// Hooks' additional context, appended to the result.
+    context: Vec<String>,
+    /// A hook's `continue: false`.
+    stop: Option<String>,
+    /// Who answers an ask: the call's own approver, else the host's.
+    approver: Option<Arc<dyn Approver>>,
+}
+
+impl Run<'_> {
+    fn name(&self) -> &str {
+        &self.tool.spec.name
+    }
+
+    fn error(&self, message: impl Into<String>) -> ToolResult {
+        ToolResult::error(self.id, message)
+    }
+
+    /// Steps 3 to 6 and 8 on the live instance.
+    fn steps(&mut self) -> wasmtime::Result<ToolResult> {
+        // 3. The tool's own validation.
+        if let Err(e) = self.validate(&self.input_text.clone())? {
+            return Ok(self.error(format!("<tool_use_error>{}</tool_use_error>", e.message)));
+        }
+        // 4. PreToolUse hooks.
+        let decision_started = Instant::now();
+        let pre = self.pre_hooks();
+        if let Some(pre) = &pre
+            && let Some(result) = self.take_pre_hooks(pre, decision_started)?
+        {
+            return Ok(result);
+        }
+        // 5. Permission.
+        if let Some(refused) = self.permission(pre.as_ref(), decision_started)? {
+            return Ok(refused);
+        }
+        // 6. Call, with the whole time limit: hooks and the prompt do not
+        // count against it.
+        let limit = self.pipeline.sandbox.limits().timeout;
+        let store = &mut self.instance.store;
+        store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        self.called = true;
+        let output = self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)?;
+        // 8. Result.
+        Ok(match output {
+            Ok(output) => {
+                let call = &mut self.instance.store.data_mut().call;
+                let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
+                result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
+            }
+            Err(e) => self.error(e.message),
+        })
+    }
+
+    fn validate(
+        &mut self,
+        input: &str,
+    ) -> wasmtime::Result<Result<(), crate::contract::bindings::toolhost::tool::types::ToolError>> {
+        self.instance.guest.validate_input(&mut self.instance.store, input, &self.ctx)
+    }
+
+    fn hook_input<'a>(&'a self, tool_input: &'a Value) -> EventInput<'a> {
+        EventInput {
+            session_id: self.session.id(),
+            cwd: &self.pipeline.cwd_text,
+            permission_mode: self.pipeline.mode.as_str(),
+            tool_name: self.name(),
+            tool_input,
+            tool_use_id: self.id,
+            tool_response: None,
+            error: None,
+        }
+    }
+
+    /// Runs the PreToolUse hooks that match, if any.
+    fn pre_hooks(&self) -> Option<Outcome> {
+        let hooks = &self.pipeline.policy.hooks;
+        hooks
+            .any(HookEvent::PreToolUse, self.name())
+            .then(|| hooks.run(HookEvent::PreToolUse, &self.hook_input(&self.input)))
+    }
+
+    /// Applies what the PreToolUse hooks said: their context, a stop, a
+    /// rewritten input (validated again). A result ends the call.
+    fn take_pre_hooks(&mut self, pre: &Outcome, decision_started: Instant) -> wasmtime::Result<Option<ToolResult>> {
+        self.context.extend(pre.additional_context.iter().map(|c| format!("[PreToolUse hook] {c}")));
+        if let Some(reason) = &pre.stop {
+            self.stop = Some(reason.clone());
+            self.span.record("decision", "stopped (hook)");
+            self.audit(
+                &Decision::Deny {
+                    message: format!("stopped: {reason}"),
+                    source: Source::Hook("PreToolUse (continue: false)".into()),
+                },
+                false,
+                decision_started,
+            );
+            return Ok(Some(self.error(format!("A PreToolUse hook stopped the call: {reason}"))));
+        }
+        let denied = matches!(pre.decision, Some(HookDecision::Deny { .. }));
+        if let (Some(updated), false) = (&pre.updated_input, denied) {
+            if let Err(message) = self.tool.input_schema().check(self.name(), updated) {
+                return Ok(Some(self.error(format!(
+                    "<tool_use_error>A PreToolUse hook rewrote the input into one that is not valid: {message}</tool_use_error>"
+                ))));
+            }
+            let text = updated.to_string();
+            if let Err(e) = self.validate(&text)? {
+                return Ok(Some(self.error(format!(
+                    "<tool_use_error>A PreToolUse hook rewrote the input into one the tool refuses: {}</tool_use_error>",
+                    e.message
+                ))));
+            }
+            self.input = updated.clone();
+            self.input_text = text;
+        }
+        Ok(None)
+    }
+
+    /// The tool's own permission view, in `mode`.
+    fn check_in(&mut self, mode: PermissionMode) -> wasmtime::Result<ToolCheck> {
+        let (guest, store) = (&self.instance.guest, &mut self.instance.store);
+        let decision = if mode == self.pipeline.mode {
+            guest.check_permissions(store, &self.input_text, &self.ctx)?
+        } else {
+            let ctx = CallContext { mode: wit_mode(mode), ..self.ctx.clone() };
+            guest.check_permissions(store, &self.input_text, &ctx)?
+        };
+        Ok(tool_check(decision, self.tool.trusted()))
+    }
+
+    /// Step 5: decides (asking when needed), audits, and sets what the call
+    /// may start; a result when the call is refused.
+    fn permission(&mut self, pre: Option<&Outcome>, decision_started: Instant) -> wasmtime::Result<Option<ToolResult>> {
+        let read_only = match self.tool.spec.hints.read_only {
+            Some(declared) => declared,
+            None => self.instance.guest.is_read_only(&mut self.instance.store, &self.input_text)?,
+        };
+        let check = self.check_in(self.pipeline.mode)?;
+        let tool: &LoadedTool = self.tool;
+        let rules = Arc::clone(&self.rules);
+        let input = self.input.clone();
+        let roles = &tool.spec.inputs;
+        let command = roles.command_in(&input);
+        let parsed = command.map(shell::parse);
+        let subject = Subject::of(&tool.spec.name, roles, &input, parsed.as_ref());
+        // A command that reads outside the working directories is not one the
+        // mode runs unasked.
+        let outside = parsed.as_ref().and_then(|p| rules.path_outside(p));
+        if let Some(word) = outside {
+            tracing::debug!(word, "the command names a path outside the working directories");
+        }
+        let facts = Facts {
+            tool: &tool.spec.name,
+            mode: self.pipeline.mode,
+            read_only: read_only && outside.is_none(),
+            check,
+            rules: rules.check(&subject),
+            hook: pre.and_then(|p| p.decision.as_ref()),
+            sensitive: policy::sensitive_write(&subject, rules.places()),
+        };
+        let mut decision = policy::decide(&facts);
+        let mut asked = false;
+        if let Decision::Ask { message, suggested_rules, .. } = &decision {
+            let suggestions = match policy::rules::suggest(&subject, rules.places()) {
+                s if s.is_empty() => suggested_rules.clone(),
+                s => s,
+            };
+            decision = match self.approver.clone() {
+                Some(approver) => {
+                    asked = true;
+                    // "Allow always" only with a rule that would allow the call.
+                    let offered =
+                        if self.rules_would_allow(&facts, &subject, &suggestions) { suggestions } else { Vec::new() };
+                    let request = AskRequest {
+                        tool: tool.spec.name.clone(),
+                        tool_use_id: self.id.to_string(),
+                        input: input.clone(),
+                        message: message.clone(),
+                        suggested_rules: offered,
+                    };
+                    match approver.ask(&request) {
+                        Answer::AllowOnce => Decision::Allow { input: None, source: Source::User },
+                        Answer::AllowAlways(rule) => {
+                            if let Err(e) = self.pipeline.policy.allow_always(&rule) {
+                                tracing::warn!(rule, error = %e, "could not keep the rule");
+                            }
+                            Decision::Allow { input: None, source: Source::User }
+                        }
+                        Answer::Deny(reason) => Decision::Deny { message: reason, source: Source::User },
+                    }
+                }
+                None => {
+                    let hint = self.how_to_allow(&facts, &subject, &suggestions)?;
+                    Decision::Deny {
+                        message: format!(
+                            "{message} toolhost could not ask for approval: no interactive prompt is available.{hint}"
+                        ),
+                        source: Source::Mode(self.pipeline.mode),
+                    }
+                }
+            };
+        } else if let Decision::Deny { message, source: source @ Source::Mode(_) } = &decision {
+            // Plan and dontAsk refuse what would ask: say what would allow it.
+            let suggestions = policy::rules::suggest(&subject, rules.places());
+            let hint = self.how_to_allow(&facts, &subject, &suggestions)?;
+            decision = Decision::Deny { message: format!("{message}{hint}"), source: source.clone() };
+        }
+        self.audit(&decision, asked, decision_started);
+        match decision {
+            Decision::Allow { input: rewritten, source } => {
+                self.span.record("decision", field::display(format_args!("allow ({source})")));
+                // What the call may start: a call allowed only because it reads
+                // can start only what the host classifies as read-only, one
+                // allowed by a rule what the rules allow, one the user approved
+                // that command. Deny rules hold whatever allowed the call.
+                let approval = match source {
+                    Source::Mode(mode) if read_only && mode != PermissionMode::BypassPermissions => Approval::ReadOnly,
+                    Source::Rule { .. } => Approval::Rules,
+                    Source::User | Source::Hook(_) | Source::Safety => match command {
+                        Some(command) => Approval::Command(command.to_string()),
+                        None => Approval::Any,
+                    },
+                    Source::Mode(_) | Source::Tool => Approval::Any,
+                };
+                let call = &mut self.instance.store.data_mut().call;
+                call.rules = Some(Policy::for_call(Arc::clone(&rules), &tool.spec.name, roles));
+                call.approval = approval;
+                if let Some(updated) = rewritten {
+                    if let Err(message) = self.tool.input_schema().check(self.name(), &updated) {
+                        return Ok(Some(self.error(format!("<tool_use_error>{message}</tool_use_error>"))));
+                    }
+                    self.input_text = updated.to_string();
+                    self.input = updated;
+                }
+                Ok(None)
+            }
+            Decision::Deny { message, source } => {
+                self.span.record("decision", field::display(format_args!("deny ({source})")));
+                Ok(Some(self.error(format!("Permission to use {} was denied. {message}", self.name()))))
+            }
+            Decision::Ask { .. } => unreachable!("asks were resolved above"),
+        }
+    }
+
+    fn audit(&self, decision: &Decision, asked: bool, started: Instant) {
+        self.pipeline.policy.audit(&AuditRecord {
+            session: self.session.id(),
+            tool: self.name(),
+            tool_use_id: self.id,
+            mode: self.pipeline.mode.as_str(),
+            decision,
+            asked,
+            duration: started.elapsed(),
+        });
+    }
+
+    /// Whether adding `suggestions` to the allow rules would allow the call
+    /// in the current mode (so "allow always" and hints offer only rules
+    /// that work).
+    fn rules_would_allow(&self, facts: &Facts<'_>, subject: &Subject<'_>, suggestions: &[String]) -> bool {
+        if suggestions.is_empty() {
+            return false;
+        }
+        let Some(set) = self.pipeline.policy.allow_rules(suggestions) else { return false };
+        let Some(allow) = set.check(subject).allow else { return false };
+        let with_rule =
+            Facts { rules: policy::rules::Verdicts { allow: Some(allow), ..facts.rules.clone() }, ..facts.clone() };
+        matches!(policy::decide(&with_rule), Decision::Allow { .. })
+    }
+
+    /// " To allow it, …": the narrowest rule that would allow the call, or
+    /// the least permissive mode that would; empty when neither would.
+    fn how_to_allow(
+        &mut self,
+        facts: &Facts<'_>,
+        subject: &Subject<'_>,
+        suggestions: &[String],
+    ) -> wasmtime::Result<String> {
+        let mut hints = Vec::new();
+        if self.rules_would_allow(facts, subject, suggestions) {
+            let list = suggestions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+            let args = suggestions.iter().map(|r| format!("--allow '{r}'")).collect::<Vec<_>>().join(" ");
+            let file = self
+                .pipeline
+                .policy
+                .local_file()
+                .map_or_else(|| "a settings file".to_string(), |f| f.display().to_string());
+            hints.push(format!("add {list} to permissions.allow in {file} (or pass {args})"));
+        }
+        for mode in [PermissionMode::AcceptEdits, PermissionMode::BypassPermissions] {
+            if mode == facts.mode {
+                continue;
+            }
+            let f = Facts { mode, check: self.check_in(mode)?, ..facts.clone() };
+            if matches!(policy::decide(&f), Decision::Allow { .. }) {
+                hints.push(format!("run toolhost with `--mode {mode}`"));
+                break;
+            }
+        }
+        Ok(if hints.is_empty() { String::new() } else { format!(" To allow it, {}.", hints.join("; or ")) })
+    }
+
+    /// Step 7 (the Post hooks, for calls that ran) and the last of step 8:
+    /// hooks' context appended, an oversized result persisted.
+    fn finish(self, mut result: ToolResult) -> ToolResult {
+        let Run { pipeline, session, tool, id, instance, input, called, mut context, mut stop, .. } = self;
+        drop(instance);
+        let name = tool.spec.name.as_str();
+        let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
+        let hooks = &pipeline.policy.hooks;
+        if called && hooks.any(event, name) {
+            let response = result.to_json()["content"].take();
+            let error = result.is_error.then(|| result.text());
+            let outcome = hooks.run(
+                event,
+                &EventInput {
+                    session_id: session.id(),
+                    cwd: &pipeline.cwd_text,
+                    permission_mode: pipeline.mode.as_str(),
+                    tool_name: name,
+                    tool_input: &input,
+                    tool_use_id: id,
+                    tool_response: (!result.is_error).then_some(&response),
+                    error: error.as_deref(),
+                },
+            );
+            context.extend(outcome.additional_context.into_iter().map(|c| format!("[{event} hook] {c}")));
+            stop = stop.or(outcome.stop);
+        }
+        for text in context {
+            result.content.push(Content::Text(text));
+        }
+        result.stop = stop;
+        // Errors too: a failed command's output can be as long as a good one's.
+        result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
+        result
+    }
+}
+
+fn wit_mode(mode: PermissionMode) -> WitMode {
+    match mode {
+        PermissionMode::Default => WitMode::Default,
+        PermissionMode::Plan => WitMode::Plan,
+        PermissionMode::AcceptEdits => WitMode::AcceptEdits,
+        PermissionMode::DontAsk => WitMode::DontAsk,
+        PermissionMode::BypassPermissions => WitMode::BypassPermissions,
+    }
+}
+
+/// The tool's decision as the host will weigh it: an `allow` from an untrusted
+/// tool counts for nothing (it cannot grant itself permission), and an updated
+/// input that is not JSON is refused.
+fn tool_check(decision: PermissionDecision, trusted: bool) -> ToolCheck {
+    match decision {
+        PermissionDecision::Allow(_) if !trusted => ToolCheck::Passthrough,
+        PermissionDecision::Allow(None) => ToolCheck::Allow(None),
+        PermissionDecision::Allow(Some(text)) => match serde_json::from_str(&text) {
+            Ok(v) => ToolCheck::Allow(Some(v)),
+            Err(e) => ToolCheck::Deny(format!("the tool rewrote the input into invalid JSON ({e})")),
+        },
+        PermissionDecision::Deny(reason) => ToolCheck::Deny(reason),
+        PermissionDecision::Ask(req) => ToolCheck::Ask { message: req.message, suggested_rules: req.suggested_rules },
+        PermissionDecision::Passthrough => ToolCheck::Passthrough,
+    }
+}
+
+/// The result for a call that failed inside the guest: timeout, cancellation,
+/// memory limit, trap (a panic included), or output the host could not read.
+fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: &Instance) -> ToolResult {
+    let message = if let Some(i) = e.downcast_ref::<Interrupted>() {
+        match i {
+            Interrupted::Timeout(limit) => format!("{name} timed out after {} ms and was stopped.", limit.as_millis()),
+            Interrupted::Cancelled => format!("{name} was cancelled."),
+        }
+    } else if let Some(m) = e.downcast_ref::<MemoryExceeded>() {
+        format!("{name} exceeded its memory limit of {} MiB and was stopped.", m.limit >> 20)
+    } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        let stderr = instance.captured.last_stderr_lines(4);
+        let detail = if stderr.is_empty() { String::new() } else { format!("\nThe tool's last output:\n{stderr}") };
+        format!("{name} crashed ({trap}). This is a bug in the tool; the host keeps serving.{detail}")
+    } else {
+        format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")
+    };
+    match e.downcast_ref::<Interrupted>() {
+        Some(Interrupted::Cancelled) => tracing::debug!(tool = name, id, "tool call cancelled"),
+        _ => tracing::warn!(tool = name, id, error = %format!("{e:#}"), "tool call failed in the guest"),
+    }
+    ToolResult::error(id, message)
+}

@@ -1,0 +1,266 @@
+//! Tool results as the model receives them (step 8 of the pipeline), including
+//! the persistence of oversized results.
+
+use crate::session::Session;
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// Characters of an oversized result shown in its preview.
+pub const PREVIEW_CHARS: usize = 2000;
+
+/// Media types an image block may have.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// One block of a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    Text(String),
+    /// An image, its data base64-encoded.
+    Image {
+        media_type: String,
+        data: String,
+    },
+}
+
+/// A `tool_result`: what goes back to the model for one `tool_use`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    pub tool_use_id: String,
+    pub content: Vec<Content>,
+    pub is_error: bool,
+    /// Machine-readable output, when the tool gives one (not sent to the model).
+    pub structured: Option<Value>,
+    /// A hook answered `continue: false`: the agent should stop, for this
+    /// reason (not sent to the model).
+    pub stop: Option<String>,
+}
+
+impl ToolResult {
+    /// An error result with `message` as its only block.
+    pub fn error(tool_use_id: &str, message: impl Into<String>) -> ToolResult {
+        ToolResult {
+            tool_use_id: tool_use_id.to_string(),
+            content: vec![Content::Text(message.into())],
+            is_error: true,
+            structured: None,
+            stop: None,
+        }
+    }
+
+    /// The text of all text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text(t) => Some(t.as_str()),
+                Content::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
+    /// The Messages API shape: `{"type": "tool_result", "tool_use_id", "content": [...], "is_error"}`
+    /// without the `type` (callers add it where their protocol wants it).
+    pub fn to_json(&self) -> Value {
+        let content: Vec<Value> = self
+            .content
+            .iter()
+            .map(|c| match c {
+                Content::Text(text) => json!({"type": "text", "text": text}),
+                Content::Image { media_type, data } => {
+                    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+                }
+            })
+            .collect();
+        let mut out = json!({"tool_use_id": self.tool_use_id, "content": content, "is_error": self.is_error});
+        if let Some(reason) = &self.stop {
+            out["stop_reason"] = json!(reason);
+        }
+        out
+    }
+}
+
+/// Text a tool streamed into its result (the `output` import).
+#[derive(Default)]
+pub(crate) struct Streamed {
+    pub text: String,
+    /// The host's cap was reached and the rest dropped.
+    pub cut: bool,
+}
+
+/// Maps a tool's output to a result: the streamed text begins the first text
+/// block. An output that breaks the contract (a `json` block that is not JSON,
+/// an unknown image type, structured output that is not JSON or not valid
+/// against the output schema) is an error result.
+pub(crate) fn from_output(
+    tool: &str,
+    tool_use_id: &str,
+    streamed: Streamed,
+    output: crate::contract::bindings::ToolOutput,
+    output_schema: Option<&crate::registry::Schema>,
+) -> ToolResult {
+    use crate::contract::bindings::ContentBlock;
+    let malformed = |why: String| {
+        ToolResult::error(tool_use_id, format!("{tool} returned malformed output: {why}. This is a bug in the tool."))
+    };
+    let mut content = Vec::with_capacity(output.content.len());
+    for block in output.content {
+        match block {
+            ContentBlock::Text(t) => content.push(Content::Text(t)),
+            ContentBlock::Json(j) => match serde_json::from_str::<Value>(&j) {
+                Ok(v) => content.push(Content::Text(v.to_string())),
+                Err(e) => return malformed(format!("a json block is not valid JSON ({e})")),
+            },
+            ContentBlock::Image(img) => {
+                if !IMAGE_TYPES.contains(&img.media_type.as_str()) {
+                    return malformed(format!("an image block has unsupported media type `{}`", img.media_type));
+                }
+                content.push(Content::Image {
+                    media_type: img.media_type,
+                    data: base64::engine::general_purpose::STANDARD.encode(&img.data),
+                });
+            }
+        }
+    }
+    let structured = match output.structured {
+        None => None,
+        Some(s) => match serde_json::from_str::<Value>(&s) {
+            Err(e) => return malformed(format!("its structured output is not valid JSON ({e})")),
+            Ok(v) => {
+                if let Some(schema) = output_schema
+                    && let Err(e) = schema.check(tool, &v)
+                {
+                    return malformed(format!("its structured output does not match its output schema: {e}"));
+                }
+                Some(v)
+            }
+        },
+    };
+    if !streamed.text.is_empty() || streamed.cut {
+        let mut text = streamed.text;
+        if streamed.cut {
+            text.push_str(&format!(
+                "\n[{tool} streamed more than {} MiB of output; the rest was dropped.]\n",
+                crate::contract::MAX_STREAMED >> 20
+            ));
+        }
+        match content.first_mut() {
+            Some(Content::Text(first)) => first.insert_str(0, &text),
+            _ => content.insert(0, Content::Text(text)),
+        }
+    }
+    ToolResult { tool_use_id: tool_use_id.to_string(), content, is_error: output.is_error, structured, stop: None }
+}
+
+/// When the text of `result` is longer than `max_chars`, writes it to a file
+/// in the session's results directory and replaces it with a preview and the
+/// file's path.
+pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u64>, session: &Session) {
+    let Some(max) = max_chars else { return };
+    let chars: usize = result
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text(t) => t.chars().count(),
+            Content::Image { .. } => 0,
+        })
+        .sum();
+    if chars as u64 <= max {
+        return;
+    }
+    let full = result.text();
+    let preview: String = full.chars().take(PREVIEW_CHARS).collect();
+    let dir = session.results_dir();
+    let file = dir.join(format!("{}.txt", sanitize(&result.tool_use_id)));
+    let saved = crate::fsx::replace_file(&file, full.as_bytes());
+    let text = match saved {
+        Ok(()) => {
+            session.note_results();
+            format!(
+                "<persisted-output>\nOutput too large ({chars} characters). Full output saved to: {}\n\nPreview (first {PREVIEW_CHARS} characters):\n{preview}\n...\n</persisted-output>",
+                file.display()
+            )
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, file = %file.display(), "could not persist an oversized result");
+            format!(
+                "{preview}\n...\n[Output truncated from {chars} characters; the full output could not be saved: {e}]"
+            )
+        }
+    };
+    let images = result.content.drain(..).filter(|c| matches!(c, Content::Image { .. }));
+    result.content = std::iter::once(Content::Text(text)).chain(images.collect::<Vec<_>>()).collect();
+}
+
+/// A tool-use id as a file name: anything but `A-Z a-z 0-9 _ -` becomes `_`.
+fn sanitize(id: &str) -> String {
+    let s: String =
+        id.chars().take(128).map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    if s.is_empty() { "result".into() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_results_are_persisted_with_a_preview() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::ephemeral(dir.path());
+        assert_eq!(session.existing_results_dir(), None);
+        let big = "x".repeat(5000);
+        let mut r = ToolResult {
+            tool_use_id: "../evil id".into(),
+            content: vec![Content::Text(big.clone())],
+            is_error: false,
+            structured: None,
+            stop: None,
+        };
+        persist_if_oversized(&mut r, Some(4000), &session);
+        let text = r.text();
+        assert!(text.starts_with("<persisted-output>\nOutput too large (5000 characters)"), "{text}");
+        assert_eq!(session.existing_results_dir(), Some(session.results_dir()));
+        let saved = session.results_dir().join("___evil_id.txt");
+        assert!(text.contains(&saved.display().to_string()));
+        assert_eq!(std::fs::read_to_string(saved).unwrap(), big);
+
+        let mut small = ToolResult::error("id", "short");
+        persist_if_oversized(&mut small, Some(10), &session);
+        assert_eq!(small.text(), "short");
+    }
+
+    #[test]
+    fn streamed_text_begins_the_first_text_block() {
+        use crate::contract::bindings::{ContentBlock, ToolOutput};
+        let output = |content| ToolOutput { content, structured: None, is_error: false };
+        let streamed = |text: &str, cut| Streamed { text: text.into(), cut };
+        let r = from_output("T", "id", streamed("head ", false), output(vec![ContentBlock::Text("tail".into())]), None);
+        assert_eq!(r.content, vec![Content::Text("head tail".into())]);
+        let r = from_output("T", "id", streamed("only", true), output(vec![]), None);
+        assert_eq!(r.text(), "only\n[T streamed more than 64 MiB of output; the rest was dropped.]\n");
+        let r = from_output("T", "id", Streamed::default(), output(vec![ContentBlock::Text("x".into())]), None);
+        assert_eq!(r.text(), "x");
+    }
+
+    #[test]
+    fn json_shape_matches_the_messages_api() {
+        let r = ToolResult {
+            tool_use_id: "t1".into(),
+            content: vec![
+                Content::Text("hi".into()),
+                Content::Image { media_type: "image/png".into(), data: "AA==".into() },
+            ],
+            is_error: false,
+            structured: None,
+            stop: None,
+        };
+        assert_eq!(
+            r.to_json(),
+            json!({"tool_use_id": "t1", "is_error": false, "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
+            ]})
+        );
+    }
+}

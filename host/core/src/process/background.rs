@@ -1,0 +1,255 @@
+//! Background processes: started by a call, they outlive it (as long as the
+//! host runs or their session lasts); what they print is kept, bounded,
+//! until a later call reads it.
+
+use super::runner::{Child, Group, Status, Stream};
+use super::spawn::{Permit, ProcessError, Spawn, deadline_after, prepare};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes kept per stream of a background process between reads.
+pub const BACKGROUND_KEEP: usize = 8 << 20;
+
+/// One stream of a background process: what it printed since the last read.
+#[derive(Default)]
+struct Pending {
+    data: VecDeque<u8>,
+    dropped: u64,
+}
+
+struct Background {
+    group: Arc<Group>,
+    session: String,
+    stdout: Mutex<Pending>,
+    stderr: Mutex<Pending>,
+    status: Mutex<Option<Status>>,
+    done: AtomicBool,
+}
+
+impl Background {
+    /// Reads `child` into the buffers until it closes its output (killing it
+    /// at `deadline`), then records how it ended.
+    fn follow(&self, mut child: Child, deadline: Instant) {
+        let mut killed = false;
+        loop {
+            let now = Instant::now();
+            let until =
+                if killed { now + Duration::from_millis(20) } else { (now + Duration::from_secs(1)).min(deadline) };
+            let Some(chunks) = child.read(until) else { break };
+            for (stream, data) in chunks {
+                let target = match stream {
+                    Stream::Stdout => &self.stdout,
+                    Stream::Stderr => &self.stderr,
+                };
+                let mut pending = target.lock().unwrap_or_else(|e| e.into_inner());
+                pending.data.extend(&data);
+                let over = pending.data.len().saturating_sub(BACKGROUND_KEEP);
+                if over > 0 {
+                    pending.data.drain(..over);
+                    pending.dropped += over as u64;
+                }
+            }
+            if !killed && Instant::now() >= deadline {
+                child.kill();
+                killed = true;
+            }
+            // Killed, and a process that left the group still holds a pipe.
+            if killed && child.exited() {
+                break;
+            }
+        }
+        if !child.wait_exit(deadline, &mut || false) {
+            child.kill();
+            child.wait_exit(Instant::now() + Duration::from_secs(3600), &mut || false);
+        }
+        let status = child.reap();
+        *self.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+/// What a background process printed since the last read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackgroundOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub dropped: u64,
+    pub status: Option<Status>,
+}
+
+/// The host's background processes, by id; each belongs to one session.
+/// Dropping the registry (the host ending) kills them all.
+#[derive(Default)]
+pub struct BackgroundRegistry {
+    next: AtomicU64,
+    running: Mutex<HashMap<String, Arc<Background>>>,
+}
+
+impl BackgroundRegistry {
+    /// Starts a background process for `session`.
+    pub fn start(&self, session: &str, request: Spawn, permit: &Permit<'_>) -> Result<String, ProcessError> {
+        let (mut cmd, confined) = prepare(&request, permit)?;
+        let child =
+            Child::start(&mut cmd, request.stdin.clone()).map_err(|e| ProcessError::SpawnFailed(e.to_string()))?;
+        drop((cmd, confined));
+        let entry = Arc::new(Background {
+            group: child.group(),
+            session: session.to_string(),
+            stdout: Mutex::default(),
+            stderr: Mutex::default(),
+            status: Mutex::new(None),
+            done: AtomicBool::new(false),
+        });
+        let follower = Arc::clone(&entry);
+        let deadline = deadline_after(request.timeout);
+        // If the thread cannot start, the child is dropped with the closure:
+        // killed and reaped.
+        std::thread::Builder::new()
+            .name("toolhost-background".into())
+            .spawn(move || follower.follow(child, deadline))
+            .map_err(|e| ProcessError::SpawnFailed(format!("could not start a thread: {e}")))?;
+        let id = format!("bash_{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), entry);
+        Ok(id)
+    }
+
+    fn get(&self, session: &str, id: &str) -> Result<Arc<Background>, ProcessError> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match running.get(id) {
+            Some(b) if b.session == session => Ok(Arc::clone(b)),
+            _ => Err(ProcessError::UnknownId(format!("no background process `{id}` in this session"))),
+        }
+    }
+
+    /// Output since the last read, and the state.
+    pub fn read(&self, session: &str, id: &str) -> Result<BackgroundOutput, ProcessError> {
+        let entry = self.get(session, id)?;
+        // Status first: once it is set, every byte is already in the buffers.
+        let status = if entry.done.load(Ordering::Acquire) {
+            *entry.status.lock().unwrap_or_else(|e| e.into_inner())
+        } else {
+            None
+        };
+        let take = |m: &Mutex<Pending>| {
+            let mut p = m.lock().unwrap_or_else(|e| e.into_inner());
+            let dropped = std::mem::take(&mut p.dropped);
+            (p.data.drain(..).collect::<Vec<u8>>(), dropped)
+        };
+        let (stdout, d1) = take(&entry.stdout);
+        let (stderr, d2) = take(&entry.stderr);
+        Ok(BackgroundOutput { stdout, stderr, dropped: d1 + d2, status })
+    }
+
+    /// Kills a background process group.
+    pub fn kill(&self, session: &str, id: &str) -> Result<(), ProcessError> {
+        self.get(session, id)?.group.kill();
+        Ok(())
+    }
+
+    /// The session ended: its processes still running are killed, and all
+    /// of its processes (with their unread output) are forgotten.
+    pub fn end_session(&self, session: &str) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.retain(|_, entry| {
+            if entry.session != session {
+                return true;
+            }
+            entry.group.kill();
+            false
+        });
+    }
+}
+
+impl Drop for BackgroundRegistry {
+    fn drop(&mut self) {
+        for entry in self.running.get_mut().unwrap_or_else(|e| e.into_inner()).values() {
+            entry.group.kill();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsx::Dirs;
+    use crate::process::{Approval, Confinement, Program};
+
+    fn permit(dirs: &Dirs) -> Permit<'_> {
+        Permit {
+            granted: true,
+            approval: Approval::Any,
+            dirs,
+            session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
+            network: false,
+            confinement: Confinement::Required,
+            rules: None,
+        }
+    }
+
+    fn dirs() -> (tempfile::TempDir, Dirs) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
+    }
+
+    fn shell(cmd: &str) -> Spawn {
+        Spawn {
+            program: Program::Shell(cmd.into()),
+            cwd: None,
+            env: vec![],
+            stdin: None,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn background_processes_are_read_incrementally_and_per_session() {
+        let (_t, dirs) = dirs();
+        let permit = permit(&dirs);
+        let registry = BackgroundRegistry::default();
+        let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &permit).unwrap();
+        assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = registry.read("s1", &id).unwrap();
+            seen.extend(out.stdout);
+            if out.status.is_some() || Instant::now() > deadline {
+                assert_eq!(out.status, Some(Status::Exited(0)));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(String::from_utf8_lossy(&seen), "one\ntwo\n");
+        let id = registry.start("s1", shell("sleep 30"), &permit).unwrap();
+        registry.kill("s1", &id).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while registry.read("s1", &id).unwrap().status.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(registry.read("s1", &id).unwrap().status, Some(Status::Signaled(9)));
+    }
+
+    #[test]
+    fn ending_a_session_kills_and_forgets_its_background_processes_only() {
+        let (_t, dirs) = dirs();
+        let permit = permit(&dirs);
+        let registry = BackgroundRegistry::default();
+        let pid_file = dirs.cwd.join("a.pid");
+        let a =
+            registry.start("a", shell(&format!("echo $$ > {}; exec sleep 30", pid_file.display())), &permit).unwrap();
+        let b = registry.start("b", shell("sleep 30"), &permit).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        registry.end_session("a");
+        assert!(matches!(registry.read("a", &a), Err(ProcessError::UnknownId(_))), "forgotten");
+        assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(10)), "session a's process was killed");
+        assert_eq!(registry.read("b", &b).unwrap().status, None, "session b's process runs on");
+        registry.kill("b", &b).unwrap();
+    }
+}

@@ -1,0 +1,16 @@
+//! The registry: loading components (compile through the on-disk cache,
+//! shape and grant checks, linking, the tool's description of itself), the
+//! loaded tools by name and alias, and the pool the model is offered.
+
+mod builtins;
+mod cache;
+mod load;
+mod pool;
+mod schema;
+mod tool;
+
+pub use cache::content_hash;
+pub use load::Loader;
+pub use pool::{Problem, Registry};
+pub use schema::Schema;
+pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};

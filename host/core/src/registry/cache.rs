@@ -1,0 +1,129 @@
+//! The on-disk cache of compiled components (built-ins and plugins), keyed by
+//! the component's content and the engine's compatibility hash: a component
+//! is compiled once, and afterwards loads by mapping a file.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Feeds a `Hash` into SHA-256, so keys are the same in every process.
+struct Sha(Sha256);
+
+impl Hasher for Sha {
+    fn finish(&self) -> u64 {
+        unreachable!("only used through finalize")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of `bytes`, in hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The cache key of a component whose content hash is `content` for `engine`.
+pub fn key(engine: &Engine, content: &str) -> String {
+    let mut h = Sha(Sha256::new());
+    h.0.update(b"toolhost-component-cache-v1\0");
+    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.0.update(content.as_bytes());
+    hex(&h.0.finalize())
+}
+
+/// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or
+/// compiles it and caches the result. Cache failures only cost time: a
+/// missing, unreadable or stale entry is compiled afresh; an unwritable cache
+/// directory means compiling at every start.
+pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
+    let Some(dir) = dir else { return Component::new(engine, wasm) };
+    let path = dir.join("components").join(format!("{}.cwasm", key(engine, content)));
+    if path.exists() {
+        // SAFETY: the file is one this host wrote into its own cache directory,
+        // named by the hash of the component and of the engine configuration;
+        // wasmtime also checks the engine compatibility recorded in it.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(c) => return Ok(c),
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry"),
+        }
+    }
+    let component = Component::new(engine, wasm)?;
+    if let Err(e) = store(&path, &component) {
+        tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+    }
+    Ok(component)
+}
+
+/// Where the description of the component with content hash `content` is kept.
+pub fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
+    dir.join("components").join(format!("{}.spec.json", key(engine, content)))
+}
+
+/// A saved description, if there is a readable one.
+pub fn read_spec(path: &Path) -> Option<super::tool::ToolSpec> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Saves a description (a failure only costs the next start some time).
+pub fn write_spec(path: &Path, spec: &super::tool::ToolSpec) {
+    let write = || -> std::io::Result<()> { crate::fsx::replace_file(path, &serde_json::to_vec(spec)?) };
+    if let Err(e) = write() {
+        tracing::warn!(path = %path.display(), error = %e, "could not save a tool description");
+    }
+}
+
+fn store(path: &Path, component: &Component) -> std::io::Result<()> {
+    let bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
+    // Concurrent first starts each write their own temporary file and the
+    // last rename wins with identical content.
+    crate::fsx::replace_file(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::ToolSpec;
+
+    #[test]
+    fn descriptions_round_trip_and_corrupt_ones_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = ToolSpec {
+            name: "T".into(),
+            aliases: vec!["U".into()],
+            description: "d".into(),
+            prompt: "p".into(),
+            search_hint: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            max_result_size_chars: Some(10),
+            should_defer: false,
+            always_load: false,
+            cancel_on_interrupt: true,
+            enabled: true,
+            hints: crate::registry::Hints { read_only: Some(true), destructive: None },
+            inputs: crate::registry::InputRoles {
+                paths: vec![crate::registry::PathField {
+                    field: "file_path".into(),
+                    access: crate::registry::PathAccess::Edit,
+                }],
+                command: None,
+                addresses: vec!["url".into()],
+            },
+            cancels_siblings: true,
+        };
+        let path = dir.path().join("t.spec.json");
+        write_spec(&path, &spec);
+        assert_eq!(read_spec(&path), Some(spec));
+        std::fs::write(&path, b"{not json").unwrap();
+        assert_eq!(read_spec(&path), None);
+        assert_eq!(read_spec(&dir.path().join("missing")), None);
+    }
+}

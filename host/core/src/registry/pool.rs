@@ -1,0 +1,86 @@
+//! The registry: every loaded tool by name and alias, and the pool (what the
+//! model is offered, in a byte-stable order).
+
+use super::tool::{LoadedTool, Origin};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A component that could not be registered, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file (or `builtin:NAME`).
+    pub source: String,
+    pub message: String,
+}
+
+/// Every loaded tool.
+#[derive(Default)]
+pub struct Registry {
+    tools: Vec<Arc<LoadedTool>>,
+    names: HashMap<String, usize>,
+    problems: Vec<Problem>,
+}
+
+impl Registry {
+    /// Registers `tool`. Names are unique: the first holder keeps a name (the
+    /// built-ins are registered first, so on a clash the built-in wins); a
+    /// clashing alias is dropped with a problem noted.
+    pub fn add(&mut self, tool: LoadedTool, source: &str) {
+        if let Some(&i) = self.names.get(&tool.spec.name) {
+            let holder = &self.tools[i];
+            let kind = if holder.origin == Origin::Builtin { "built-in" } else { "tool" };
+            self.problem(
+                source,
+                format!(
+                    "its name `{}` is already taken by the {kind} `{}`, which wins",
+                    tool.spec.name, holder.spec.name
+                ),
+            );
+            return;
+        }
+        let index = self.tools.len();
+        self.names.insert(tool.spec.name.clone(), index);
+        for alias in &tool.spec.aliases {
+            if self.names.contains_key(alias) {
+                self.problem(
+                    source,
+                    format!("alias `{alias}` of `{}` is already taken; the alias is ignored", tool.spec.name),
+                );
+            } else {
+                self.names.insert(alias.clone(), index);
+            }
+        }
+        self.tools.push(Arc::new(tool));
+    }
+
+    /// Notes a component that could not be loaded.
+    pub fn problem(&mut self, source: &str, message: String) {
+        tracing::warn!(source, "{message}");
+        self.problems.push(Problem { source: source.to_string(), message });
+    }
+
+    /// The tool called `name` (or with that alias).
+    pub fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+        self.names.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Every registered tool, enabled or not, in registration order.
+    pub fn all(&self) -> &[Arc<LoadedTool>] {
+        &self.tools
+    }
+
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The pool offered to the model: enabled tools, the built-ins sorted by
+    /// name as a stable prefix, then third-party tools sorted by name.
+    pub fn pool(&self) -> Vec<Arc<LoadedTool>> {
+        let mut pool: Vec<Arc<LoadedTool>> = self.tools.iter().filter(|t| t.spec.enabled).cloned().collect();
+        pool.sort_by(|a, b| {
+            let rank = |t: &LoadedTool| u8::from(t.origin != Origin::Builtin);
+            rank(a).cmp(&rank(b)).then_with(|| a.spec.name.cmp(&b.spec.name))
+        });
+        pool
+    }
+}

@@ -1,0 +1,200 @@
+//! A loaded tool: its compiled component ready to instantiate, what it says
+//! about itself, its compiled schemas, and what it was granted.
+
+use super::schema::Schema;
+use crate::contract::ToolPre;
+use crate::contract::{Capability, Namespace, Shape, ShapeError};
+use crate::sandbox::{Grants, HostState};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Where a tool came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Embedded in the `toolhost` binary.
+    Builtin,
+    /// A component file in the plugins directory.
+    Plugin(PathBuf),
+}
+
+/// What a tool says about itself (the contract's `tool-info`), parsed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub prompt: String,
+    pub search_hint: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub max_result_size_chars: Option<u64>,
+    pub should_defer: bool,
+    pub always_load: bool,
+    /// Whether a user interrupt stops a running call (`true`) or lets it finish.
+    pub cancel_on_interrupt: bool,
+    pub enabled: bool,
+    /// The classification the tool declares for every input.
+    #[serde(default)]
+    pub hints: Hints,
+    /// What the fields of its input mean to the permission policy.
+    #[serde(default)]
+    pub inputs: InputRoles,
+    /// Whether a failed call cancels the other calls of its model turn.
+    #[serde(default)]
+    pub cancels_siblings: bool,
+}
+
+/// What the fields of a tool's input mean to the permission policy (the
+/// contract's `input-roles`): the host reads these fields itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InputRoles {
+    /// Fields holding paths, and how the tool uses each.
+    pub paths: Vec<PathField>,
+    /// The field holding a shell command the tool runs.
+    pub command: Option<String>,
+    /// Fields holding a URL or a host name the tool connects to.
+    pub addresses: Vec<String>,
+}
+
+/// An input field holding a path (or a list of paths).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PathField {
+    /// A top-level property, or a JSON Pointer (`/a/b`) to a nested one.
+    pub field: String,
+    pub access: PathAccess,
+}
+
+/// How a tool uses a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum PathAccess {
+    /// It reads the file.
+    Read,
+    /// It reads the tree below the directory (absent: the working directory).
+    Search,
+    /// It creates, changes or removes the file.
+    Edit,
+}
+
+impl InputRoles {
+    /// The paths `input` holds in the declared fields, with their access; a
+    /// search field that is absent or empty is the working directory (`""`).
+    pub fn paths_in<'a>(&'a self, input: &'a Value) -> Vec<(&'a str, PathAccess)> {
+        let mut out = Vec::new();
+        for field in &self.paths {
+            let values = strings(input, &field.field);
+            if values.is_empty() && field.access == PathAccess::Search {
+                out.push(("", PathAccess::Search));
+            }
+            out.extend(values.into_iter().map(|v| (v, field.access)));
+        }
+        out
+    }
+
+    /// The command `input` holds in the declared field.
+    pub fn command_in<'a>(&self, input: &'a Value) -> Option<&'a str> {
+        lookup(input, self.command.as_deref()?)?.as_str()
+    }
+
+    /// The URLs or host names `input` holds in the declared fields.
+    pub fn addresses_in<'a>(&'a self, input: &'a Value) -> Vec<&'a str> {
+        self.addresses.iter().flat_map(|f| strings(input, f)).collect()
+    }
+
+    /// The first value of a declared field of `input` (the command, else an
+    /// address, else a path): what names a call in a message.
+    pub fn label_in<'a>(&'a self, input: &'a Value) -> Option<&'a str> {
+        self.command_in(input)
+            .or_else(|| self.addresses_in(input).into_iter().next())
+            .or_else(|| self.paths_in(input).into_iter().map(|(p, _)| p).find(|p| !p.is_empty()))
+    }
+}
+
+/// The value of `field` in `input`: a top-level property, or a JSON Pointer.
+fn lookup<'a>(input: &'a Value, field: &str) -> Option<&'a Value> {
+    if field.starts_with('/') { input.pointer(field) } else { input.get(field) }
+}
+
+/// The strings `field` holds: its value when a string, the strings of its
+/// value when a list; empty strings left out.
+fn strings<'a>(input: &'a Value, field: &str) -> Vec<&'a str> {
+    match lookup(input, field) {
+        Some(Value::String(s)) if !s.is_empty() => vec![s.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `is-read-only` / `is-destructive` when the tool declares them the same
+/// for every input (`None`: it depends on the input, or no claim).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+}
+
+impl ToolSpec {
+    pub(super) fn compile_input(&self) -> Result<Schema, String> {
+        Schema::compile(self.input_schema.clone()).map_err(|e| format!("input schema: {e}"))
+    }
+
+    pub(super) fn compile_output(&self) -> Result<Option<Schema>, String> {
+        self.output_schema.clone().map(Schema::compile).transpose().map_err(|e| format!("output schema: {e}"))
+    }
+}
+
+/// Why a component could not be loaded as a tool.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error("imports the `{}` capability, which is not granted to it", .0.name())]
+    NotGranted(Capability),
+    #[error("could not be compiled: {0}")]
+    Compile(String),
+    #[error("could not be linked: {0}")]
+    Link(String),
+    #[error("failed while describing itself: {0}")]
+    Describe(String),
+    #[error("declares an invalid tool: {0}")]
+    Invalid(String),
+}
+
+/// A tool ready to serve calls.
+pub struct LoadedTool {
+    pub spec: ToolSpec,
+    pub origin: Origin,
+    pub grants: Grants,
+    pub shape: Shape,
+    pub(crate) pre: ToolPre<HostState>,
+    /// Compiled on first use for built-ins (known good; most runs use few of
+    /// them), at load for plugins (so a broken schema is refused at once).
+    pub(super) input: OnceLock<Schema>,
+    pub(super) output: OnceLock<Option<Schema>>,
+}
+
+impl LoadedTool {
+    /// Built-in tools are trusted to grant permission (`allow`); third-party
+    /// tools are not.
+    pub fn trusted(&self) -> bool {
+        self.origin == Origin::Builtin
+    }
+
+    /// The compiled input schema.
+    pub fn input_schema(&self) -> &Schema {
+        self.input.get_or_init(|| self.spec.compile_input().unwrap_or_else(Schema::reject_all))
+    }
+
+    /// The compiled output schema, if the tool declares one.
+    pub fn output_schema(&self) -> Option<&Schema> {
+        self.output.get_or_init(|| self.spec.compile_output().unwrap_or_else(|e| Some(Schema::reject_all(e)))).as_ref()
+    }
+
+    /// The namespace of its session state.
+    pub fn namespace(&self) -> Namespace {
+        match self.origin {
+            Origin::Builtin => Namespace::Shared,
+            Origin::Plugin(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! A live instance serving one call, and the admission gate in front of the
+//! instance pool.
+
+use super::grants::Grants;
+use super::store::{CallLimits, Captured, HostState, store};
+use crate::contract::CallScope;
+use crate::contract::{Guest, ToolPre};
+use std::sync::{Condvar, Mutex};
+use wasmtime::{Engine, Store};
+
+/// A live instance serving one call.
+pub struct Instance {
+    pub store: Store<HostState>,
+    pub guest: Guest,
+    pub captured: Captured,
+}
+
+impl Instance {
+    /// Instantiates `pre` in a fresh Store with `grants`, `scope` and `limits`.
+    pub fn new(
+        engine: &Engine,
+        pre: &ToolPre<HostState>,
+        grants: &Grants,
+        scope: CallScope,
+        limits: CallLimits,
+    ) -> wasmtime::Result<Instance> {
+        let (mut store, captured) = store(engine, grants, scope, limits);
+        let guest = pre.instantiate(&mut store)?;
+        Ok(Instance { store, guest, captured })
+    }
+}
+
+/// Admission in front of the instance pool: a call waits for a slot instead
+/// of failing when the pool is full.
+pub struct Gate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Gate {
+    pub fn new(slots: usize) -> Gate {
+        Gate { free: Mutex::new(slots), freed: Condvar::new() }
+    }
+
+    /// Waits for a free slot; it is freed when the guard drops.
+    pub fn enter(&self) -> GateGuard<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        GateGuard { gate: self }
+    }
+}
+
+/// A slot of the [`Gate`], held while a call has an instance.
+pub struct GateGuard<'a> {
+    gate: &'a Gate,
+}
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        *self.gate.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.gate.freed.notify_one();
+    }
+}

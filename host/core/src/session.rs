@@ -1,0 +1,299 @@
+//! Sessions: the key-value state tools keep between calls, and the directory
+//! where the host persists a session's oversized results.
+//!
+//! A session lives in memory; when it is opened with persistence it is loaded
+//! from and saved to `<data dir>/sessions/<id>/state.json`, so separate
+//! `toolhost call --session ID` processes see each other's state (Read in one,
+//! Edit in the next). Saving merges this process's changes into what is on disk
+//! under an exclusive file lock, so concurrent processes do not lose each
+//! other's keys.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Longest key, in bytes.
+pub const MAX_KEY: usize = 1024;
+/// Largest value, in bytes.
+pub const MAX_VALUE: usize = 64 * 1024;
+/// Most bytes of keys and values a session (or one third-party tool's part of it) holds.
+pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Most keys a session holds.
+pub const MAX_KEYS: usize = 4096;
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("invalid session id `{0}`: use 1-128 characters from A-Z a-z 0-9 . _ -, not starting with a dot")]
+    InvalidId(String),
+    #[error("session state file {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("session state file {path} is corrupt: {source}")]
+    Corrupt { path: PathBuf, source: serde_json::Error },
+}
+
+/// Why a write to session state was refused (the contract's `session-error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteError {
+    InvalidKey,
+    ValueTooLarge,
+    QuotaExceeded,
+}
+
+/// One session.
+#[derive(Debug)]
+pub struct Session {
+    id: String,
+    dir: PathBuf,
+    persistent: bool,
+    /// The results directory is known to exist (checked at open, set when a
+    /// result is persisted), so calls need not look on every call.
+    has_results: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: BTreeMap<String, String>,
+    bytes: usize,
+    /// Keys changed since the last save (set or removed).
+    changed: BTreeSet<String>,
+}
+
+impl Session {
+    /// A session kept in memory only. Oversized results still go to its
+    /// directory under `data_dir`, so the paths given to the model stay valid.
+    pub fn ephemeral(data_dir: &Path) -> Session {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let id = format!("ephemeral-{nanos:x}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        Session {
+            dir: data_dir.join("sessions").join(&id),
+            id,
+            persistent: false,
+            has_results: AtomicBool::new(false),
+            state: Mutex::default(),
+        }
+    }
+
+    /// Opens the persistent session `id`, loading its state if it exists.
+    pub fn open(data_dir: &Path, id: &str) -> Result<Session, SessionError> {
+        validate_id(id)?;
+        let dir = data_dir.join("sessions").join(id);
+        let has_results = AtomicBool::new(dir.join("tool-results").is_dir());
+        let session = Session { dir, id: id.to_string(), persistent: true, has_results, state: Mutex::default() };
+        let entries = session.read_disk()?;
+        let mut state = session.lock();
+        state.bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        state.entries = entries;
+        drop(state);
+        Ok(session)
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session's own directory (created on demand).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where oversized results are persisted.
+    pub fn results_dir(&self) -> PathBuf {
+        self.dir.join("tool-results")
+    }
+
+    /// The results directory, if results were persisted there (tools may read
+    /// it).
+    pub fn existing_results_dir(&self) -> Option<PathBuf> {
+        self.has_results.load(Ordering::Relaxed).then(|| self.results_dir())
+    }
+
+    /// Records that a result was persisted in [`Session::results_dir`].
+    pub(crate) fn note_results(&self) {
+        self.has_results.store(true, Ordering::Relaxed);
+    }
+
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.lock().entries.get(key).cloned()
+    }
+
+    /// Stores `value` under `key`. `quota_prefix` bounds the bytes held under
+    /// that prefix (a third-party tool's namespace) in addition to the session's
+    /// own bound.
+    pub fn set(&self, key: &str, value: &str, quota_prefix: Option<&str>) -> Result<(), WriteError> {
+        if key.is_empty() || key.len() > MAX_KEY {
+            return Err(WriteError::InvalidKey);
+        }
+        if value.len() > MAX_VALUE {
+            return Err(WriteError::ValueTooLarge);
+        }
+        let mut state = self.lock();
+        let old = state.entries.get(key).map_or(0, |v| key.len() + v.len());
+        let new_bytes = state.bytes - old + key.len() + value.len();
+        let new_keys = state.entries.len() + usize::from(old == 0);
+        if new_bytes > MAX_BYTES || new_keys > MAX_KEYS {
+            return Err(WriteError::QuotaExceeded);
+        }
+        if let Some(prefix) = quota_prefix {
+            let used: usize = state
+                .entries
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| k.len() + v.len())
+                .sum();
+            if used - old + key.len() + value.len() > MAX_BYTES / 4 {
+                return Err(WriteError::QuotaExceeded);
+            }
+        }
+        state.bytes = new_bytes;
+        state.entries.insert(key.to_string(), value.to_string());
+        state.changed.insert(key.to_string());
+        Ok(())
+    }
+
+    pub fn remove(&self, key: &str) {
+        let mut state = self.lock();
+        if let Some(v) = state.entries.remove(key) {
+            state.bytes -= key.len() + v.len();
+            state.changed.insert(key.to_string());
+        }
+    }
+
+    /// Keys starting with `prefix`, sorted.
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let state = self.lock();
+        state
+            .entries
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Writes this process's changes to disk (persistent sessions only):
+    /// under an exclusive lock, re-reads the file, applies the changed keys,
+    /// and replaces the file atomically.
+    pub fn save(&self) -> Result<(), SessionError> {
+        if !self.persistent {
+            return Ok(());
+        }
+        let mut state = self.lock();
+        if state.changed.is_empty() {
+            return Ok(());
+        }
+        let io = |source| SessionError::Io { path: self.state_path(), source };
+        fs::create_dir_all(&self.dir).map_err(io)?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("state.lock"))
+            .map_err(io)?;
+        lock.lock().map_err(io)?;
+        let mut merged = self.read_disk()?;
+        for key in &state.changed {
+            match state.entries.get(key) {
+                Some(v) => merged.insert(key.clone(), v.clone()),
+                None => merged.remove(key),
+            };
+        }
+        let text = serde_json::to_vec_pretty(&merged)
+            .map_err(|e| SessionError::Corrupt { path: self.state_path(), source: e })?;
+        crate::fsx::replace_file(&self.state_path(), &text).map_err(io)?;
+        state.bytes = merged.iter().map(|(k, v)| k.len() + v.len()).sum();
+        state.entries = merged;
+        state.changed.clear();
+        Ok(())
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+
+    fn read_disk(&self) -> Result<BTreeMap<String, String>, SessionError> {
+        let path = self.state_path();
+        let mut text = String::new();
+        match File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_string(&mut text).map_err(|source| SessionError::Io { path: path.clone(), source })?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(source) => return Err(SessionError::Io { path, source }),
+        };
+        serde_json::from_str(&text).map_err(|source| SessionError::Corrupt { path, source })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the map half-updated in a
+        // way that matters more than losing the session: keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Session {
+    /// An ephemeral session's private temporary directory (where its commands
+    /// kept temporary files) goes with it; persisted results stay.
+    fn drop(&mut self) {
+        if !self.persistent {
+            let _ = fs::remove_dir_all(self.dir.join("tmp"));
+            let _ = fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+fn validate_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok { Ok(()) } else { Err(SessionError::InvalidId(id.to_string())) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_cannot_escape_the_data_dir() {
+        for bad in ["", "..", "../x", "a/b", ".hidden", "a b"] {
+            assert!(validate_id(bad).is_err(), "{bad:?} accepted");
+        }
+        validate_id("work-1.session_2").unwrap();
+    }
+
+    #[test]
+    fn quotas_are_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::ephemeral(dir.path());
+        assert_eq!(s.set("", "v", None), Err(WriteError::InvalidKey));
+        assert_eq!(s.set("k", &"x".repeat(MAX_VALUE + 1), None), Err(WriteError::ValueTooLarge));
+        let big = "x".repeat(MAX_VALUE);
+        let mut stored = 0;
+        while s.set(&format!("plugin:t/{stored}"), &big, Some("plugin:t/")).is_ok() {
+            stored += 1;
+        }
+        assert!(stored > 0 && stored * MAX_VALUE <= MAX_BYTES / 4, "stored {stored}");
+        s.set("shared", "still room for others", None).unwrap();
+    }
+
+    #[test]
+    fn saves_merge_concurrent_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Session::open(dir.path(), "s").unwrap();
+        let b = Session::open(dir.path(), "s").unwrap();
+        a.set("a", "1", None).unwrap();
+        b.set("b", "2", None).unwrap();
+        a.save().unwrap();
+        b.save().unwrap();
+        let c = Session::open(dir.path(), "s").unwrap();
+        assert_eq!((c.get("a").as_deref(), c.get("b").as_deref()), (Some("1"), Some("2")));
+        b.remove("b");
+        b.save().unwrap();
+        assert_eq!(Session::open(dir.path(), "s").unwrap().keys(""), vec!["a".to_string()]);
+    }
+}

@@ -1,0 +1,23 @@
+//! Shell commands, as the host understands them: parsed with
+//! tree-sitter-bash ([`parse()`]), classified as read-only or not
+//! ([`classify()`]: what the Bash tool's concurrency-safety, the permission
+//! checks and the spawn-time checks rely on), and quoted back into words
+//! ([`quote`]).
+
+mod classify;
+mod parse;
+
+pub use classify::{
+    Classification, assignment_changes_what_runs, changes_loading, classify, classify_parsed, command_read_only,
+};
+pub use parse::{MAX_COMMAND, Operator, Parsed, Redirection, SimpleCommand, parse};
+
+/// `word` as one shell word: as it is when it needs no quoting, else in
+/// single quotes.
+pub fn quote(word: &str) -> String {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,661 @@
+//! Whether a command only reads: an allow-list that fails closed. A command
+//! is read-only only when every simple command in it is a known read-only
+//! command used with read-only arguments, nothing writes to a file through a
+//! redirection, and there is no command or process substitution, background
+//! job or parse error.
+
+use super::parse::{Operator, Parsed, Redirection, SimpleCommand, parse};
+
+/// The verdict on a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Classification {
+    pub read_only: bool,
+    /// Why it is not read-only (none when it is).
+    pub reason: Option<String>,
+}
+
+impl Classification {
+    fn no(reason: impl Into<String>) -> Classification {
+        Classification { read_only: false, reason: Some(reason.into()) }
+    }
+}
+
+/// Whether `source` only reads (see the module docs).
+pub fn classify(source: &str) -> Classification {
+    classify_parsed(&parse(source))
+}
+
+/// [`classify`] on an already parsed command.
+pub fn classify_parsed(parsed: &Parsed) -> Classification {
+    if parsed.too_long {
+        return Classification::no("the command is too long to check");
+    }
+    if parsed.parse_error {
+        return Classification::no("the command could not be parsed");
+    }
+    if parsed.command_substitution {
+        return Classification::no("it contains a command substitution");
+    }
+    if parsed.process_substitution {
+        return Classification::no("it contains a process substitution");
+    }
+    if parsed.operators.contains(&Operator::Background) {
+        return Classification::no("it starts a background job");
+    }
+    for cmd in &parsed.commands {
+        if let Some(r) = cmd.redirections.iter().find(|r| r.writes()) {
+            return Classification::no(format!("it writes to `{}` through a redirection", r.target));
+        }
+        if let Some(a) = cmd.assignments.iter().find(|a| dangerous_assignment(a)) {
+            return Classification::no(format!("it sets `{a}`, which can change what runs"));
+        }
+        if let Err(why) = read_only_command(&cmd.argv, &cmd.dynamic) {
+            return Classification::no(why);
+        }
+    }
+    Classification { read_only: true, reason: None }
+}
+
+/// Whether one simple command only reads, on its own: a known read-only
+/// command with read-only arguments, no redirection writing a file, no
+/// assignment that changes what runs.
+pub fn command_read_only(cmd: &SimpleCommand) -> bool {
+    !cmd.redirections.iter().any(Redirection::writes)
+        && !cmd.assignments.iter().any(|a| dangerous_assignment(a))
+        && read_only_command(&cmd.argv, &cmd.dynamic).is_ok()
+}
+
+/// Whether an assignment before a command (`NAME=value`) can change what
+/// runs (`PATH`, `LD_PRELOAD`, `GIT_*`, ...).
+pub fn assignment_changes_what_runs(assignment: &str) -> bool {
+    dangerous_assignment(assignment)
+}
+
+/// Whether the variable `name` changes what programs load or what a shell
+/// runs before the command (`LD_PRELOAD`, `BASH_ENV`, ...).
+pub fn changes_loading(name: &str) -> bool {
+    name.starts_with("LD_")
+        || name.starts_with("DYLD_")
+        || matches!(name, "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS")
+}
+
+/// Whether an assignment before a command can change what runs: beyond
+/// [`changes_loading`], the search path and the programs others start.
+fn dangerous_assignment(assignment: &str) -> bool {
+    let name = assignment.split(['=', '+', '[']).next().unwrap_or(assignment);
+    changes_loading(name)
+        || name.starts_with("GIT_")
+        || matches!(
+            name,
+            "PATH"
+                | "PAGER"
+                | "LESSOPEN"
+                | "LESSCLOSE"
+                | "EDITOR"
+                | "VISUAL"
+                | "MANPAGER"
+                | "BROWSER"
+                | "PYTHONSTARTUP"
+                | "NODE_OPTIONS"
+        )
+}
+
+/// Commands that only read, whatever their arguments.
+const ALWAYS_READ_ONLY: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "pwd",
+    "true",
+    "false",
+    ":",
+    "echo",
+    "printf",
+    "sleep",
+    "which",
+    "whereis",
+    "type",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "realpath",
+    "readlink",
+    "basename",
+    "dirname",
+    "uname",
+    "id",
+    "whoami",
+    "groups",
+    "ps",
+    "uptime",
+    "free",
+    "nproc",
+    "cut",
+    "tr",
+    "comm",
+    "diff",
+    "cmp",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "od",
+    "hexdump",
+    "strings",
+    "column",
+    "seq",
+    "test",
+    "[",
+    "[[",
+    "expr",
+    "grep",
+    "egrep",
+    "fgrep",
+    "jq",
+    "less",
+    "more",
+    "nl",
+    "fold",
+    "paste",
+    "rev",
+    "tac",
+    "base64",
+    "cd",
+    "pushd",
+    "popd",
+    "printenv",
+    "locale",
+    "lsblk",
+    "getconf",
+    "arch",
+    "tty",
+    "look",
+    "numfmt",
+    "join",
+    "expand",
+    "unexpand",
+    "zcat",
+];
+
+/// Whether `argv` (with `dynamic` marking expanded words) only reads, or why not.
+fn read_only_command(argv: &[String], dynamic: &[bool]) -> Result<(), String> {
+    let Some(first) = argv.first() else { return Ok(()) };
+    if dynamic.first().copied().unwrap_or(false) {
+        return Err(format!("its command name `{first}` comes from an expansion"));
+    }
+    let name = match first.strip_prefix("/usr/bin/").or_else(|| first.strip_prefix("/bin/")) {
+        Some(base) if !base.contains('/') => base,
+        _ if first.contains('/') => return Err(format!("`{first}` runs a program by path")),
+        _ => first.as_str(),
+    };
+    let args = &argv[1..];
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| flags.iter().any(|f| a == f || (f.starts_with("--") && a.starts_with(&format!("{f}=")))))
+    };
+    let not = |why: &str| Err(format!("`{name}` {why}"));
+    if ALWAYS_READ_ONLY.contains(&name) {
+        return Ok(());
+    }
+    match name {
+        "find" => {
+            let writes = ["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"];
+            match args.iter().find(|a| writes.contains(&a.as_str())) {
+                Some(a) => not(&format!("with `{a}` runs commands or changes files")),
+                None => Ok(()),
+            }
+        }
+        "rg" if has(&["--pre"]) => not("with `--pre` runs a command on every file"),
+        "rg" => Ok(()),
+        "sort"
+            if args.iter().any(|a| a == "-o" || a.starts_with("--output") || (a.starts_with("-o") && a.len() > 2)) =>
+        {
+            not("with `-o` writes a file")
+        }
+        "sort" if has(&["--compress-program"]) => not("with `--compress-program` runs a program"),
+        "sort" => Ok(()),
+        "uniq" if positional(args).len() > 1 => not("with two file names writes the second"),
+        "uniq" => Ok(()),
+        "tree" if has(&["-o"]) => not("with `-o` writes a file"),
+        "tree" => Ok(()),
+        "xxd" if positional(args).len() > 1 => not("with two file names writes the second"),
+        "xxd" => Ok(()),
+        "date" if has(&["-s", "--set"]) => not("with `--set` changes the clock"),
+        "date" => Ok(()),
+        "hostname" if !positional(args).is_empty() => not("with an argument changes the host name"),
+        "hostname" => Ok(()),
+        "sed" => sed(args),
+        "git" => git(args),
+        "env" => {
+            // `env` alone prints; `env [-i] [-u NAME] [NAME=value...] cmd` runs cmd.
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                if a == "-u" || a == "--unset" {
+                    i += 2;
+                } else if a.starts_with('-') {
+                    i += 1;
+                } else if a.contains('=') {
+                    if dangerous_assignment(a) {
+                        return not(&format!("sets `{a}`, which can change what runs"));
+                    }
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            let rest = &argv[1 + i.min(args.len())..];
+            read_only_command(rest, &vec![false; rest.len()])
+        }
+        "timeout" => {
+            // timeout [options] DURATION cmd...
+            let mut rest = args.iter().skip_while(|a| a.starts_with('-'));
+            rest.next();
+            let rest: Vec<String> = rest.cloned().collect();
+            let dynamic = vec![false; rest.len()];
+            read_only_command(&rest, &dynamic)
+        }
+        "command" if has(&["-v", "-V"]) => Ok(()),
+        _ => Err(format!("`{name}` is not a known read-only command")),
+    }
+}
+
+/// The arguments that are not options.
+fn positional(args: &[String]) -> Vec<&String> {
+    args.iter().filter(|a| !a.starts_with('-') || a.as_str() == "-").collect()
+}
+
+/// `sed` only reads without `-i` and without the `w`, `W` or `e` commands.
+fn sed(args: &[String]) -> Result<(), String> {
+    // `-i`, `-i.bak`, `-ni`, `--in-place[=SUFFIX]`.
+    if args
+        .iter()
+        .any(|a| a.starts_with("--in-place") || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i')))
+    {
+        return Err("`sed -i` edits files in place".into());
+    }
+    let scripts: Vec<String> = {
+        let mut out = Vec::new();
+        let mut iter = args.iter();
+        let mut saw_e = false;
+        while let Some(a) = iter.next() {
+            if a == "-e" || a == "--expression" {
+                saw_e = true;
+                out.extend(iter.next().cloned());
+            } else if let Some(script) = a.strip_prefix("--expression=") {
+                saw_e = true;
+                out.push(script.to_string());
+            } else if a == "-f" || a == "--file" || a.starts_with("--file=") {
+                return Err("`sed -f` runs a script file that may write".into());
+            } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-') && !c.is_empty()) {
+                // `-ne SCRIPT`, `-e'SCRIPT'` (stuck), `-nf FILE`.
+                if let Some(at) = cluster.find(['e', 'f']) {
+                    if cluster.as_bytes()[at] == b'f' {
+                        return Err("`sed -f` runs a script file that may write".into());
+                    }
+                    saw_e = true;
+                    match &cluster[at + 1..] {
+                        "" => out.extend(iter.next().cloned()),
+                        stuck => out.push(stuck.to_string()),
+                    }
+                }
+            }
+        }
+        if !saw_e {
+            out.extend(positional(args).into_iter().next().cloned());
+        }
+        out
+    };
+    let writes = |script: &str| {
+        script.split([';', '\n', '}', '{']).any(|part| {
+            let cmd = part.trim_start();
+            // The command follows an optional address (`/re/`, `1,5`, `$`).
+            let cmd = cmd.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, ',' | '$' | '!' | ' '));
+            let cmd =
+                if let Some(rest) = cmd.strip_prefix('/') { rest.split_once('/').map_or("", |(_, r)| r) } else { cmd };
+            let first = cmd.trim_start().chars().next();
+            matches!(first, Some('w' | 'W' | 'e'))
+                || (cmd.trim_start().starts_with('s') && s_flags_write(cmd.trim_start()))
+        })
+    };
+    match scripts.iter().find(|s| writes(s)) {
+        Some(s) => Err(format!("`sed` script `{s}` writes a file or runs a command")),
+        None => Ok(()),
+    }
+}
+
+/// The flags of an `s` command (`s/a/b/w file`, `s/a/b/e`) that write or run.
+fn s_flags_write(cmd: &str) -> bool {
+    let mut chars = cmd.chars();
+    chars.next(); // 's'
+    let Some(delim) = chars.next() else { return false };
+    let rest: String = chars.collect();
+    let mut parts = 0;
+    let mut escaped = false;
+    let mut flags = String::new();
+    for c in rest.chars() {
+        if parts == 2 {
+            flags.push(c);
+            continue;
+        }
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == delim {
+            parts += 1;
+        }
+    }
+    flags.contains('w') || flags.contains('e')
+}
+
+/// `git` with a read-only subcommand and read-only options.
+fn git(args: &[String]) -> Result<(), String> {
+    let mut iter = args.iter().peekable();
+    // Global options before the subcommand.
+    while let Some(a) = iter.peek() {
+        match a.as_str() {
+            "-c" | "--config-env" => return Err("`git -c` can make git run any command".into()),
+            s if s.starts_with("--exec-path") || s.starts_with("--config-env=") => {
+                return Err(format!("`git {s}` can make git run other programs"));
+            }
+            // Another repository brings its own configuration (hooks, pagers,
+            // fsmonitor): not read-only in the sense that matters here.
+            "-C" => {
+                iter.next();
+                match iter.next() {
+                    Some(dir) if !dir.starts_with('/') && !dir.starts_with('~') && !dir.split('/').any(|c| c == "..") => {}
+                    _ => return Err("`git -C` outside the working directory works on a repository whose configuration can run commands".into()),
+                }
+            }
+            s if s.starts_with("--git-dir") || s.starts_with("--work-tree") => {
+                return Err(format!("`git {s}` works on a repository whose configuration can run commands"));
+            }
+            "--namespace" => {
+                iter.next();
+                iter.next();
+            }
+            s if s.starts_with('-') => {
+                iter.next();
+            }
+            _ => break,
+        }
+    }
+    let Some(sub) = iter.next() else { return Ok(()) };
+    let rest: Vec<&String> = iter.collect();
+    let has =
+        |flags: &[&str]| rest.iter().any(|a| flags.iter().any(|f| a.as_str() == *f || a.starts_with(&format!("{f}="))));
+    let positional: Vec<&&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
+    let ok = match sub.as_str() {
+        "status" | "log" | "show" | "diff" | "rev-parse" | "ls-files" | "ls-tree" | "blame" | "shortlog"
+        | "describe" | "cat-file" | "grep" | "count-objects" | "merge-base" | "name-rev" | "for-each-ref"
+        | "show-ref" | "whatchanged" | "version" | "help" | "rev-list" | "show-branch" | "check-ignore"
+        | "annotate" | "var" => {
+            !has(&["--output", "--ext-diff", "--textconv", "-O", "--open-files-in-pager"])
+                && !rest.iter().any(|a| a.starts_with("-O"))
+        }
+        "branch" => {
+            let listing = has(&[
+                "--list",
+                "-l",
+                "--show-current",
+                "-a",
+                "--all",
+                "-r",
+                "--remotes",
+                "-v",
+                "-vv",
+                "--verbose",
+                "--contains",
+                "--no-contains",
+                "--merged",
+                "--no-merged",
+                "--points-at",
+                "--format",
+                "--sort",
+                "--column",
+            ]);
+            let changes = has(&[
+                "-d",
+                "-D",
+                "--delete",
+                "-m",
+                "-M",
+                "--move",
+                "-c",
+                "-C",
+                "--copy",
+                "-u",
+                "--set-upstream-to",
+                "--unset-upstream",
+                "--edit-description",
+                "-f",
+                "--force",
+            ]);
+            !changes && (positional.is_empty() || listing)
+        }
+        "tag" => {
+            let changes =
+                has(&["-d", "--delete", "-a", "-s", "-u", "-f", "-m", "-F", "--annotate", "--sign", "--force"]);
+            !changes && (positional.is_empty() || has(&["-l", "--list", "-n", "--contains", "--points-at", "--merged"]))
+        }
+        "remote" => {
+            positional.is_empty()
+                || matches!(positional[0].as_str(), "show" | "get-url")
+                || (rest.len() == 1 && rest[0] == "-v")
+        }
+        "config" => {
+            has(&["--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch"])
+                && !has(&[
+                    "--add",
+                    "--unset",
+                    "--unset-all",
+                    "--replace-all",
+                    "--edit",
+                    "-e",
+                    "--rename-section",
+                    "--remove-section",
+                ])
+        }
+        "stash" => positional.first().is_some_and(|p| matches!(p.as_str(), "list" | "show")),
+        "reflog" => positional.first().is_none_or(|p| p.as_str() == "show"),
+        "worktree" => positional.first().is_some_and(|p| p.as_str() == "list"),
+        _ => false,
+    };
+    if ok { Ok(()) } else { Err(format!("`git {sub}` is not a read-only git command here")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (command, read-only?)
+    const TABLE: &[(&str, bool)] = &[
+        // Plain read-only commands.
+        ("ls", true),
+        ("ls -la /tmp", true),
+        ("cat README.md", true),
+        ("head -n 20 src/main.rs", true),
+        ("tail -f log.txt", true),
+        ("wc -l *.rs", true),
+        ("grep -rn TODO src", true),
+        ("rg -n 'fn main' --type rust", true),
+        ("find . -name '*.rs' -type f", true),
+        ("find . -newer Cargo.toml -print", true),
+        ("echo hi", true),
+        ("printf '%s\\n' a b", true),
+        ("pwd", true),
+        ("true", true),
+        ("false", true),
+        ("sleep 1", true),
+        ("date", true),
+        ("date +%s", true),
+        ("which cargo", true),
+        ("stat Cargo.toml", true),
+        ("file /bin/ls", true),
+        ("du -sh target", true),
+        ("df -h", true),
+        ("sort names.txt", true),
+        ("uniq -c names.txt", true),
+        ("diff a.txt b.txt", true),
+        ("jq .name package.json", true),
+        ("sed -n '1,5p' file.txt", true),
+        ("sed 's/a/b/g' file.txt", true),
+        ("cd src && ls", true),
+        ("/bin/ls -l", true),
+        ("env", true),
+        ("env LANG=C sort f", true),
+        ("timeout 5 cat f", true),
+        ("command -v git", true),
+        ("[ -f Cargo.toml ]", true),
+        ("test -d src", true),
+        // git.
+        ("git status", true),
+        ("git log --oneline -5", true),
+        ("git diff HEAD~1", true),
+        ("git show HEAD:README.md", true),
+        ("git branch", true),
+        ("git branch --list", true),
+        ("git branch -a", true),
+        ("git -C sub status", true),
+        ("git --no-pager log", true),
+        ("git config --get user.name", true),
+        ("git remote -v", true),
+        ("git stash list", true),
+        ("git tag", true),
+        ("git rev-parse HEAD", true),
+        ("git blame src/lib.rs", true),
+        ("git branch new-feature", false),
+        ("git branch -D old", false),
+        ("git tag v1.0", false),
+        ("git commit -m x", false),
+        ("git push", false),
+        ("git checkout main", false),
+        ("git reset --hard", false),
+        ("git -c core.pager=evil log", false),
+        ("git config user.name x", false),
+        ("git stash", false),
+        ("git diff --output=patch.txt", false),
+        // Pipelines and lists: every part must be read-only.
+        ("ls | grep foo | wc -l", true),
+        ("cat a && cat b || echo none", true),
+        ("git status; git log -1", true),
+        ("git status; rm x", false),
+        ("ls && rm -rf /", false),
+        ("echo hi | tee f", false),
+        ("cat f | xargs rm", false),
+        // Redirections.
+        ("ls > out.txt", false),
+        ("echo hi >> log", false),
+        ("ls 2>&1", true),
+        ("ls 2>/dev/null", true),
+        ("ls &> all.txt", false),
+        ("cat < input.txt", true),
+        ("grep x <<< \"$VAR\"", true),
+        ("cat <<EOF\nhello\nEOF", true),
+        ("cat <<EOF > out.txt\nhello\nEOF", false),
+        ("(ls; pwd) > out", false),
+        // Substitutions, expansions, jobs.
+        ("cat $(rm -rf x)", false),
+        ("echo `whoami`", false),
+        ("diff <(ls a) <(ls b)", false),
+        ("cat \"$FILE\"", true),
+        ("$CMD --help", false),
+        ("sleep 100 &", false),
+        // Environment prefixes.
+        ("FOO=1 ls", true),
+        ("LANG=C grep x f", true),
+        ("LD_PRELOAD=/tmp/evil.so ls", false),
+        ("PATH=/tmp ls", false),
+        ("GIT_EXTERNAL_DIFF=evil git diff", false),
+        // Writers and runners.
+        ("find . -delete", false),
+        ("find . -name x -exec rm {} \\;", false),
+        ("find . -fprint out", false),
+        ("sed -i 's/a/b/' f", false),
+        ("sed -i.bak 's/a/b/' f", false),
+        ("sed --in-place 's/a/b/' f", false),
+        ("sed -e'1e touch pwned' README.md", false),
+        ("sed --expression='1e touch pwned' f", false),
+        ("sed -ne '1e touch pwned' f", false),
+        ("sed -nf script.sed f", false),
+        ("sed --file=script.sed f", false),
+        ("sed -n -e '1,3p' f", true),
+        ("sed -ne 's/a/b/p' f", true),
+        ("git grep -O'touch pwned' -e x", false),
+        ("git grep --open-files-in-pager=vim x", false),
+        ("git --git-dir=evil --work-tree=. status", false),
+        ("git -C ../other log", false),
+        ("sort -S 16k --compress-program=sh f", false),
+        ("sed 's/a/b/w out' f", false),
+        ("sed -n 'w out' f", false),
+        ("sort -o out.txt in.txt", false),
+        ("uniq in.txt out.txt", false),
+        ("rg --pre ./script x", false),
+        ("rm -rf target", false),
+        ("mv a b", false),
+        ("cp a b", false),
+        ("touch x", false),
+        ("mkdir d", false),
+        ("chmod +x f", false),
+        ("curl https://example.com", false),
+        ("python3 -c 'print(1)'", false),
+        ("bash -c ls", false),
+        ("sh script.sh", false),
+        ("./configure", false),
+        ("npm install", false),
+        ("cargo build", false),
+        ("awk '{print}' f", false),
+        ("xargs ls", false),
+        ("date -s '2020-01-01'", false),
+        ("env rm x", false),
+        ("timeout 5 rm x", false),
+        ("exec ls", false),
+        ("eval ls", false),
+        ("export FOO=1", false),
+        // Control flow over read-only commands.
+        ("for f in *.rs; do cat \"$f\"; done", true),
+        ("if [ -f x ]; then cat x; fi", true),
+        ("while true; do rm x; done", false),
+        ("f() { rm x; }; f", false),
+        // Parse errors.
+        ("echo 'unterminated", false),
+        ("ls \"unterminated", false),
+        ("ls &&", false),
+    ];
+
+    #[test]
+    fn classification_table() {
+        assert!(TABLE.len() >= 80, "{} cases", TABLE.len());
+        let mut wrong = Vec::new();
+        for (command, expected) in TABLE {
+            let c = classify(command);
+            if c.read_only != *expected {
+                wrong.push(format!("{command:?}: expected read_only={expected}, got {c:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    }
+
+    #[test]
+    fn very_long_commands_parse() {
+        let long = vec!["cat README.md"; 2000].join(" && ");
+        let c = classify(&long);
+        assert!(c.read_only, "{c:?}");
+        assert_eq!(parse(&long).commands.len(), 2000);
+        let long_bad = format!("{long} && rm x");
+        assert!(!classify(&long_bad).read_only);
+    }
+
+    #[test]
+    fn reasons_say_why() {
+        assert_eq!(classify("ls > out.txt").reason.unwrap(), "it writes to `out.txt` through a redirection");
+        assert_eq!(classify("rm x").reason.unwrap(), "`rm` is not a known read-only command");
+        assert!(classify("ls").reason.is_none());
+    }
+}
