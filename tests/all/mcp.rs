@@ -446,6 +446,66 @@ mod rmcp_client {
         });
     }
 
+    #[test]
+    fn requests_are_independent_and_the_protocol_thread_never_waits_on_a_tool() {
+        let sb = Sandbox::new();
+        workspace(&sb);
+        sb.install(toolhost_tests::ADVERSARY);
+        sb.install(toolhost_tests::SLEEPER);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+            cmd.args(RULES).args(["--allow", "Adversary", "--allow", "Sleeper", "serve"]);
+            let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
+
+            // Two concurrency-safe Bash calls at once; the second fails. Over
+            // MCP they are separate requests: the first is not cancelled.
+            let slow = client.peer().clone();
+            let slow = tokio::spawn(async move {
+                slow.call_tool(call("Bash", serde_json::json!({"command": "sleep 2; echo done"}))).await
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let failed =
+                client.call_tool(call("Bash", serde_json::json!({"command": "ls /missing"}))).await.expect("call");
+            assert_eq!(failed.is_error, Some(true), "{}", text(&failed));
+            let r = slow.await.expect("join").expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            assert!(text(&r).contains("done"), "{}", text(&r));
+
+            // A call is running (not concurrency-safe), so the next one's
+            // concurrency-safety is asked first, and its tool spins there
+            // until the 1 s classification limit stops it. Meanwhile the
+            // server answers a ping at once.
+            let busy = client.peer().clone();
+            let busy = tokio::spawn(async move {
+                busy.call_tool(call("Sleeper", serde_json::json!({"label": "busy", "ms": 2500}))).await
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let spinner = client.peer().clone();
+            let started = std::time::Instant::now();
+            let spinner = tokio::spawn(async move {
+                let r = spinner.call_tool(call("Adversary", serde_json::json!({"action": "loop-classify"}))).await;
+                (r, started.elapsed())
+            });
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let ping = rmcp::model::ClientRequest::PingRequest(rmcp::model::PingRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            });
+            let before = std::time::Instant::now();
+            client.send_request(ping).await.expect("ping");
+            let ping_took = before.elapsed();
+            assert!(ping_took < toolhost::CLASSIFY_TIMEOUT / 2, "the ping waited {ping_took:?} for the classification");
+            let r = busy.await.expect("join").expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            let (r, took) = spinner.await.expect("join");
+            let r = r.expect("call");
+            assert_eq!(r.is_error, Some(false), "counted not concurrency-safe, then run: {}", text(&r));
+            assert!(took > ping_took, "the classification ran while the ping was answered");
+            client.cancel().await.expect("close");
+        });
+    }
+
     /// Joins futures without another dependency.
     async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
     where

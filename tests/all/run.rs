@@ -131,3 +131,49 @@ fn an_interrupt_line_stops_a_running_command() {
     assert!(r[0]["is_error"] == true && r[0]["content"][0]["text"].as_str().unwrap().contains("Interrupted"));
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn the_reader_never_waits_on_a_tool() {
+    // A call runs (not concurrency-safe), so the next one's concurrency
+    // safety is asked first, and its tool spins there until the 1 s limit.
+    // The reader goes on meanwhile: the bad line after it is answered at once.
+    let sb = Sandbox::new();
+    sb.install(toolhost_tests::SLEEPER);
+    sb.install(toolhost_tests::ADVERSARY);
+    let _ = toolhost(&sb, &["tools"]);
+    let mut child = toolhost_command(&sb)
+        .args(["--allow", "Adversary", "--allow", "Sleeper", "run"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run toolhost");
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send((Instant::now(), line));
+        }
+    });
+    let busy = json!({"type": "tool_use", "id": "busy", "name": "Sleeper", "input": {"label": "busy", "ms": 2500}});
+    writeln!(stdin, "{busy}").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let spinner = json!({"type": "tool_use", "id": "spin", "name": "Adversary", "input": {"action": "loop-classify"}});
+    writeln!(stdin, "{spinner}").unwrap();
+    stdin.flush().unwrap();
+    let written = Instant::now();
+    writeln!(stdin, "not json").unwrap();
+    stdin.flush().unwrap();
+    let (at, line) = rx.recv_timeout(Duration::from_secs(10)).expect("an answer to the bad line");
+    assert!(line.contains("\"type\":\"error\""), "{line}");
+    let waited = at - written;
+    assert!(waited < toolhost::CLASSIFY_TIMEOUT / 2, "the reader waited {waited:?} for the classification");
+    drop(stdin);
+    let rest: Vec<String> = rx.iter().map(|(_, l)| l).collect();
+    assert!(
+        rest.iter().any(|l| l.contains("\"tool_use_id\":\"spin\"") && l.contains("\"is_error\":false")),
+        "{rest:?}"
+    );
+    assert!(child.wait().unwrap().success());
+}

@@ -337,7 +337,7 @@ fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) ->
                 let Ok(line) = line else { break };
                 for event in stream.feed(&line) {
                     match event {
-                        input::Line::ToolUse(tool_use) => executor.add_tool(tool_use),
+                        input::Line::ToolUse(tool_use) => drop(executor.add_tool(tool_use)),
                         input::Line::Failed { id, message } => executor.add_failed(&id, message),
                         input::Line::Interrupt => executor.interrupt(),
                         input::Line::Discard => executor.discard(),

@@ -5,15 +5,19 @@
 //! The start rule: a call starts when nothing runs, or when it and every
 //! running call are concurrency-safe (and fewer than the maximum run). A
 //! queued call that is not concurrency-safe blocks the queue behind it.
-//! Results come out in the original order; progress comes out at once. A
-//! failing call of a tool that declares `cancels-siblings-on-failure` (Bash)
-//! cancels its running and queued siblings, which get a synthetic error;
-//! other tools' failures do not cascade. A user interrupt cancels the calls
-//! whose tool's interrupt behavior is `cancel` and lets the `block` ones
-//! finish.
+//! Progress comes out at once. The calls of one executor are either one
+//! model turn ([`Calls::Turn`]: results in the original order, and a failing
+//! call of a tool that declares `cancels-siblings-on-failure` (Bash) cancels
+//! its running and queued siblings, which get a synthetic error; other
+//! tools' failures do not cascade) or independent requests
+//! ([`Calls::Independent`], an MCP server's: each result as soon as it is
+//! ready, no call cancelled by another's failure). Each call added comes
+//! back as a [`CallHandle`]. A user interrupt cancels the calls whose tool's
+//! interrupt behavior is `cancel` and lets the `block` ones finish.
 
 mod batch;
 mod executor;
+mod slot;
 
 pub use batch::run_batch;
-pub use executor::{Config, DEFAULT_MAX_CONCURRENCY, Executor, Update};
+pub use executor::{CallHandle, CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, Update};

@@ -4,8 +4,11 @@
 //! asks put to the user by elicitation.
 //!
 //! One MCP session (the stdio connection, or one streamable-HTTP session) is
-//! one toolhost [`Session`] with its own [`Executor`]; calls are independent
-//! requests, so each result goes back as soon as it is ready.
+//! one toolhost [`Session`] with its own [`Executor`]. Its calls are
+//! independent requests ([`Calls::Independent`]): each result goes back as
+//! soon as it is ready, and no call is cancelled by another's failure. Each
+//! request awaits its own [`toolhost::scheduler::CallHandle`]; the protocol
+//! thread never waits on a tool.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
@@ -16,14 +19,12 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use toolhost::scheduler::{self, Executor, Update};
-use toolhost::{Answer, Approver, AskRequest, Content, Host, Progress, Session, ToolResult, ToolUse};
+use toolhost::scheduler::{self, CallSetup, Calls, Executor};
+use toolhost::{Answer, Approver, AskRequest, Content, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
 
 /// How `toolhost serve` runs calls.
 #[derive(Clone, Debug)]
@@ -51,43 +52,28 @@ pub fn protocol_versions() -> &'static [ProtocolVersion] {
 pub struct McpSession {
     host: Host,
     config: ServeConfig,
-    inner: Arc<Inner>,
-}
-
-struct Inner {
     session: Arc<Session>,
-    /// Created by the first call, when the client's capabilities are known
-    /// (they decide whether asks go to the client).
-    executor: OnceLock<Arc<Executor>>,
-    calls: Mutex<HashMap<String, Pending>>,
+    executor: Executor,
     next_id: AtomicU64,
     runtime: tokio::runtime::Handle,
-}
-
-/// A call waiting for its result.
-struct Pending {
-    done: oneshot::Sender<ToolResult>,
-    peer: Peer<RoleServer>,
-    /// The client's progress token, and the progress sent so far.
-    progress: Option<(ProgressToken, u64)>,
-    /// Cancelled with the request.
-    cancelled: CancellationToken,
 }
 
 impl McpSession {
     /// A new session over `host`. Call inside a tokio runtime.
     pub fn new(host: Host, config: ServeConfig) -> McpSession {
         let session = host.ephemeral_session();
+        let executor = Executor::with_config(
+            host.clone(),
+            Arc::clone(&session),
+            scheduler::Config { max_concurrency: config.max_concurrency, calls: Calls::Independent, approver: None },
+        );
         McpSession {
             host,
             config,
-            inner: Arc::new(Inner {
-                session,
-                executor: OnceLock::new(),
-                calls: Mutex::new(HashMap::new()),
-                next_id: AtomicU64::new(1),
-                runtime: tokio::runtime::Handle::current(),
-            }),
+            session,
+            executor,
+            next_id: AtomicU64::new(1),
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -122,68 +108,22 @@ impl McpSession {
             })
             .collect()
     }
-
-    fn executor(&self, peer: &Peer<RoleServer>) -> Arc<Executor> {
-        Arc::clone(self.inner.executor.get_or_init(|| {
-            let asks = peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-            let approver: Option<Arc<dyn Approver>> = asks.then(|| {
-                let approver: Arc<dyn Approver> =
-                    Arc::new(Elicitation { inner: Arc::downgrade(&self.inner), timeout: self.config.ask_timeout });
-                approver
-            });
-            let executor = Arc::new(Executor::with_config(
-                self.host.clone(),
-                Arc::clone(&self.inner.session),
-                scheduler::Config { max_concurrency: self.config.max_concurrency, ordered: false, approver },
-            ));
-            tokio::spawn(dispatch(Arc::clone(&executor), Arc::downgrade(&self.inner)));
-            executor
-        }))
-    }
 }
 
 impl Drop for McpSession {
     fn drop(&mut self) {
-        // The session ended: its running calls are cancelled, the
-        // dispatcher ends.
-        if let Some(executor) = self.inner.executor.get() {
-            executor.discard();
-        }
-        self.host.end_session(&self.inner.session);
+        // The session ended: its running calls are cancelled.
+        self.executor.discard();
+        self.host.end_session(&self.session);
     }
 }
 
-/// Hands the executor's updates to the waiting requests: progress as
-/// notifications, results to their calls.
-async fn dispatch(executor: Arc<Executor>, inner: Weak<Inner>) {
-    while let Some(update) = executor.next().await {
-        let Some(inner) = inner.upgrade() else { break };
-        match update {
-            Update::Progress(p) => {
-                let note = progress_note(&inner, &p);
-                if let Some((peer, note)) = note
-                    && let Err(e) = peer.notify_progress(note).await
-                {
-                    tracing::debug!(error = %e, "could not send a progress notification");
-                }
-            }
-            Update::Result(r) => {
-                let pending = inner.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&r.tool_use_id);
-                if let Some(pending) = pending {
-                    let _ = pending.done.send(r);
-                }
-            }
-        }
+/// Sends one progress notification for a request's token.
+async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, count: u64, p: Progress) {
+    let note = ProgressNotificationParam::new(token.clone(), count as f64).with_message(p.message);
+    if let Err(e) = peer.notify_progress(note).await {
+        tracing::debug!(error = %e, "could not send a progress notification");
     }
-}
-
-fn progress_note(inner: &Inner, p: &Progress) -> Option<(Peer<RoleServer>, ProgressNotificationParam)> {
-    let mut calls = inner.calls.lock().unwrap_or_else(|e| e.into_inner());
-    let pending = calls.get_mut(&p.tool_use_id)?;
-    let (token, sent) = pending.progress.as_mut()?;
-    *sent += 1;
-    let note = ProgressNotificationParam::new(token.clone(), *sent as f64).with_message(p.message.clone());
-    Some((pending.peer.clone(), note))
 }
 
 impl ServerHandler for McpSession {
@@ -215,26 +155,56 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let id = format!("toolu_mcp_{:06}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!("toolu_mcp_{:06}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let (done, result) = oneshot::channel();
-        let pending = Pending {
-            done,
-            peer: context.peer.clone(),
-            progress: context.meta.get_progress_token().map(|t| (t, 0)),
-            cancelled: context.ct.clone(),
-        };
-        self.inner.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), pending);
-        let executor = self.executor(&context.peer);
-        executor.add_tool(ToolUse { id: id.clone(), name: request.name.to_string(), input });
-        let result = tokio::select! {
-            r = result => r.unwrap_or_else(|_| ToolResult::error(&id, "The session ended before the call finished.")),
-            () = context.ct.cancelled() => {
-                executor.cancel(&id, "Cancelled by the client.");
-                self.inner.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                ToolResult::error(&id, "Cancelled by the client.")
+        // The call's progress comes here, in order, from the worker running it.
+        let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let sink: ProgressSink = Arc::new(move |p| {
+            let _ = progress_tx.send(p);
+        });
+        let asks = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        let approver = asks.then(|| {
+            let elicitation = Elicitation {
+                peer: context.peer.clone(),
+                cancelled: context.ct.clone(),
+                timeout: self.config.ask_timeout,
+                runtime: self.runtime.clone(),
+            };
+            Arc::new(elicitation) as Arc<dyn Approver>
+        });
+        let handle = self.executor.add_tool_with(
+            ToolUse { id: id.clone(), name: request.name.to_string(), input },
+            CallSetup { progress: Some(sink), approver },
+        );
+        let token = context.meta.get_progress_token();
+        let mut sent = 0;
+        let result = handle.result();
+        tokio::pin!(result);
+        let result = loop {
+            tokio::select! {
+                biased;
+                () = context.ct.cancelled() => {
+                    handle.cancel("Cancelled by the client.");
+                    return Ok(CallToolResponse::Complete(to_mcp(ToolResult::error(&id, "Cancelled by the client."))));
+                }
+                Some(p) = progress.recv() => {
+                    if let Some(token) = &token {
+                        sent += 1;
+                        notify_progress(&context.peer, token, sent, p).await;
+                    }
+                }
+                r = &mut result => {
+                    break r.unwrap_or_else(|| ToolResult::error(&id, "The session ended before the call finished."));
+                }
             }
         };
+        // What the call reported before it ended goes out before its result.
+        while let Ok(p) = progress.try_recv() {
+            if let Some(token) = &token {
+                sent += 1;
+                notify_progress(&context.peer, token, sent, p).await;
+            }
+        }
         Ok(CallToolResponse::Complete(to_mcp(result)))
     }
 }
@@ -259,24 +229,18 @@ pub fn to_mcp(result: ToolResult) -> CallToolResult {
     out
 }
 
-/// Asks the MCP client's user about a call, by a form elicitation.
+/// Asks the MCP client's user about one call, by a form elicitation.
 struct Elicitation {
-    inner: Weak<Inner>,
+    peer: Peer<RoleServer>,
+    /// The request's cancellation: a cancelled call stops waiting.
+    cancelled: CancellationToken,
     timeout: Duration,
+    runtime: tokio::runtime::Handle,
 }
 
 impl Approver for Elicitation {
     fn ask(&self, request: &AskRequest) -> Answer {
-        let Some(inner) = self.inner.upgrade() else {
-            return Answer::Deny("The MCP session ended.".into());
-        };
-        let found = {
-            let calls = inner.calls.lock().unwrap_or_else(|e| e.into_inner());
-            calls.get(&request.tool_use_id).map(|p| (p.peer.clone(), p.cancelled.clone()))
-        };
-        let Some((peer, cancelled)) = found else {
-            return Answer::Deny("The call was cancelled.".into());
-        };
+        let (peer, cancelled) = (self.peer.clone(), self.cancelled.clone());
         let choices = request.choices();
         let explained: Vec<String> = choices.iter().map(|c| format!("\"{}\": {}", c.label(), c.explain())).collect();
         let message = format!("toolhost: {}\n{}", request.question(), explained.join("; "));
@@ -299,7 +263,7 @@ impl Approver for Elicitation {
         };
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
         let timeout = self.timeout;
-        let answer = inner.runtime.block_on(async move {
+        let answer = self.runtime.block_on(async move {
             tokio::select! {
                 r = peer.create_elicitation_with_timeout(params, Some(timeout)) => Some(r),
                 () = cancelled.cancelled() => None,

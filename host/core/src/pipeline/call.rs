@@ -236,30 +236,48 @@ impl Pipeline {
             None => Arc::clone(&self.dirs),
             Some(r) => Arc::new(Dirs { read_only: vec![r.clone()], ..(*self.dirs).clone() }),
         };
-        let mut scope = CallScope::new(
-            Arc::from(name),
-            id.to_string(),
-            Arc::clone(session),
-            tool.namespace(),
-            dirs,
-            Arc::clone(&self.background),
-        );
-        scope.progress = options.progress.clone();
-        scope.cancel = options.cancel.clone();
-        scope.confinement = self.confinement;
-        let mut instance = match self.sandbox.instantiate(&tool.pre, &tool.grants, scope, self.sandbox.limits()) {
-            Ok(i) => i,
-            Err(e) => {
+        let instantiate = || {
+            let mut scope = CallScope::new(
+                Arc::from(name),
+                id.to_string(),
+                Arc::clone(session),
+                tool.namespace(),
+                Arc::clone(&dirs),
+                Arc::clone(&self.background),
+            );
+            scope.progress = options.progress.clone();
+            scope.cancel = options.cancel.clone();
+            scope.confinement = self.confinement;
+            self.sandbox.instantiate(&tool.pre, &tool.grants, scope, self.sandbox.limits()).map_err(|e| {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
-                return ToolResult::error(
-                    id,
-                    format!("toolhost could not start {name}: {e}. The host keeps serving; try again."),
-                );
-            }
+                format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
+            })
+        };
+        let mut instance = match instantiate() {
+            Ok(i) => i,
+            Err(message) => return ToolResult::error(id, message),
         };
         if let Some(report) = &options.on_concurrency_safe {
+            // Asked within the same limit as in a separate instance; a tool
+            // stopped there has a broken instance, and the call gets a
+            // fresh one.
+            let limits = self.sandbox.limits();
+            let call = &mut instance.store.data_mut().call;
+            call.deadline = Some((Instant::now() + CLASSIFY_TIMEOUT.min(limits.timeout), CLASSIFY_TIMEOUT));
             let text = tool_use.input.to_string();
-            report(instance.guest.is_concurrency_safe(&mut instance.store, &text).unwrap_or(false));
+            let answer = instance.guest.is_concurrency_safe(&mut instance.store, &text);
+            report(answer.as_ref().is_ok_and(|safe| *safe));
+            match answer {
+                Ok(_) => {
+                    instance.store.data_mut().call.deadline = Some((Instant::now() + limits.timeout, limits.timeout))
+                }
+                Err(_) => {
+                    instance = match instantiate() {
+                        Ok(i) => i,
+                        Err(message) => return ToolResult::error(id, message),
+                    }
+                }
+            }
         }
         let ctx = CallContext {
             tool_use_id: id.to_string(),

@@ -1,6 +1,13 @@
 //! The streaming executor: calls added while the model is still streaming,
-//! started as the start rule allows, handed out as updates.
+//! started as the start rule allows, handed out as updates or through each
+//! call's [`CallHandle`].
+//!
+//! Nothing a tool answers is asked on the thread adding calls: whether a call
+//! is concurrency-safe is asked on a worker (or learned from the call's own
+//! instance when it starts alone), so a reader of the model's stream or an
+//! MCP protocol thread never waits on a tool.
 
+use super::slot::Slot;
 use crate::contract::{Progress, ProgressSink};
 use crate::host::Host;
 use crate::pipeline::{CallOptions, ToolResult, ToolUse};
@@ -19,8 +26,48 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 pub enum Update {
     /// Progress of a running call, as it happens.
     Progress(Progress),
-    /// A call's result, in the order the calls were added.
+    /// A call's result: in the order the calls were added ([`Calls::Turn`]),
+    /// or as soon as it is ready ([`Calls::Independent`]).
     Result(ToolResult),
+}
+
+/// How the calls of an executor relate to each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Calls {
+    /// One model turn: results in the order the calls came, and a failed
+    /// call of a tool that cancels its siblings (Bash) cancels the calls
+    /// running or waiting beside it.
+    #[default]
+    Turn,
+    /// Independent requests (an MCP server's): each result as soon as it is
+    /// ready, and no call is cancelled by another one's failure.
+    Independent,
+}
+
+/// How an [`Executor`] runs and hands out calls.
+#[derive(Clone)]
+pub struct Config {
+    /// Calls running at once (at least 1).
+    pub max_concurrency: usize,
+    /// One model turn, or independent requests.
+    pub calls: Calls,
+    /// Who answers the calls' asks, instead of the host's approver.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { max_concurrency: DEFAULT_MAX_CONCURRENCY, calls: Calls::Turn, approver: None }
+    }
+}
+
+/// What one call brings besides its `tool_use`.
+#[derive(Clone, Default)]
+pub struct CallSetup {
+    /// Receives this call's progress (instead of [`Executor::next`]).
+    pub progress: Option<ProgressSink>,
+    /// Answers this call's asks (instead of the executor's approver).
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// The streaming executor of one session. Cheap to share: clone the `Arc`.
@@ -32,7 +79,7 @@ struct Shared {
     host: Host,
     session: Arc<Session>,
     max: usize,
-    ordered: bool,
+    calls: Calls,
     approver: Option<Arc<dyn Approver>>,
     state: Mutex<State>,
     changed: Condvar,
@@ -52,15 +99,15 @@ thread_local! {
 
 #[derive(Default)]
 struct State {
-    /// The calls not yet handed out, and before them, until compacted, some
-    /// that were; `tools[0]` is call number `base` (indexes below are call
-    /// numbers: a long session keeps only what is still going on).
+    /// The calls still going on or not handed out, and before them, until
+    /// compacted, some that were; `tools[0]` is call number `base` (numbers
+    /// below are call numbers: a long session keeps only what is going on).
     tools: VecDeque<Tracked>,
     base: usize,
-    /// Every result before this call number was handed out (in order: the
-    /// next one).
-    next_result: usize,
-    /// Results handed out.
+    /// Where [`Executor::next`] looks for the next result: every call before
+    /// it was handed out (or is claimed by its handle).
+    cursor: usize,
+    /// Results handed out (by `next`, or into a claiming handle).
     handed_out: usize,
     /// Progress not handed out yet.
     progress: VecDeque<Progress>,
@@ -68,26 +115,34 @@ struct State {
     closed: bool,
     /// `discard()` was called.
     discarded: bool,
-    /// A Bash call failed: what it was.
+    /// A call whose failure cancels its siblings failed: what it was.
     errored: Option<String>,
-    /// Every call before this index has started (or ended).
+    /// Every call before this number has started (or ended).
     queue_from: usize,
     /// Calls running, and how many of them are not concurrency-safe.
     running: usize,
     running_unsafe: usize,
+    /// Calls whose concurrency-safety a worker is asking, and those waiting
+    /// for a worker to ask.
+    classifying: usize,
+    to_classify: VecDeque<usize>,
     /// Workers waiting for a job.
     idle: usize,
 }
 
 impl State {
-    /// Call number `index`.
-    fn at(&mut self, index: usize) -> &mut Tracked {
+    /// Call number `number`, which is still kept.
+    fn at(&mut self, number: usize) -> &mut Tracked {
         let base = self.base;
-        &mut self.tools[index - base]
+        &mut self.tools[number - base]
     }
 
-    fn get(&self, index: usize) -> Option<&Tracked> {
-        self.tools.get(index.checked_sub(self.base)?)
+    fn get(&self, number: usize) -> Option<&Tracked> {
+        self.tools.get(number.checked_sub(self.base)?)
+    }
+
+    fn get_mut(&mut self, number: usize) -> Option<&mut Tracked> {
+        self.tools.get_mut(number.checked_sub(self.base)?)
     }
 
     /// The number the next call added gets.
@@ -95,58 +150,124 @@ impl State {
         self.base + self.tools.len()
     }
 
-    /// Forgets the calls at the front that were handed out.
+    /// Forgets the calls at the front that ended and whose result went out
+    /// (handed out by `next`, or into the handle that claimed it).
     fn compact(&mut self) {
-        while self.base < self.next_result.min(self.queue_from) {
+        while self.tools.front().is_some_and(|t| t.stage == Stage::Done && t.result.is_none()) {
             self.tools.pop_front();
             self.base += 1;
         }
+        self.cursor = self.cursor.max(self.base);
+        self.queue_from = self.queue_from.max(self.base);
     }
 }
 
 struct Tracked {
     tool_use: ToolUse,
-    /// Whether it may run beside others; `None` until known (a call started
-    /// while nothing ran learns it from its own instance).
+    /// Whether it may run beside others; `None` until known (asked on a
+    /// worker, or learned from its own instance when it starts alone).
     safe: Option<bool>,
     /// Counted among the running calls that are not concurrency-safe.
     counted_unsafe: bool,
     cancel_on_interrupt: bool,
-    status: Status,
+    stage: Stage,
+    /// The result, until handed out by `next` (never set for a claimed call).
     result: Option<ToolResult>,
+    /// Where the result goes when the call's handle claimed it.
+    claim: Option<Arc<Slot>>,
+    /// Taken when the call starts.
+    setup: CallSetup,
     cancel: Arc<AtomicBool>,
     /// Why the call was cancelled: its result becomes this error.
     cancelled: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
+enum Stage {
     Queued,
     Running,
     Done,
 }
 
-/// How an [`Executor`] runs and hands out calls.
-#[derive(Clone)]
-pub struct Config {
-    /// Calls running at once (at least 1).
-    pub max_concurrency: usize,
-    /// Results in the order the calls were added (`true`, a model's turn), or
-    /// each as soon as it is ready (`false`: independent requests, e.g. MCP).
-    pub ordered: bool,
-    /// Who answers the calls' asks, instead of the host's approver.
-    pub approver: Option<Arc<dyn Approver>>,
+/// One call added to an [`Executor`]: its id, a way to cancel it, and its
+/// result. A result is handed out once: to the handle if it asks
+/// ([`CallHandle::result`], [`CallHandle::wait`]) before [`Executor::next`]
+/// hands it out, and from then on never by `next`. Dropping the handle
+/// changes nothing (a result it claimed is dropped when it comes).
+pub struct CallHandle {
+    shared: Arc<Shared>,
+    number: usize,
+    id: String,
+    /// Where the result arrives, once claimed (the executor may forget the
+    /// call as soon as its result is in the slot).
+    slot: std::sync::OnceLock<Option<Arc<Slot>>>,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { max_concurrency: DEFAULT_MAX_CONCURRENCY, ordered: true, approver: None }
+impl CallHandle {
+    /// The call's `tool_use` id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Cancels the call (running or queued), whatever its interrupt
+    /// behavior: its result becomes an error saying `why`. Nothing happens
+    /// if it has ended.
+    pub fn cancel(&self, why: &str) {
+        let mut state = self.shared.lock();
+        if let Some(t) = state.get_mut(self.number).filter(|t| t.stage != Stage::Done) {
+            cancel(t, why.to_string());
+        }
+        Shared::process_queue(&self.shared, &mut state);
+        drop(state);
+        self.shared.wake();
+    }
+
+    /// Claims the result: the slot it arrives in, unless it was handed out
+    /// already (or the executor discarded it).
+    fn claim(&self) -> Option<Arc<Slot>> {
+        self.slot.get_or_init(|| self.claim_now()).clone()
+    }
+
+    fn claim_now(&self) -> Option<Arc<Slot>> {
+        let mut state = self.shared.lock();
+        if state.discarded {
+            return None;
+        }
+        let t = state.get_mut(self.number)?;
+        if let Some(slot) = &t.claim {
+            return Some(Arc::clone(slot));
+        }
+        let slot = Arc::new(Slot::default());
+        t.claim = Some(Arc::clone(&slot));
+        if let Some(result) = t.result.take() {
+            slot.put(result);
+            state.handed_out += 1;
+            state.compact();
+        }
+        Some(slot)
+    }
+
+    /// The call's result, once it has ended; `None` if [`Executor::next`]
+    /// handed it out first or the executor discarded it.
+    pub fn result(&self) -> impl Future<Output = Option<ToolResult>> + Send + 'static {
+        let slot = self.claim();
+        async move {
+            match slot {
+                Some(slot) => slot.take().await,
+                None => None,
+            }
+        }
+    }
+
+    /// [`CallHandle::result`], blocking the thread.
+    pub fn wait(&self) -> Option<ToolResult> {
+        self.claim()?.take_blocking()
     }
 }
 
 impl Executor {
     /// An executor running calls of `session` on `host`, at most
-    /// `max_concurrency` at once, results in order.
+    /// `max_concurrency` at once, as one model turn.
     pub fn new(host: Host, session: Arc<Session>, max_concurrency: usize) -> Executor {
         Self::with_config(host, session, Config { max_concurrency, ..Config::default() })
     }
@@ -159,7 +280,7 @@ impl Executor {
                 host,
                 session,
                 max: config.max_concurrency.max(1),
-                ordered: config.ordered,
+                calls: config.calls,
                 approver: config.approver,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
@@ -170,53 +291,58 @@ impl Executor {
         }
     }
 
-    /// Adds a call; it starts at once if the start rule allows. Whether it is
-    /// concurrency-safe is asked of the tool first (unknown tools and input
-    /// failing the schema are not).
-    pub fn add_tool(&self, tool_use: ToolUse) {
-        let host = &self.shared.host;
+    /// Adds a call; it starts at once if the start rule allows. Returns at
+    /// once: whether it is concurrency-safe is asked of the tool on a worker
+    /// (unknown tools and input failing the schema are not).
+    pub fn add_tool(&self, tool_use: ToolUse) -> CallHandle {
+        self.add_tool_with(tool_use, CallSetup::default())
+    }
+
+    /// [`Executor::add_tool`] with a progress sink and an approver of its own.
+    pub fn add_tool_with(&self, tool_use: ToolUse, setup: CallSetup) -> CallHandle {
+        let shared = &self.shared;
+        let cancel_on_interrupt = shared.host.cancels_on_interrupt(&tool_use.name);
+        let id = tool_use.id.clone();
+        let mut state = shared.lock();
+        let number = state.end();
+        let handle = CallHandle { shared: Arc::clone(shared), number, id, slot: std::sync::OnceLock::new() };
+        if state.discarded {
+            return handle;
+        }
         // Whether the call is concurrency-safe matters only if it could run
         // beside another: not when nothing runs or waits (it starts at once
         // and its own instance tells), nor with one call at a time.
-        let alone = {
-            let state = self.shared.lock();
-            self.shared.max == 1 || (state.running == 0 && state.queue_from >= state.end())
-        };
-        let safe = if alone { None } else { Some(host.is_concurrency_safe(&tool_use)) };
-        let tracked = Tracked {
-            cancel_on_interrupt: host.cancels_on_interrupt(&tool_use.name),
-            tool_use,
-            safe,
-            counted_unsafe: false,
-            status: Status::Queued,
-            result: None,
-            cancel: Arc::new(AtomicBool::new(false)),
-            cancelled: None,
-        };
-        let mut state = self.shared.lock();
-        if state.discarded {
-            return;
-        }
-        // A failed Bash call cancels what runs or waits beside it; once all of
+        let alone = shared.max == 1 || (state.running == 0 && state.queue_from >= state.end());
+        // A failed call cancels what runs or waits beside it; once all of
         // that has ended, a new call starts a new group (the next turn of a
         // long `toolhost run`).
-        if state.errored.is_some() && state.tools.iter().all(|t| t.status == Status::Done) {
+        if state.errored.is_some() && state.tools.iter().all(|t| t.stage == Stage::Done) {
             state.errored = None;
         }
+        let mut tracked = Tracked {
+            cancel_on_interrupt,
+            safe: None,
+            counted_unsafe: false,
+            stage: Stage::Queued,
+            result: None,
+            claim: None,
+            setup,
+            cancel: Arc::new(AtomicBool::new(false)),
+            cancelled: None,
+            tool_use,
+        };
         if let Some(what) = state.errored.clone() {
-            // A Bash call already failed: later siblings do not start.
-            let id = tracked.tool_use.id.clone();
-            state.tools.push_back(Tracked {
-                status: Status::Done,
-                result: Some(ToolResult::error(&id, sibling_error(&what))),
-                ..tracked
-            });
-        } else {
-            state.tools.push_back(tracked);
+            // A sibling already failed: this call does not start.
+            tracked.stage = Stage::Done;
+            tracked.result = Some(ToolResult::error(&handle.id, sibling_error(&what)));
+        } else if !alone {
+            state.to_classify.push_back(number);
         }
-        Shared::process_queue(&self.shared, &mut state);
+        state.tools.push_back(tracked);
+        Shared::process_queue(shared, &mut state);
         drop(state);
-        self.shared.wake();
+        shared.wake();
+        handle
     }
 
     /// Adds a call that already failed (its input could not be read): its
@@ -231,8 +357,10 @@ impl Executor {
             safe: Some(false),
             counted_unsafe: false,
             cancel_on_interrupt: true,
-            status: Status::Done,
+            stage: Stage::Done,
             result: Some(ToolResult::error(id, message)),
+            claim: None,
+            setup: CallSetup::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             cancelled: None,
         });
@@ -247,7 +375,7 @@ impl Executor {
     }
 
     /// The updates available now, without waiting: pending progress, then
-    /// the results that are next in order.
+    /// the results that are ready to go out.
     pub fn completed(&self) -> Vec<Update> {
         let mut state = self.shared.lock();
         std::iter::from_fn(|| self.shared.take_one(&mut state)).collect()
@@ -289,19 +417,19 @@ impl Executor {
         }
     }
 
-    /// How many calls the executor still keeps a record of (those not
-    /// handed out, and any before them). For tests.
+    /// How many calls the executor still keeps a record of (those going on
+    /// or not handed out, and any before them). For tests.
     #[doc(hidden)]
     pub fn kept(&self) -> usize {
         self.shared.lock().tools.len()
     }
 
-    /// Cancels the call `id` (running or queued), whatever its interrupt
-    /// behavior: its result becomes an error saying `why`. Nothing happens
-    /// if it has ended.
+    /// Cancels every call `id` names (running or queued), whatever its
+    /// interrupt behavior: its result becomes an error saying `why`. Nothing
+    /// happens to calls that have ended.
     pub fn cancel(&self, id: &str, why: &str) {
         let mut state = self.shared.lock();
-        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done && t.tool_use.id == id) {
+        for t in state.tools.iter_mut().filter(|t| t.stage != Stage::Done && t.tool_use.id == id) {
             cancel(t, why.to_string());
         }
         Shared::process_queue(&self.shared, &mut state);
@@ -313,7 +441,7 @@ impl Executor {
     /// or queued) with a synthetic error; the others run to completion.
     pub fn interrupt(&self) {
         let mut state = self.shared.lock();
-        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done && t.cancel_on_interrupt) {
+        for t in state.tools.iter_mut().filter(|t| t.stage != Stage::Done && t.cancel_on_interrupt) {
             cancel(t, "Interrupted by user: the call was cancelled before it finished.".to_string());
         }
         Shared::process_queue(&self.shared, &mut state);
@@ -322,13 +450,18 @@ impl Executor {
     }
 
     /// Drops everything: running calls are cancelled, queued ones never
-    /// start, no further update is handed out.
+    /// start, no further update is handed out (handles get `None`).
     pub fn discard(&self) {
         let mut state = self.shared.lock();
         state.discarded = true;
         state.progress.clear();
-        for t in state.tools.iter_mut().filter(|t| t.status != Status::Done) {
-            cancel(t, "Discarded.".to_string());
+        for t in state.tools.iter_mut() {
+            if t.stage != Stage::Done {
+                cancel(t, "Discarded.".to_string());
+            }
+            if let Some(slot) = &t.claim {
+                slot.close();
+            }
         }
         drop(state);
         self.shared.wake();
@@ -350,12 +483,13 @@ fn cancel(t: &mut Tracked, why: String) {
         return;
     }
     t.cancel.store(true, Ordering::SeqCst);
-    match t.status {
-        Status::Queued => {
-            t.result = Some(ToolResult::error(&t.tool_use.id, why.clone()));
-            t.status = Status::Done;
+    if t.stage == Stage::Queued {
+        t.stage = Stage::Done;
+        let result = ToolResult::error(&t.tool_use.id, why.clone());
+        match &t.claim {
+            Some(slot) => slot.put(result),
+            None => t.result = Some(result),
         }
-        Status::Running | Status::Done => {}
     }
     t.cancelled = Some(why);
 }
@@ -378,7 +512,8 @@ impl Shared {
     }
 
     /// The next update to hand out: pending progress, then a result (the
-    /// next in order, or any ready one when unordered).
+    /// next in order for a turn, any ready one for independent calls);
+    /// claimed calls are skipped.
     fn take_one(&self, state: &mut State) -> Option<Update> {
         if state.discarded {
             return None;
@@ -386,21 +521,24 @@ impl Shared {
         if let Some(p) = state.progress.pop_front() {
             return Some(Update::Progress(p));
         }
-        let from = state.next_result;
-        let index = match self.ordered {
-            true => (state.get(from)?.status == Status::Done).then_some(from)?,
-            false => {
-                let skip = from - state.base;
-                from + state.tools.iter().skip(skip).position(|t| t.status == Status::Done && t.result.is_some())?
+        let skippable = |t: &Tracked| t.claim.is_some() || (t.stage == Stage::Done && t.result.is_none());
+        while state.get(state.cursor).is_some_and(skippable) {
+            state.cursor += 1;
+        }
+        let number = match self.calls {
+            Calls::Turn => (state.get(state.cursor)?.stage == Stage::Done).then_some(state.cursor)?,
+            Calls::Independent => {
+                let skip = state.cursor - state.base;
+                state.cursor + state.tools.iter().skip(skip).position(|t| t.result.is_some())?
             }
         };
-        let t = state.at(index);
+        let t = state.at(number);
         let result = t.result.take();
         // What the call was is no longer needed.
         t.tool_use.input = serde_json::Value::Null;
         state.handed_out += 1;
-        while state.get(state.next_result).is_some_and(|t| t.status == Status::Done && t.result.is_none()) {
-            state.next_result += 1;
+        while state.get(state.cursor).is_some_and(skippable) {
+            state.cursor += 1;
         }
         state.compact();
         result.map(Update::Result)
@@ -412,24 +550,25 @@ impl Shared {
         self.notify.notify_one();
     }
 
-    /// Starts every queued call the start rule allows, in order. The first
+    /// Starts every queued call the start rule allows, in order, and asks
+    /// on workers whether waiting calls are concurrency-safe. The first
     /// queued call that cannot start stops the scan: if it is not
-    /// concurrency-safe it blocks the queue behind it, and if it is, what
-    /// stops it (a non-safe call running, or the maximum reached) stops every
-    /// later call too.
+    /// concurrency-safe (or not known to be) it blocks the queue behind it,
+    /// and if it is, what stops it (a non-safe call running, or the maximum
+    /// reached) stops every later call too.
     fn process_queue(this: &Arc<Shared>, state: &mut State) {
         if state.discarded {
             return;
         }
-        while state.get(state.queue_from).is_some_and(|t| t.status != Status::Queued) {
+        while state.get(state.queue_from).is_some_and(|t| t.stage != Stage::Queued) {
             state.queue_from += 1;
         }
-        for i in state.queue_from..state.end() {
-            if state.at(i).status != Status::Queued {
+        for number in state.queue_from..state.end() {
+            if state.at(number).stage != Stage::Queued {
                 continue;
             }
             // Not known yet counts as not safe.
-            let safe = state.at(i).safe == Some(true);
+            let safe = state.at(number).safe == Some(true);
             let can_start = state.running < this.max && (state.running == 0 || (safe && state.running_unsafe == 0));
             if !can_start {
                 break;
@@ -437,44 +576,77 @@ impl Shared {
             state.running += 1;
             if !safe {
                 state.running_unsafe += 1;
-                state.at(i).counted_unsafe = true;
+                state.at(number).counted_unsafe = true;
             }
-            Self::start(this, state, i);
+            Self::start(this, state, number);
+        }
+        Self::classify(this, state);
+    }
+
+    /// Asks, on workers, whether the calls waiting for it are
+    /// concurrency-safe (at most `max` at a time).
+    fn classify(this: &Arc<Shared>, state: &mut State) {
+        while state.classifying < this.max {
+            let Some(number) = state.to_classify.pop_front() else { return };
+            let Some(t) = state.get(number).filter(|t| t.stage == Stage::Queued && t.safe.is_none()) else {
+                continue;
+            };
+            let tool_use = t.tool_use.clone();
+            state.classifying += 1;
+            let shared = Arc::clone(this);
+            let job: Job = Box::new(move || {
+                let safe = shared.host.is_concurrency_safe(&tool_use);
+                let mut state = shared.lock();
+                state.classifying -= 1;
+                Self::learned(&shared, &mut state, number, safe);
+            });
+            Self::submit(this, state, job);
         }
     }
 
-    fn start(this: &Arc<Shared>, state: &mut State, index: usize) {
-        let t = state.at(index);
-        t.status = Status::Running;
+    /// Records whether call `number` is concurrency-safe, and starts what
+    /// that allows.
+    fn learned(this: &Arc<Shared>, state: &mut State, number: usize, safe: bool) {
+        if let Some(t) = state.get_mut(number).filter(|t| t.safe.is_none()) {
+            t.safe = Some(safe);
+            // A running call it no longer blocks.
+            if safe && t.counted_unsafe && t.stage == Stage::Running {
+                t.counted_unsafe = false;
+                state.running_unsafe -= 1;
+            }
+        }
+        Self::process_queue(this, state);
+    }
+
+    fn start(this: &Arc<Shared>, state: &mut State, number: usize) {
+        let t = state.at(number);
+        t.stage = Stage::Running;
         let tool_use = t.tool_use.clone();
         let cancel = Arc::clone(&t.cancel);
+        let setup = std::mem::take(&mut t.setup);
         // With one call at a time, whether it is safe does not matter.
         let learn = t.safe.is_none() && this.max > 1;
         let shared = Arc::clone(this);
         let job: Job = Box::new(move || {
-            let sink_shared = Arc::clone(&shared);
-            let progress: ProgressSink = Arc::new(move |p: Progress| {
-                let mut state = sink_shared.lock();
-                if !state.discarded {
-                    state.progress.push_back(p);
-                    drop(state);
-                    sink_shared.wake();
-                }
+            let progress: ProgressSink = setup.progress.unwrap_or_else(|| {
+                let sink_shared = Arc::clone(&shared);
+                Arc::new(move |p: Progress| {
+                    let mut state = sink_shared.lock();
+                    if !state.discarded {
+                        state.progress.push_back(p);
+                        drop(state);
+                        sink_shared.wake();
+                    }
+                })
             });
             let weak = Arc::downgrade(&shared);
             let on_concurrency_safe: Option<Arc<dyn Fn(bool) + Send + Sync>> = learn.then(|| {
                 let report: Arc<dyn Fn(bool) + Send + Sync> = Arc::new(move |safe: bool| {
                     let Some(shared) = weak.upgrade() else { return };
                     let mut state = shared.lock();
-                    let t = state.at(index);
-                    t.safe = Some(safe);
                     // Calls it no longer blocks may start (no update for
                     // readers, so nobody to wake).
-                    if safe && t.counted_unsafe && t.status == Status::Running {
-                        t.counted_unsafe = false;
-                        state.running_unsafe -= 1;
-                        Self::process_queue(&shared, &mut state);
-                    }
+                    Self::learned(&shared, &mut state, number, safe);
                 });
                 report
             });
@@ -482,12 +654,12 @@ impl Shared {
                 progress: Some(progress),
                 cancel: Some(cancel),
                 on_concurrency_safe,
-                approver: shared.approver.clone(),
+                approver: setup.approver.or_else(|| shared.approver.clone()),
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
             FINISHING.set(true);
-            Self::finish(&shared, &mut state, index, result);
+            Self::finish(&shared, &mut state, number, result);
             FINISHING.set(false);
             drop(state);
             shared.wake();
@@ -511,7 +683,7 @@ impl Shared {
         }
     }
 
-    /// Hands `job` to an idle worker, or starts one (at most `max`).
+    /// Hands `job` to an idle worker, or starts one.
     fn submit(this: &Arc<Shared>, state: &mut State, job: Job) {
         let sent = match &*this.jobs.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(tx) => tx.send(job).is_ok(),
@@ -544,32 +716,44 @@ impl Shared {
         }
     }
 
-    fn finish(this: &Arc<Shared>, state: &mut State, index: usize, result: ToolResult) {
-        let t = state.at(index);
-        t.status = Status::Done;
+    fn finish(this: &Arc<Shared>, state: &mut State, number: usize, result: ToolResult) {
+        let t = state.at(number);
+        t.stage = Stage::Done;
         let counted_unsafe = std::mem::take(&mut t.counted_unsafe);
+        let result = match &t.cancelled {
+            Some(why) => ToolResult::error(&t.tool_use.id, why.clone()),
+            None => result,
+        };
+        let failed = t.cancelled.is_none() && result.is_error;
+        match &t.claim {
+            Some(slot) => slot.put(result),
+            None => t.result = Some(result),
+        }
+        let claimed = t.claim.is_some();
         state.running -= 1;
         if counted_unsafe {
             state.running_unsafe -= 1;
         }
-        let t = state.at(index);
-        let cancels_siblings = this.host.tool(&t.tool_use.name).is_some_and(|tool| tool.spec.cancels_siblings);
-        t.result = Some(match &t.cancelled {
-            Some(why) => ToolResult::error(&t.tool_use.id, why.clone()),
-            None => result,
-        });
-        let failed = t.cancelled.is_none() && t.result.as_ref().is_some_and(|r| r.is_error);
-        if failed && cancels_siblings && state.errored.is_none() {
-            let what = describe(&this.host, &state.at(index).tool_use);
+        if claimed {
+            state.handed_out += 1;
+        }
+        // Sibling abort belongs to one model turn.
+        let cancels_siblings = this.calls == Calls::Turn
+            && failed
+            && state.errored.is_none()
+            && this.host.tool(&state.at(number).tool_use.name).is_some_and(|tool| tool.spec.cancels_siblings);
+        if cancels_siblings {
+            let what = describe(&this.host, &state.at(number).tool_use);
             let message = sibling_error(&what);
             let base = state.base;
             for (i, sibling) in state.tools.iter_mut().enumerate() {
-                if base + i != index && sibling.status != Status::Done {
+                if base + i != number && sibling.stage != Stage::Done {
                     cancel(sibling, message.clone());
                 }
             }
             state.errored = Some(what);
         }
+        state.compact();
         Self::process_queue(this, state);
     }
 }
