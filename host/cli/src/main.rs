@@ -428,28 +428,13 @@ fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
     let mut store = toolhost::policy::settings::TrustStore::load(store_path);
     let mut any = false;
     for file in [&sources.project, &sources.local].into_iter().flatten() {
-        let Ok(text) = std::fs::read_to_string(file) else { continue };
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON; fix it before trusting it", file.display()))?;
+        if !file.exists() {
+            continue;
+        }
+        let powers = toolhost::policy::settings::powers(file).context("fix it before trusting it")?;
         println!("trusting {}:", file.display());
-        let show = |what: &str, v: &serde_json::Value| {
-            if !v.is_null() && v != &json!([]) && v != &json!({}) {
-                println!("  {what}: {v}");
-            }
-        };
-        show("allow", &value["permissions"]["allow"]);
-        show("defaultMode", &value["permissions"]["defaultMode"]);
-        show("additionalDirectories", &value["permissions"]["additionalDirectories"]);
-        show("auditLog", &value["auditLog"]);
-        if let Some(events) = value["hooks"].as_object() {
-            for (event, groups) in events {
-                for group in groups.as_array().into_iter().flatten() {
-                    for hook in group["hooks"].as_array().into_iter().flatten() {
-                        let matcher = group["matcher"].as_str().unwrap_or("*");
-                        println!("  hook {event} [{matcher}]: {}", hook["command"].as_str().unwrap_or("?"));
-                    }
-                }
-            }
+        for line in powers {
+            println!("  {line}");
         }
         store.trust(file).with_context(|| format!("reading {}", file.display()))?;
         any = true;

@@ -49,3 +49,8 @@ pub use registry::{Hints, LoadError, LoadedTool, Origin, ToolSpec};
 pub use sandbox::{Allocator, FileAccess, Grants};
 pub use scheduler::{Executor, Update};
 pub use session::Session;
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;

@@ -187,24 +187,12 @@ impl CallRules for ToolRules {
 mod tests {
     use super::*;
     use crate::fsx::Dirs;
-    use crate::process::{Approval, Confinement, Foreground, Permit, ProcessError, Program, Spawn};
-    use std::time::Duration;
-
-    fn shell(cmd: &str) -> Spawn {
-        Spawn {
-            program: Program::Shell(cmd.into()),
-            cwd: None,
-            env: vec![],
-            stdin: None,
-            timeout: Duration::from_secs(10),
-        }
-    }
+    use crate::process::fixtures::shell;
+    use crate::process::{Approval, Confinement, Foreground, Permit, ProcessError};
 
     #[test]
     fn rules_are_checked_again_at_spawn() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let dirs = Dirs { cwd: root.clone(), working: vec![root.clone()], read_only: vec![] };
+        let (_t, dirs) = crate::process::fixtures::dirs();
         let entries = [(Behavior::Allow, "Bash(touch allowed.txt)"), (Behavior::Deny, "Bash(rm:*)")]
             .into_iter()
             .map(|(behavior, text)| RuleEntry {

@@ -29,3 +29,42 @@ pub use background::{BACKGROUND_KEEP, BackgroundOutput, BackgroundRegistry};
 pub use confine::Confinement;
 pub use runner::{Child, Group, Status, Stream};
 pub use spawn::{Approval, CommandRules, CommandVerdict, Finished, Foreground, Permit, ProcessError, Program, Spawn};
+
+/// What the tests of the process capability share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{Approval, Confinement, Permit, Program, Spawn};
+    use crate::fsx::Dirs;
+    use std::time::Duration;
+
+    /// A fresh directory as the only working directory.
+    pub fn dirs() -> (tempfile::TempDir, Dirs) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
+    }
+
+    /// A granted call with `approval`, no rules, confinement required.
+    pub fn permit(dirs: &Dirs, approval: Approval) -> Permit<'_> {
+        Permit {
+            granted: true,
+            approval,
+            dirs,
+            session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
+            network: false,
+            confinement: Confinement::Required,
+            rules: None,
+        }
+    }
+
+    /// `bash -c cmd` with a 10 s timeout.
+    pub fn shell(cmd: &str) -> Spawn {
+        Spawn {
+            program: Program::Shell(cmd.into()),
+            cwd: None,
+            env: vec![],
+            stdin: None,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}

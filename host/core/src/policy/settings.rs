@@ -26,7 +26,7 @@
 //! hooks add up.
 
 use super::PermissionMode;
-use super::hooks::HooksConfig;
+use super::hooks::{HookEvent, HooksConfig};
 use super::rules::{Behavior, Rule, RuleEntry};
 use serde::Deserialize;
 use std::fmt;
@@ -185,6 +185,45 @@ impl FileShape {
         }
         ignored
     }
+}
+
+/// What trusting the settings file `file` would let it do (what an
+/// untrusted workspace file is stripped of), one line each: its allow
+/// rules, a widening default mode, more directories, the audit log, and
+/// every hook with its event and matcher. Empty for a file that only
+/// restricts; an error for one that does not parse.
+pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
+    let name = file.display().to_string();
+    let text = std::fs::read_to_string(file).map_err(|source| SettingsError::Read { file: name.clone(), source })?;
+    let shape: FileShape = if text.trim().is_empty() {
+        FileShape::default()
+    } else {
+        serde_json::from_str(&text)
+            .map_err(|e| SettingsError::Invalid { file: name, message: describe_json_error(&e) })?
+    };
+    let p = &shape.permissions;
+    let mut lines = Vec::new();
+    if !p.allow.is_empty() {
+        lines.push(format!("allow: {}", p.allow.join(", ")));
+    }
+    if let Some(mode) = p.default_mode.as_deref().filter(|m| !matches!(*m, "default" | "plan" | "dontAsk")) {
+        lines.push(format!("defaultMode: {mode}"));
+    }
+    if !p.additional_directories.is_empty() {
+        lines.push(format!("additionalDirectories: {}", p.additional_directories.join(", ")));
+    }
+    if let Some(log) = &shape.audit_log {
+        lines.push(format!("auditLog: {log}"));
+    }
+    for (event, groups) in shape.hooks.iter().flat_map(|h| HookEvent::ALL.map(|e| (e, h.groups(e)))) {
+        for group in groups {
+            for hook in &group.hooks {
+                let matcher = group.matcher.as_deref().unwrap_or("*");
+                lines.push(format!("hook {event} [{matcher}]: {}", hook.command));
+            }
+        }
+    }
+    Ok(lines)
 }
 
 /// The project and local settings files the user trusts, each with the

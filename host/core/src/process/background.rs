@@ -173,41 +173,13 @@ impl Drop for BackgroundRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsx::Dirs;
-    use crate::process::{Approval, Confinement, Program};
-
-    fn permit(dirs: &Dirs) -> Permit<'_> {
-        Permit {
-            granted: true,
-            approval: Approval::Any,
-            dirs,
-            session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
-            network: false,
-            confinement: Confinement::Required,
-            rules: None,
-        }
-    }
-
-    fn dirs() -> (tempfile::TempDir, Dirs) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
-    }
-
-    fn shell(cmd: &str) -> Spawn {
-        Spawn {
-            program: Program::Shell(cmd.into()),
-            cwd: None,
-            env: vec![],
-            stdin: None,
-            timeout: Duration::from_secs(10),
-        }
-    }
+    use crate::process::Approval;
+    use crate::process::fixtures::{dirs, permit, shell};
 
     #[test]
     fn background_processes_are_read_incrementally_and_per_session() {
         let (_t, dirs) = dirs();
-        let permit = permit(&dirs);
+        let permit = permit(&dirs, Approval::Any);
         let registry = BackgroundRegistry::default();
         let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &permit).unwrap();
         assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));
@@ -235,7 +207,7 @@ mod tests {
     #[test]
     fn ending_a_session_kills_and_forgets_its_background_processes_only() {
         let (_t, dirs) = dirs();
-        let permit = permit(&dirs);
+        let permit = permit(&dirs, Approval::Any);
         let registry = BackgroundRegistry::default();
         let pid_file = dirs.cwd.join("a.pid");
         let a =

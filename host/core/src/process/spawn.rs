@@ -351,33 +351,7 @@ fn far_future() -> Instant {
 mod tests {
     use super::*;
 
-    fn permit(dirs: &Dirs, approval: Approval) -> Permit<'_> {
-        Permit {
-            granted: true,
-            approval,
-            dirs,
-            session_dir: dirs.cwd.parent().expect("a temp dir has a parent"),
-            network: false,
-            confinement: Confinement::Required,
-            rules: None,
-        }
-    }
-
-    fn dirs() -> (tempfile::TempDir, Dirs) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
-    }
-
-    fn shell(cmd: &str) -> Spawn {
-        Spawn {
-            program: Program::Shell(cmd.into()),
-            cwd: None,
-            env: vec![],
-            stdin: None,
-            timeout: Duration::from_secs(10),
-        }
-    }
+    use crate::process::fixtures::{dirs, permit, shell};
 
     fn run(child: &mut Foreground) -> (String, Finished) {
         let mut out = Vec::new();
