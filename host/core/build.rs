@@ -1,6 +1,6 @@
 //! Builds the built-in tools for `wasm32-wasip2` and embeds them in the binary,
 //! with the SHA-256 of each: the host caches their compiled form on disk under
-//! that hash (see `src/cache.rs`), so only the very first start compiles them.
+//! that hash (see `src/registry/cache.rs`), so only the very first start compiles them.
 
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

@@ -62,9 +62,16 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
     Ok(component)
 }
 
+/// The shape of a saved description: raised whenever [`ToolSpec`] gains or
+/// changes a field, so a description saved by an older toolhost (which would
+/// read with that field's default) is never used.
+///
+/// [`ToolSpec`]: super::tool::ToolSpec
+const SPEC_FORMAT: u32 = 2;
+
 /// Where the description of the component with content hash `content` is kept.
 pub fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
-    dir.join("components").join(format!("{}.spec.json", key(engine, content)))
+    dir.join("components").join(format!("{}.spec-v{SPEC_FORMAT}.json", key(engine, content)))
 }
 
 /// A saved description, if there is a readable one.
