@@ -40,6 +40,17 @@
 //! export_tool!(Hello);
 //! ```
 //!
+//! # What the input means to the host
+//!
+//! The host's permission policy reads the fields a tool declares, never its
+//! name: [`Tool::PATH_FIELDS`] (paths it reads, searches or edits: matched by
+//! `Read(…)`/`Edit(…)` rules and rules naming the tool, confined to the
+//! working directories before the call), [`Tool::COMMAND_FIELD`] (a shell
+//! command, matched by `MyTool(npm run test:*)` rules), and
+//! [`Tool::ADDRESS_FIELDS`] (URLs or hosts, matched by
+//! `MyTool(domain:example.com)`). A tool that declares nothing gets whole-tool
+//! rules only.
+//!
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the

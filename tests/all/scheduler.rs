@@ -348,3 +348,18 @@ fn a_handle_claims_its_result_and_next_skips_it() {
     executor.discard();
     assert_eq!(waiting.join().unwrap(), None);
 }
+
+#[test]
+fn a_claimed_call_cancelled_in_the_queue_still_lets_the_turn_end() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let executor = Executor::new(host.clone(), host.ephemeral_session(), 4);
+    executor.add_tool(sleeper("first", 300, false));
+    let queued = executor.add_tool(sleeper("queued", 10, true));
+    drop(queued.result()); // claimed
+    queued.cancel("changed my mind");
+    let results = drain(&executor);
+    assert_eq!(ids(&results), ["first"], "the claimed call is not the stream's");
+    let cancelled = queued.wait().expect("the claimed result");
+    assert!(cancelled.is_error && cancelled.text().contains("changed my mind"), "{}", cancelled.text());
+}

@@ -215,7 +215,8 @@ impl CallHandle {
     pub fn cancel(&self, why: &str) {
         let mut state = self.shared.lock();
         if let Some(t) = state.get_mut(self.number).filter(|t| t.stage != Stage::Done) {
-            cancel(t, why.to_string());
+            let delivered = cancel(t, why.to_string());
+            state.handed_out += usize::from(delivered);
         }
         Shared::process_queue(&self.shared, &mut state);
         drop(state);
@@ -429,9 +430,14 @@ impl Executor {
     /// happens to calls that have ended.
     pub fn cancel(&self, id: &str, why: &str) {
         let mut state = self.shared.lock();
-        for t in state.tools.iter_mut().filter(|t| t.stage != Stage::Done && t.tool_use.id == id) {
-            cancel(t, why.to_string());
-        }
+        let delivered = state
+            .tools
+            .iter_mut()
+            .filter(|t| t.stage != Stage::Done && t.tool_use.id == id)
+            .map(|t| cancel(t, why.to_string()))
+            .filter(|&delivered| delivered)
+            .count();
+        state.handed_out += delivered;
         Shared::process_queue(&self.shared, &mut state);
         drop(state);
         self.shared.wake();
@@ -441,9 +447,15 @@ impl Executor {
     /// or queued) with a synthetic error; the others run to completion.
     pub fn interrupt(&self) {
         let mut state = self.shared.lock();
-        for t in state.tools.iter_mut().filter(|t| t.stage != Stage::Done && t.cancel_on_interrupt) {
-            cancel(t, "Interrupted by user: the call was cancelled before it finished.".to_string());
-        }
+        let why = "Interrupted by user: the call was cancelled before it finished.";
+        let delivered = state
+            .tools
+            .iter_mut()
+            .filter(|t| t.stage != Stage::Done && t.cancel_on_interrupt)
+            .map(|t| cancel(t, why.to_string()))
+            .filter(|&delivered| delivered)
+            .count();
+        state.handed_out += delivered;
         Shared::process_queue(&self.shared, &mut state);
         drop(state);
         self.shared.wake();
@@ -457,7 +469,8 @@ impl Executor {
         state.progress.clear();
         for t in state.tools.iter_mut() {
             if t.stage != Stage::Done {
-                cancel(t, "Discarded.".to_string());
+                // Nothing is handed out after a discard: no count to keep.
+                let _ = cancel(t, "Discarded.".to_string());
             }
             if let Some(slot) = &t.claim {
                 slot.close();
@@ -478,20 +491,26 @@ impl Drop for Executor {
 
 /// Marks `t` cancelled: a queued call is done at once, a running one is told
 /// to stop (epoch interruption for wasm, a killed process group for Bash).
-fn cancel(t: &mut Tracked, why: String) {
+/// Whether its result went out at once, to the handle that claimed it.
+fn cancel(t: &mut Tracked, why: String) -> bool {
     if t.cancelled.is_some() {
-        return;
+        return false;
     }
     t.cancel.store(true, Ordering::SeqCst);
+    let mut delivered = false;
     if t.stage == Stage::Queued {
         t.stage = Stage::Done;
         let result = ToolResult::error(&t.tool_use.id, why.clone());
         match &t.claim {
-            Some(slot) => slot.put(result),
+            Some(slot) => {
+                slot.put(result);
+                delivered = true;
+            }
             None => t.result = Some(result),
         }
     }
     t.cancelled = Some(why);
+    delivered
 }
 
 fn sibling_error(what: &str) -> String {
@@ -746,11 +765,12 @@ impl Shared {
             let what = describe(&this.host, &state.at(number).tool_use);
             let message = sibling_error(&what);
             let base = state.base;
-            for (i, sibling) in state.tools.iter_mut().enumerate() {
-                if base + i != number && sibling.stage != Stage::Done {
-                    cancel(sibling, message.clone());
-                }
-            }
+            let delivered = (state.tools.iter_mut().enumerate())
+                .filter(|(i, sibling)| base + i != number && sibling.stage != Stage::Done)
+                .map(|(_, sibling)| cancel(sibling, message.clone()))
+                .filter(|&delivered| delivered)
+                .count();
+            state.handed_out += delivered;
             state.errored = Some(what);
         }
         state.compact();
