@@ -12,6 +12,7 @@ mod file_tools;
 mod hooks;
 mod host_errors;
 mod in_process;
+mod limits;
 mod mcp;
 mod modes;
 mod permissions;

@@ -506,6 +506,47 @@ mod rmcp_client {
         });
     }
 
+    #[test]
+    fn guests_waiting_in_host_calls_are_cancelled_and_timed_out() {
+        let sb = Sandbox::new();
+        workspace(&sb);
+        sb.install(toolhost_tests::ADVERSARY);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+            cmd.args(RULES).args(["--allow", "Adversary", "--timeout-ms", "1500", "serve"]);
+            let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
+            let wait = |how: &str, export: &str| {
+                call("Adversary", serde_json::json!({"action": "wait", "how": how, "in": export}))
+            };
+
+            // Ten calls waiting in the host (a clock, poll), each given up by
+            // the client: notifications/cancelled stops each, and the
+            // server's workers are free for the next call.
+            for round in 0..10 {
+                let how = if round % 2 == 0 { "sleep" } else { "poll" };
+                let gave_up =
+                    tokio::time::timeout(Duration::from_millis(150), client.call_tool(wait(how, "call"))).await;
+                assert!(gave_up.is_err(), "a waiting call returned: {gave_up:?}");
+            }
+            let next = call("Adversary", serde_json::json!({"action": "ok"}));
+            let r = tokio::time::timeout(Duration::from_secs(10), client.call_tool(next))
+                .await
+                .expect("the server was held up by cancelled calls")
+                .expect("call");
+            assert_eq!(r.is_error, Some(false), "{}", text(&r));
+
+            // Not cancelled: the deadline stops a guest waiting in
+            // validate-input, and the result names the limit.
+            let started = std::time::Instant::now();
+            let r = client.call_tool(wait("block", "validate")).await.expect("call");
+            assert_eq!(r.is_error, Some(true), "{}", text(&r));
+            assert!(text(&r).contains("timed out after 1500 ms"), "{}", text(&r));
+            assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+            client.cancel().await.expect("close");
+        });
+    }
+
     /// Joins futures without another dependency.
     async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
     where

@@ -2,6 +2,7 @@
 //! the linker of the contract, and one fresh, bounded Store per call with
 //! the capabilities a tool was granted and nothing else.
 
+mod bounded;
 mod engine;
 mod grants;
 mod instance;
@@ -34,6 +35,8 @@ impl Sandbox {
         let runtime = engine::Runtime::new(allocator, sizes)?;
         let mut linker = Linker::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        // Waiting in WASI ends at the call's deadline or cancellation.
+        bounded::add_to_linker(&mut linker)?;
         crate::contract::add_to_linker(&mut linker, HostState::call_view)?;
         Ok(Sandbox { runtime, linker, limits, gate: Gate::new(instances as usize) })
     }

@@ -1,0 +1,241 @@
+//! `wasi:io` with the call's deadline and cancellation: every host function
+//! in which a guest can wait (`poll`, `pollable.block`, the streams'
+//! `blocking-*` functions) stops waiting when the call is cancelled or out
+//! of time, and traps with [`Interrupted`], like the epoch check does for a
+//! guest spinning in wasm.
+//!
+//! Everything that waits in WASI 0.2 waits here: sleeping is a clock's
+//! pollable, sockets, HTTP bodies and responses, stdin and pipes are
+//! pollables and streams. These definitions replace wasmtime-wasi's
+//! synchronous ones in the linker and delegate to its implementations; a
+//! call that does not wait pays nothing.
+
+use super::store::{HostState, Interrupted};
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime_wasi::p2::bindings::io::poll as async_poll;
+use wasmtime_wasi::p2::bindings::io::streams::{HostInputStream as AsyncInput, HostOutputStream as AsyncOutput};
+use wasmtime_wasi::p2::bindings::sync::io::poll::{self, Pollable};
+use wasmtime_wasi::p2::bindings::sync::io::streams::{self, InputStream, OutputStream};
+use wasmtime_wasi::p2::{StreamError, StreamResult};
+use wasmtime_wasi::runtime::in_tokio;
+
+/// How often a waiting guest's cancellation flag is looked at.
+const CANCEL_CHECK: Duration = Duration::from_millis(5);
+
+/// Replaces the waiting functions of `wasi:io/poll` and `wasi:io/streams`
+/// (added by `wasmtime_wasi::p2::add_to_linker_sync`) with bounded ones.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let added = poll::add_to_linker::<HostState, BoundedIo>(linker, BoundedIo::view)
+        .and_then(|()| streams::add_to_linker::<HostState, BoundedIo>(linker, BoundedIo::view));
+    linker.allow_shadowing(false);
+    added
+}
+
+/// The Store's resource table, seen with the call's limits.
+pub struct Bounded<'a> {
+    table: &'a mut ResourceTable,
+    deadline: Option<(Instant, Duration)>,
+    cancel: Option<&'a AtomicBool>,
+}
+
+struct BoundedIo;
+
+impl HasData for BoundedIo {
+    type Data<'a> = Bounded<'a>;
+}
+
+impl BoundedIo {
+    fn view(state: &mut HostState) -> Bounded<'_> {
+        Bounded { table: &mut state.table, deadline: state.call.deadline, cancel: state.call.cancel.as_deref() }
+    }
+}
+
+/// Runs `work` until it finishes or the call must stop, whichever is first.
+/// Dropping `work` is how wasmtime-wasi's waits are cancelled.
+fn until_stopped<F: Future>(
+    deadline: Option<(Instant, Duration)>,
+    cancel: Option<&AtomicBool>,
+    work: F,
+) -> Result<F::Output, Interrupted> {
+    let stop = stopped(deadline, cancel);
+    in_tokio(async {
+        let (mut work, mut stop) = (pin!(work), pin!(stop));
+        poll_fn(|cx| {
+            if let Poll::Ready(out) = work.as_mut().poll(cx) {
+                return Poll::Ready(Ok(out));
+            }
+            stop.as_mut().poll(cx).map(Err)
+        })
+        .await
+    })
+}
+
+/// Resolves when the call is cancelled or past its deadline.
+async fn stopped(deadline: Option<(Instant, Duration)>, cancel: Option<&AtomicBool>) -> Interrupted {
+    loop {
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Interrupted::Cancelled;
+        }
+        let mut wait = Duration::MAX;
+        if let Some((at, limit)) = deadline {
+            let left = at.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Interrupted::Timeout(limit);
+            }
+            wait = left;
+        }
+        if cancel.is_some() {
+            wait = wait.min(CANCEL_CHECK);
+        }
+        if wait == Duration::MAX {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+impl Bounded<'_> {
+    fn wait<F: Future<Output = wasmtime::Result<R>>, R>(
+        deadline: Option<(Instant, Duration)>,
+        cancel: Option<&AtomicBool>,
+        work: F,
+    ) -> wasmtime::Result<R> {
+        until_stopped(deadline, cancel, work)?
+    }
+
+    fn wait_stream<F: Future<Output = StreamResult<R>>, R>(
+        deadline: Option<(Instant, Duration)>,
+        cancel: Option<&AtomicBool>,
+        work: F,
+    ) -> StreamResult<R> {
+        until_stopped(deadline, cancel, work).map_err(|why| StreamError::Trap(why.into()))?
+    }
+}
+
+impl poll::Host for Bounded<'_> {
+    fn poll(&mut self, pollables: Vec<Resource<Pollable>>) -> wasmtime::Result<Vec<u32>> {
+        Self::wait(self.deadline, self.cancel, async_poll::Host::poll(self.table, pollables))
+    }
+}
+
+impl poll::HostPollable for Bounded<'_> {
+    fn ready(&mut self, pollable: Resource<Pollable>) -> wasmtime::Result<bool> {
+        // Polls once; never waits.
+        poll::HostPollable::ready(self.table, pollable)
+    }
+    fn block(&mut self, pollable: Resource<Pollable>) -> wasmtime::Result<()> {
+        Self::wait(self.deadline, self.cancel, async_poll::HostPollable::block(self.table, pollable))
+    }
+    fn drop(&mut self, pollable: Resource<Pollable>) -> wasmtime::Result<()> {
+        poll::HostPollable::drop(self.table, pollable)
+    }
+}
+
+impl streams::Host for Bounded<'_> {
+    fn convert_stream_error(&mut self, err: StreamError) -> wasmtime::Result<streams::StreamError> {
+        streams::Host::convert_stream_error(self.table, err)
+    }
+}
+
+impl streams::HostInputStream for Bounded<'_> {
+    fn drop(&mut self, stream: Resource<InputStream>) -> wasmtime::Result<()> {
+        streams::HostInputStream::drop(self.table, stream)
+    }
+    fn read(&mut self, stream: Resource<InputStream>, len: u64) -> StreamResult<Vec<u8>> {
+        streams::HostInputStream::read(self.table, stream, len)
+    }
+    fn blocking_read(&mut self, stream: Resource<InputStream>, len: u64) -> StreamResult<Vec<u8>> {
+        Self::wait_stream(self.deadline, self.cancel, AsyncInput::blocking_read(self.table, stream, len))
+    }
+    fn skip(&mut self, stream: Resource<InputStream>, len: u64) -> StreamResult<u64> {
+        streams::HostInputStream::skip(self.table, stream, len)
+    }
+    fn blocking_skip(&mut self, stream: Resource<InputStream>, len: u64) -> StreamResult<u64> {
+        Self::wait_stream(self.deadline, self.cancel, AsyncInput::blocking_skip(self.table, stream, len))
+    }
+    fn subscribe(&mut self, stream: Resource<InputStream>) -> wasmtime::Result<Resource<Pollable>> {
+        streams::HostInputStream::subscribe(self.table, stream)
+    }
+}
+
+impl streams::HostOutputStream for Bounded<'_> {
+    fn drop(&mut self, stream: Resource<OutputStream>) -> wasmtime::Result<()> {
+        streams::HostOutputStream::drop(self.table, stream)
+    }
+    fn check_write(&mut self, stream: Resource<OutputStream>) -> StreamResult<u64> {
+        streams::HostOutputStream::check_write(self.table, stream)
+    }
+    fn write(&mut self, stream: Resource<OutputStream>, bytes: Vec<u8>) -> StreamResult<()> {
+        streams::HostOutputStream::write(self.table, stream, bytes)
+    }
+    fn blocking_write_and_flush(&mut self, stream: Resource<OutputStream>, bytes: Vec<u8>) -> StreamResult<()> {
+        Self::wait_stream(self.deadline, self.cancel, AsyncOutput::blocking_write_and_flush(self.table, stream, bytes))
+    }
+    fn write_zeroes(&mut self, stream: Resource<OutputStream>, len: u64) -> StreamResult<()> {
+        streams::HostOutputStream::write_zeroes(self.table, stream, len)
+    }
+    fn blocking_write_zeroes_and_flush(&mut self, stream: Resource<OutputStream>, len: u64) -> StreamResult<()> {
+        let work = AsyncOutput::blocking_write_zeroes_and_flush(self.table, stream, len);
+        Self::wait_stream(self.deadline, self.cancel, work)
+    }
+    fn flush(&mut self, stream: Resource<OutputStream>) -> StreamResult<()> {
+        streams::HostOutputStream::flush(self.table, stream)
+    }
+    fn blocking_flush(&mut self, stream: Resource<OutputStream>) -> StreamResult<()> {
+        Self::wait_stream(self.deadline, self.cancel, AsyncOutput::blocking_flush(self.table, stream))
+    }
+    fn subscribe(&mut self, stream: Resource<OutputStream>) -> wasmtime::Result<Resource<Pollable>> {
+        streams::HostOutputStream::subscribe(self.table, stream)
+    }
+    fn splice(&mut self, dst: Resource<OutputStream>, src: Resource<InputStream>, len: u64) -> StreamResult<u64> {
+        streams::HostOutputStream::splice(self.table, dst, src, len)
+    }
+    fn blocking_splice(
+        &mut self,
+        dst: Resource<OutputStream>,
+        src: Resource<InputStream>,
+        len: u64,
+    ) -> StreamResult<u64> {
+        Self::wait_stream(self.deadline, self.cancel, AsyncOutput::blocking_splice(self.table, dst, src, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_ends_at_the_deadline_with_the_limit() {
+        let limit = Duration::from_millis(30);
+        let started = Instant::now();
+        let out = until_stopped(Some((Instant::now() + limit, limit)), None, std::future::pending::<()>());
+        assert_eq!(out, Err(Interrupted::Timeout(limit)));
+        assert!(started.elapsed() >= limit);
+    }
+
+    #[test]
+    fn a_wait_ends_on_cancellation() {
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let out = until_stopped(None, Some(&cancel), std::future::pending::<()>());
+        assert_eq!(out, Err(Interrupted::Cancelled));
+        setter.join().unwrap();
+    }
+
+    #[test]
+    fn finished_work_wins() {
+        let limit = Duration::from_secs(5);
+        let cancel = AtomicBool::new(false);
+        assert_eq!(until_stopped(Some((Instant::now() + limit, limit)), Some(&cancel), async { 7 }), Ok(7));
+    }
+}
