@@ -465,6 +465,9 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 println!("  a failed call cancels the other calls of its turn");
             }
             println!("  enabled:       {}", tool.spec.enabled);
+            for warning in &tool.warnings {
+                println!("  warning:       {warning}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

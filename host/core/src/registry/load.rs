@@ -11,7 +11,7 @@ use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
 use crate::contract::{self, CallScope, Capability, Namespace};
 use crate::fsx::Dirs;
-use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, Sandbox};
+use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, Interrupted, MemoryExceeded, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -66,8 +66,8 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Loads every `*.wasm` of `dir`, in name order; one that does not load
-    /// is noted as a problem of the registry.
+    /// Loads every `*.wasm` of `dir`, several at once, registered in name
+    /// order; one that does not load is noted as a problem of the registry.
     pub fn plugins_dir(&self, registry: &mut Registry, dir: &Path) {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
@@ -80,23 +80,63 @@ impl Loader<'_> {
         let mut paths: Vec<PathBuf> =
             entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
         paths.sort();
-        for path in paths {
+        let loaded = self.in_parallel(&paths);
+        for (path, outcome) in paths.iter().zip(loaded) {
             let source = path.display().to_string();
-            match self.component_file(&path) {
+            match outcome {
                 Ok(tool) => registry.add(tool, &source),
                 Err(e) => registry.problem(&source, e.to_string()),
             }
         }
     }
 
-    /// Loads a third-party component file: header check, compile (cached),
-    /// shape check, link, describe. A third-party tool is granted nothing.
+    /// [`Loader::component_file`] of every path, on up to one thread per core.
+    fn in_parallel(&self, paths: &[PathBuf]) -> Vec<Result<LoadedTool, LoadError>> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len());
+        if threads <= 1 {
+            return paths.iter().map(|p| self.component_file(p)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<Result<LoadedTool, LoadError>>>> =
+            paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { return };
+                        let outcome = self.component_file(path);
+                        *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| Err(LoadError::Compile("its loader thread stopped".into())))
+            })
+            .collect()
+    }
+
+    /// Loads a third-party component file: size and header check, compile
+    /// (cached, within [`COMPILE_TIMEOUT`]), shape check, link, describe. A
+    /// third-party tool is granted nothing.
     pub fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
-        let bytes =
-            std::fs::read(path).map_err(|e| LoadError::Compile(format!("cannot read {}: {e}", path.display())))?;
+        let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
+        let size = std::fs::metadata(path).map_err(cannot_read)?.len();
+        if size > MAX_COMPONENT_BYTES {
+            return Err(LoadError::TooLarge(format!(
+                "is {} MiB; components of at most {} MiB are loaded",
+                size >> 20,
+                MAX_COMPONENT_BYTES >> 20
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(cannot_read)?;
         contract::check_header(&bytes)?;
-        let component = cache::compile(self.sandbox.engine(), &bytes, &cache::content_hash(&bytes), self.cache_dir)
-            .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        let component = compile_within(self.sandbox.engine(), bytes, self.cache_dir, COMPILE_TIMEOUT)?;
         self.load(&component, Origin::Plugin(path.to_path_buf()), Grants::default(), Description::Ask)
     }
 
@@ -125,8 +165,8 @@ impl Loader<'_> {
         }
         let pre = self.sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let pre = ToolPre::new(shape.version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        let spec = match description {
-            Description::Known(spec) => *spec,
+        let (spec, warnings) = match description {
+            Description::Known(spec) => (*spec, Vec::new()),
             Description::Ask => self.describe(&pre)?,
         };
         let (input, output) = (OnceLock::new(), OnceLock::new());
@@ -134,15 +174,16 @@ impl Loader<'_> {
             let _ = input.set(spec.compile_input().map_err(LoadError::Invalid)?);
             let _ = output.set(spec.compile_output().map_err(LoadError::Invalid)?);
         }
-        Ok(LoadedTool { spec, origin, grants, shape, pre, input, output })
+        Ok(LoadedTool { spec, origin, grants, shape, pre, input, output, warnings })
     }
 
     /// Instantiates the tool once, without capabilities, to read its `info`
-    /// and `is-enabled`.
-    fn describe(&self, pre: &ToolPre<crate::sandbox::HostState>) -> Result<ToolSpec, LoadError> {
+    /// and `is-enabled`, within [`DESCRIBE_TIMEOUT`] and the call memory
+    /// limit.
+    fn describe(&self, pre: &ToolPre<crate::sandbox::HostState>) -> Result<(ToolSpec, Vec<String>), LoadError> {
         // Describing itself gets a short leash: no files, a few seconds.
         let limits = self.sandbox.limits();
-        let limits = CallLimits { timeout: limits.timeout.min(Duration::from_secs(10)), ..limits };
+        let limits = CallLimits { timeout: limits.timeout.min(DESCRIBE_TIMEOUT), ..limits };
         let scope = CallScope::new(
             "(loading)".into(),
             "load".into(),
@@ -152,9 +193,20 @@ impl Loader<'_> {
             Arc::default(),
         );
         let (mut store, captured) = crate::sandbox::store(self.sandbox.engine(), &Grants::default(), scope, limits);
+        // One line per problem: the limit or the trap, and what the tool
+        // printed last (a panic message), without wasmtime's backtrace.
         let describe = |e: wasmtime::Error, captured: &Captured| {
-            let stderr = captured.last_stderr_lines(3);
-            LoadError::Describe(if stderr.is_empty() { format!("{e:#}") } else { format!("{e:#}: {stderr}") })
+            let what = if let Some(Interrupted::Timeout(limit)) = e.downcast_ref::<Interrupted>() {
+                format!("timed out after {} ms and was stopped", limit.as_millis())
+            } else if let Some(m) = e.downcast_ref::<MemoryExceeded>() {
+                format!("exceeded its memory limit of {} MiB", m.limit >> 20)
+            } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+                format!("crashed ({trap})")
+            } else {
+                e.to_string()
+            };
+            let stderr = captured.last_stderr_lines(3).replace('\n', "; ");
+            LoadError::Describe(if stderr.is_empty() { what } else { format!("{what}: {stderr}") })
         };
         let _running = self.sandbox.running();
         let guest = pre.instantiate(&mut store).map_err(|e| describe(e, &captured))?;
@@ -164,29 +216,120 @@ impl Loader<'_> {
     }
 }
 
-fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {
+/// Largest component file loaded.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// How long compiling one component may take before it is skipped (the
+/// compile goes on in the background and lands in the cache).
+pub const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a tool may take to instantiate and describe itself.
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most aliases a tool keeps; more are dropped with a warning.
+pub const MAX_ALIASES: usize = 8;
+/// Longest one-line description, in characters; longer ones are cut.
+pub const MAX_DESCRIPTION: usize = 1_024;
+/// Longest model-facing prompt, in characters; longer ones are cut.
+pub const MAX_PROMPT: usize = 32_768;
+/// Longest search hint, in characters; longer ones are cut.
+pub const MAX_SEARCH_HINT: usize = 256;
+/// Largest input or output schema, in bytes of JSON; larger ones are refused.
+pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+/// Deepest nesting of an input or output schema; deeper ones are refused.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+
+/// Compiles `wasm` (through the cache) on a thread of its own, waiting at
+/// most `timeout`. Compiling cannot be interrupted: a compile that takes too
+/// long goes on in the background (and is cached for the next start) while
+/// the component is reported as skipped.
+fn compile_within(
+    engine: &wasmtime::Engine,
+    wasm: Vec<u8>,
+    dir: Option<&Path>,
+    timeout: Duration,
+) -> Result<Component, LoadError> {
+    let (engine, dir) = (engine.clone(), dir.map(Path::to_path_buf));
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("toolhost-compile".into())
+        .spawn(move || {
+            let out = cache::compile(&engine, &wasm, &cache::content_hash(&wasm), dir.as_deref());
+            let _ = tx.send(out);
+        })
+        .map_err(|e| LoadError::Compile(format!("could not start a compile thread: {e}")))?;
+    match rx.recv_timeout(timeout) {
+        Ok(out) => out.map_err(|e| LoadError::Compile(format!("{e:#}"))),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(LoadError::TimedOut(format!(
+            "took longer than {} s to compile and was skipped; the compile goes on and is cached, so the next start may load it",
+            timeout.as_secs()
+        ))),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(LoadError::Compile("the compiler stopped without an answer".into()))
+        }
+    }
+}
+
+/// `text` cut to `max` characters, noting the cut in `warnings`.
+fn capped(text: String, max: usize, what: &str, warnings: &mut Vec<String>) -> String {
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((at, _)) => {
+            warnings.push(format!("its {what} has {} characters; it was cut to {max}", text.chars().count()));
+            text[..at].to_string()
+        }
+    }
+}
+
+/// A declared schema, parsed within [`MAX_SCHEMA_BYTES`] and [`MAX_SCHEMA_DEPTH`].
+fn schema(text: &str, what: &str) -> Result<Value, LoadError> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(LoadError::TooLarge(format!(
+            "its {what} is {} KiB; at most {} KiB are accepted",
+            text.len() >> 10,
+            MAX_SCHEMA_BYTES >> 10
+        )));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| LoadError::Invalid(format!("{what} is not JSON: {e}")))?;
+    if depth(&value) > MAX_SCHEMA_DEPTH {
+        return Err(LoadError::TooLarge(format!("its {what} nests deeper than {MAX_SCHEMA_DEPTH} levels")));
+    }
+    Ok(value)
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), LoadError> {
     let invalid = LoadError::Invalid;
     check_name(&info.name).map_err(invalid)?;
-    for alias in &info.aliases {
+    let mut warnings = Vec::new();
+    let mut aliases = info.aliases;
+    if aliases.len() > MAX_ALIASES {
+        warnings.push(format!("it declares {} aliases; the first {MAX_ALIASES} are kept", aliases.len()));
+        aliases.truncate(MAX_ALIASES);
+    }
+    for alias in &aliases {
         check_name(alias).map_err(|e| LoadError::Invalid(format!("alias: {e}")))?;
     }
-    let input_schema: Value = serde_json::from_str(&info.input_schema)
-        .map_err(|e| LoadError::Invalid(format!("input schema is not JSON: {e}")))?;
+    let input_schema = schema(&info.input_schema, "input schema")?;
     if input_schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err(LoadError::Invalid("input schema must describe a JSON object (`\"type\": \"object\"`)".into()));
     }
     let inputs = input_roles(info.input_roles)?;
-    let output_schema = info
-        .output_schema
-        .map(|s| serde_json::from_str(&s))
-        .transpose()
-        .map_err(|e| LoadError::Invalid(format!("output schema is not JSON: {e}")))?;
-    Ok(ToolSpec {
+    let output_schema = info.output_schema.as_deref().map(|s| schema(s, "output schema")).transpose()?;
+    let description = capped(info.description, MAX_DESCRIPTION, "description", &mut warnings);
+    let prompt = capped(info.prompt, MAX_PROMPT, "prompt", &mut warnings);
+    let search_hint = info.search_hint.map(|h| capped(h, MAX_SEARCH_HINT, "search hint", &mut warnings));
+    let spec = ToolSpec {
         name: info.name,
-        aliases: info.aliases,
-        description: info.description,
-        prompt: info.prompt,
-        search_hint: info.search_hint,
+        aliases,
+        description,
+        prompt,
+        search_hint,
         input_schema,
         output_schema,
         max_result_size_chars: info.max_result_size_chars,
@@ -200,7 +343,8 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<ToolSpec, LoadError> {
         hints: Hints { read_only: info.read_only_hint, destructive: info.destructive_hint },
         inputs,
         cancels_siblings: info.cancels_siblings_on_failure,
-    })
+    };
+    Ok((spec, warnings))
 }
 
 /// Most fields a tool may declare for the policy.
@@ -248,6 +392,28 @@ fn check_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compile_past_its_limit_is_reported_not_waited_for() {
+        let engine = wasmtime::Engine::new(&crate::sandbox::base_config()).unwrap();
+        let wasm = builtins::EMBEDDED[0].wasm.to_vec();
+        match compile_within(&engine, wasm, None, Duration::ZERO) {
+            Err(LoadError::TimedOut(message)) => assert!(message.contains("to compile and was skipped"), "{message}"),
+            other => panic!("expected a timeout, got {:?}", other.map(|_| "a component")),
+        }
+    }
+
+    #[test]
+    fn declarations_are_capped() {
+        let mut warnings = Vec::new();
+        assert_eq!(capped("héllo".into(), 2, "description", &mut warnings), "hé");
+        assert_eq!(warnings, ["its description has 5 characters; it was cut to 2"]);
+        assert_eq!(capped("ok".into(), 2, "prompt", &mut warnings), "ok");
+        assert_eq!(warnings.len(), 1);
+        let deep = (0..40).fold(String::from("1"), |inner, _| format!("[{inner}]"));
+        assert!(matches!(schema(&deep, "input schema"), Err(LoadError::TooLarge(_))));
+        assert!(schema(r#"{"type":"object"}"#, "input schema").is_ok());
+    }
 
     #[test]
     fn names_follow_the_api_rule() {

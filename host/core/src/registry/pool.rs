@@ -5,7 +5,8 @@ use super::tool::{LoadedTool, Origin};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A component that could not be registered, and why.
+/// A component that could not be registered, and why; or one registered
+/// with part of its declaration cut.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// The file (or `builtin:NAME`).
@@ -49,6 +50,9 @@ impl Registry {
             } else {
                 self.names.insert(alias.clone(), index);
             }
+        }
+        for warning in &tool.warnings {
+            self.problem(source, format!("`{}` is loaded, but {warning}", tool.spec.name));
         }
         self.tools.push(Arc::new(tool));
     }

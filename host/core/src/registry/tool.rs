@@ -158,6 +158,10 @@ pub enum LoadError {
     Describe(String),
     #[error("declares an invalid tool: {0}")]
     Invalid(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    TimedOut(String),
 }
 
 /// A tool ready to serve calls.
@@ -171,6 +175,8 @@ pub struct LoadedTool {
     /// them), at load for plugins (so a broken schema is refused at once).
     pub(super) input: OnceLock<Schema>,
     pub(super) output: OnceLock<Option<Schema>>,
+    /// What the loader cut from the tool's declaration, for people.
+    pub warnings: Vec<String>,
 }
 
 impl LoadedTool {
