@@ -16,6 +16,7 @@ const GUESTS: &[&str] = &[
     "process-thief",
     "contract-1-0",
     "mover",
+    "grantee",
 ];
 
 fn main() {

@@ -100,6 +100,47 @@ pub mod bindings {
     });
 }
 
+/// Declares what the tool requests from the operator: directories,
+/// network hosts, environment variables, memory and time. The JSON goes
+/// into the component's `toolhost:requests` custom section, which the host
+/// reads without running the tool; the operator grants per tool in the
+/// settings (`toolGrants`), and the tool gets what it requested and was
+/// granted, nothing more. Use it at most once per crate.
+///
+/// ```ignore
+/// toolhost_sdk::requests!(r#"{
+///     "directories": [{"path": "data", "access": "read-only"}],
+///     "env": ["GREETING"],
+///     "memory_mib": 64,
+///     "timeout_ms": 5000
+/// }"#);
+/// ```
+///
+/// `path` is relative to the project (the workspace) unless absolute or
+/// starting with `~/`; `access` is `read-only` or `read-write`; `hosts` are
+/// `name` or `name:port`. The host refuses a component whose requests are
+/// not valid JSON of this shape.
+#[macro_export]
+macro_rules! requests {
+    ($json:expr) => {
+        const _: () = {
+            const JSON: &[u8] = $json.as_bytes();
+            #[cfg(target_family = "wasm")]
+            #[unsafe(link_section = "toolhost:requests")]
+            #[used]
+            static REQUESTS: [u8; JSON.len()] = {
+                let mut out = [0u8; JSON.len()];
+                let mut i = 0;
+                while i < JSON.len() {
+                    out[i] = JSON[i];
+                    i += 1;
+                }
+                out
+            };
+        };
+    };
+}
+
 /// Exports a [`Tool`] as the component's implementation of the contract.
 /// Use it once per crate.
 #[macro_export]

@@ -189,9 +189,15 @@ fn decisions_go_to_the_audit_log() {
     bash(&sb, "rm -rf x", &["--id", "toolu_b"]).assert_error("denied");
     call(&sb, "Write", &json!({"file_path": p(&sb.ws("w.txt")), "content": "x"}), &["--id", "toolu_c"])
         .assert_error("denied");
-    let lines: Vec<Value> =
+    let all: Vec<Value> =
         std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (lines, usage): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|l| l["event"] == "decision");
     assert_eq!(lines.len(), 3, "{lines:?}");
+    // Each call's usage follows its decision.
+    let ids: Vec<&str> = usage.iter().map(|l| l["tool_use_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["toolu_a", "toolu_b", "toolu_c"], "{usage:?}");
+    assert!(usage.iter().all(|l| l["event"] == "usage" && l["usage"]["wall_us"].as_u64().unwrap() > 0), "{usage:?}");
+    assert!(usage[0]["usage"]["peak_memory_bytes"].as_u64().unwrap() > 0, "Bash ran: {}", usage[0]);
     let brief: Vec<(String, String, String)> = lines
         .iter()
         .map(|l| {

@@ -9,6 +9,7 @@ mod support;
 mod bash;
 mod check;
 mod file_tools;
+mod grants;
 mod hooks;
 mod host_errors;
 mod in_process;

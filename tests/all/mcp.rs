@@ -535,6 +535,8 @@ mod rmcp_client {
                 .expect("the server was held up by cancelled calls")
                 .expect("call");
             assert_eq!(r.is_error, Some(false), "{}", text(&r));
+            let usage = r.meta.as_ref().and_then(|m| m.get("toolhost/usage").cloned()).expect("usage in _meta");
+            assert_eq!(usage["output_bytes"], serde_json::json!(4), "{usage}");
 
             // Not cancelled: the deadline stops a guest waiting in
             // validate-input, and the result names the limit.

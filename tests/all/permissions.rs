@@ -80,7 +80,8 @@ fn decide(sb: &Sandbox, mut settings: Settings, mode: PermissionMode, tool: &str
     let tool_use = ToolUse { id: "toolu_table".into(), name: tool.into(), input: input.clone() };
     let result = host.call(&host.ephemeral_session(), &tool_use, &CallOptions::default());
     let text = std::fs::read_to_string(&audit).unwrap_or_default();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["event"] == "decision").collect();
     if lines.is_empty() {
         return match result.text() {
             t if t.contains("No such tool available") => "none".into(),

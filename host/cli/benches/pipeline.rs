@@ -142,6 +142,7 @@ fn echo_native(input: &Value) -> toolhost::ToolResult {
         is_error: false,
         structured: None,
         stop: None,
+        usage: None,
     }
 }
 

@@ -248,6 +248,11 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
                 toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
             };
             writeln!(out, "{:width$}  {}{origin}", t.spec.name, t.spec.description)?;
+            if !t.requests.is_empty() {
+                for line in capability_lines(t, host.call_limits()) {
+                    writeln!(out, "{:width$}    {line}", "")?;
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -465,6 +470,9 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 println!("  a failed call cancels the other calls of its turn");
             }
             println!("  enabled:       {}", tool.spec.enabled);
+            for line in capability_lines(&tool, host.call_limits()) {
+                println!("  {line}");
+            }
             for warning in &tool.warnings {
                 println!("  warning:       {warning}");
             }
@@ -475,6 +483,36 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// What a third-party tool requests, what it was granted of it, and the
+/// grants it lacks (each naming the settings key that would add it).
+fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandbox::CallLimits) -> Vec<String> {
+    let requests = toolhost::policy::settings::describe_grant(&tool.requests);
+    let g = &tool.grants;
+    let mut granted: Vec<String> =
+        g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())).collect();
+    granted.extend(g.hosts.iter().map(|h| format!("host {h}")));
+    granted.extend(g.env.iter().map(|e| format!("variable {e}")));
+    let limits = tool.grants.limits(base);
+    if g.memory.is_some() {
+        granted.push(format!("memory {} MiB", limits.memory >> 20));
+    }
+    if g.timeout.is_some() {
+        granted.push(format!("time {} ms", limits.timeout.as_millis()));
+    }
+    let mut lines = vec![
+        format!("requests:      {requests}"),
+        format!("granted:       {}", if granted.is_empty() { "nothing".into() } else { granted.join(", ") }),
+    ];
+    if !tool.missing.is_empty() {
+        lines.push(format!(
+            "not granted:   {} (grant it under toolGrants.{} in a settings file)",
+            tool.missing.join("; "),
+            tool.spec.name
+        ));
+    }
+    lines
 }
 
 /// What a tool declares its input fields to be, for people.

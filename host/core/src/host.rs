@@ -155,13 +155,21 @@ impl HostBuilder {
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
         };
         let instances = self.instances.unwrap_or(DEFAULT_INSTANCES);
-        let sandbox = Sandbox::new(self.allocator, limits, instances).map_err(HostError::Engine)?;
+        let most_memory = settings.tool_grants.values().filter_map(|g| g.memory_mib).max().unwrap_or(0);
+        let most_memory = usize::try_from(most_memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances).map_err(HostError::Engine)?;
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         let scratch_session = Arc::new(Session::ephemeral(&data_dir));
 
         let mut registry = Registry::default();
-        let loader = Loader { sandbox: &sandbox, cache_dir: cache_dir.as_deref(), session: &scratch_session };
+        let loader = Loader {
+            sandbox: &sandbox,
+            cache_dir: cache_dir.as_deref(),
+            session: &scratch_session,
+            grants: &settings.tool_grants,
+            project: &cwd,
+        };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
         if let Some(dir) = &self.plugins_dir {
             loader.plugins_dir(&mut registry, dir);
@@ -179,7 +187,7 @@ impl HostBuilder {
             approver: self.approver,
             confinement: self.confinement,
         });
-        Ok(Host { inner: Arc::new(Inner { pipeline, data_dir }) })
+        Ok(Host { inner: Arc::new(Inner { pipeline, data_dir, tool_grants: settings.tool_grants }) })
     }
 }
 
@@ -220,6 +228,8 @@ pub struct Host {
 
 struct Inner {
     pipeline: Pipeline,
+    /// `toolGrants` from the settings, for `check_component`.
+    tool_grants: std::collections::BTreeMap<String, crate::contract::Requests>,
     /// Where sessions and persisted results live.
     data_dir: PathBuf,
 }
@@ -285,6 +295,11 @@ impl Host {
         self.inner.pipeline.sandbox().allocator()
     }
 
+    /// The default limits of one call (a tool granted more gets more).
+    pub fn call_limits(&self) -> crate::sandbox::CallLimits {
+        self.inner.pipeline.sandbox().limits()
+    }
+
     /// Opens (or creates) the persistent session `id`.
     pub fn session(&self, id: &str) -> Result<Arc<Session>, SessionError> {
         Session::open(&self.inner.data_dir, id).map(Arc::new)
@@ -314,7 +329,13 @@ impl Host {
     /// registering it: what `toolhost check` reports.
     pub fn check_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         let session = self.ephemeral_session();
-        let loader = Loader { sandbox: self.inner.pipeline.sandbox(), cache_dir: None, session: &session };
+        let loader = Loader {
+            sandbox: self.inner.pipeline.sandbox(),
+            cache_dir: None,
+            session: &session,
+            grants: &self.inner.tool_grants,
+            project: &self.inner.pipeline.dirs().cwd,
+        };
         loader.component_file(path)
     }
 }

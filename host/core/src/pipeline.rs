@@ -19,4 +19,4 @@ mod result;
 
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
-pub use result::{Content, PREVIEW_CHARS, ToolResult};
+pub use result::{Content, PREVIEW_CHARS, ToolResult, Usage};

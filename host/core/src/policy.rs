@@ -157,6 +157,13 @@ impl Policy {
             audit.write(record);
         }
     }
+
+    /// Records what a finished call used, after its decision's line.
+    pub fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
+        if let Some(audit) = &self.audit {
+            audit.write_usage(session, tool, tool_use_id, usage);
+        }
+    }
 }
 
 /// One tool's view of the rules, for the host imports of its calls.

@@ -14,3 +14,9 @@ pub use load::Loader;
 pub use pool::{Problem, Registry};
 pub use schema::Schema;
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
+
+/// A built-in component's bytes, for unit tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn builtin_wasm_for_tests() -> &'static [u8] {
+    builtins::EMBEDDED[0].wasm
+}

@@ -9,7 +9,7 @@ mod instance;
 mod store;
 
 pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config};
-pub use grants::{FileAccess, Grants};
+pub use grants::{FileAccess, Grants, intersect};
 pub use instance::{Gate, GateGuard, Instance};
 pub use store::{CAPTURED_OUTPUT, CallLimits, Captured, HostState, Interrupted, MemoryExceeded, store};
 
@@ -28,10 +28,16 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// An engine with `allocator`, sized for `instances` calls at once of at
-    /// most `limits.memory` each, and the linker with WASI and the toolhost
-    /// interfaces.
-    pub fn new(allocator: Allocator, limits: CallLimits, instances: u32) -> wasmtime::Result<Sandbox> {
-        let sizes = PoolSizes { instances, max_memory: limits.memory.next_multiple_of(64 << 10) };
+    /// most `most_memory` each (at least `limits.memory`: more for tools
+    /// granted more), and the linker with WASI and the toolhost interfaces.
+    pub fn new(
+        allocator: Allocator,
+        limits: CallLimits,
+        most_memory: usize,
+        instances: u32,
+    ) -> wasmtime::Result<Sandbox> {
+        let max_memory = most_memory.max(limits.memory).next_multiple_of(64 << 10);
+        let sizes = PoolSizes { instances, max_memory };
         let runtime = engine::Runtime::new(allocator, sizes)?;
         let mut linker = Linker::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;

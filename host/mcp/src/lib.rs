@@ -221,9 +221,14 @@ pub fn to_mcp(result: ToolResult) -> CallToolResult {
         .collect();
     let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     out.structured_content = result.structured;
+    let mut meta = rmcp::model::MetaObject::new();
     if let Some(reason) = result.stop {
-        let mut meta = rmcp::model::MetaObject::new();
         meta.insert("toolhost/stop".into(), json!(reason));
+    }
+    if let Some(usage) = result.usage {
+        meta.insert("toolhost/usage".into(), usage.to_json());
+    }
+    if !meta.is_empty() {
         out.meta = Some(meta);
     }
     out

@@ -144,8 +144,15 @@ impl Pipeline {
             duration_us = field::Empty,
         );
         let _entered = span.enter();
-        let result = self.run(session, tool_use, options, &span);
+        let cpu_before = super::result::thread_cpu_time();
+        let mut result = self.run(session, tool_use, options, &span);
         let micros = started.elapsed().as_micros() as u64;
+        let output_bytes = result.content_bytes();
+        let usage = result.usage.get_or_insert_with(Default::default);
+        usage.output_bytes = output_bytes;
+        usage.wall_us = micros;
+        usage.cpu_us = super::result::thread_cpu_time().saturating_sub(cpu_before).as_micros() as u64;
+        self.policy.audit_usage(session.id(), &tool_use.name, &tool_use.id, usage);
         span.record("is_error", result.is_error);
         span.record("duration_us", micros);
         tracing::debug!(is_error = result.is_error, duration_us = micros, "call finished");
@@ -170,7 +177,7 @@ impl Pipeline {
         }
         let scope = self.scratch_scope(tool, tool_use.id.clone());
         let _running = self.sandbox.running();
-        let base = self.sandbox.limits();
+        let base = tool.grants.limits(self.sandbox.limits());
         let limits = CallLimits { timeout: base.timeout.min(CLASSIFY_TIMEOUT), ..base };
         self.sandbox
             .instantiate(&tool.pre, &tool.grants, scope, limits)
@@ -236,6 +243,8 @@ impl Pipeline {
             None => Arc::clone(&self.dirs),
             Some(r) => Arc::new(Dirs { read_only: vec![r.clone()], ..(*self.dirs).clone() }),
         };
+        // The tool's own limits, where it requested and was granted them.
+        let limits = tool.grants.limits(self.sandbox.limits());
         let instantiate = || {
             let mut scope = CallScope::new(
                 Arc::from(name),
@@ -248,7 +257,7 @@ impl Pipeline {
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;
-            self.sandbox.instantiate(&tool.pre, &tool.grants, scope, self.sandbox.limits()).map_err(|e| {
+            self.sandbox.instantiate(&tool.pre, &tool.grants, scope, limits).map_err(|e| {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
                 format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
             })
@@ -261,7 +270,6 @@ impl Pipeline {
             // Asked within the same limit as in a separate instance; a tool
             // stopped there has a broken instance, and the call gets a
             // fresh one.
-            let limits = self.sandbox.limits();
             let call = &mut instance.store.data_mut().call;
             call.deadline = Some((Instant::now() + CLASSIFY_TIMEOUT.min(limits.timeout), CLASSIFY_TIMEOUT));
             let text = tool_use.input.to_string();
@@ -307,7 +315,9 @@ impl Pipeline {
         run.instance.captured.log(name, id);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
         // output), as opposed to an error the tool returned.
-        let result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));
+        let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));
+        let peak = run.instance.store.data().limits.used as u64;
+        result.usage = Some(super::Usage { peak_memory_bytes: peak, ..Default::default() });
         run.finish(result)
     }
 
@@ -398,7 +408,7 @@ impl Run<'_> {
         }
         // 6. Call, with the whole time limit: hooks and the prompt do not
         // count against it.
-        let limit = self.pipeline.sandbox.limits().timeout;
+        let limit = self.tool.grants.limits(self.pipeline.sandbox.limits()).timeout;
         let store = &mut self.instance.store;
         store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
         self.called = true;

@@ -4,6 +4,7 @@
 use crate::session::Session;
 use base64::Engine as _;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Characters of an oversized result shown in its preview.
 pub const PREVIEW_CHARS: usize = 2000;
@@ -33,6 +34,44 @@ pub struct ToolResult {
     /// A hook answered `continue: false`: the agent should stop, for this
     /// reason (not sent to the model).
     pub stop: Option<String>,
+    /// What the call used (not sent to the model).
+    pub usage: Option<Usage>,
+}
+
+/// What one call used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Wall-clock time of the whole call, hooks and asking included.
+    pub wall_us: u64,
+    /// CPU time of the call's thread: the tool's code and the host's work
+    /// for it (child processes not included).
+    pub cpu_us: u64,
+    /// The tool's largest linear memory, all its memories together.
+    pub peak_memory_bytes: u64,
+    /// Bytes of the result's content (text, and image data).
+    pub output_bytes: u64,
+}
+
+impl Usage {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "wall_us": self.wall_us,
+            "cpu_us": self.cpu_us,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "output_bytes": self.output_bytes,
+        })
+    }
+}
+
+/// CPU time the calling thread has used.
+pub(crate) fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 impl ToolResult {
@@ -44,7 +83,19 @@ impl ToolResult {
             is_error: true,
             structured: None,
             stop: None,
+            usage: None,
         }
+    }
+
+    /// Bytes of the content: text, and image data.
+    pub fn content_bytes(&self) -> u64 {
+        self.content
+            .iter()
+            .map(|c| match c {
+                Content::Text(t) => t.len(),
+                Content::Image { data, .. } => data.len(),
+            })
+            .sum::<usize>() as u64
     }
 
     /// The text of all text blocks, joined by newlines.
@@ -76,6 +127,9 @@ impl ToolResult {
         let mut out = json!({"tool_use_id": self.tool_use_id, "content": content, "is_error": self.is_error});
         if let Some(reason) = &self.stop {
             out["stop_reason"] = json!(reason);
+        }
+        if let Some(usage) = &self.usage {
+            out["usage"] = usage.to_json();
         }
         out
     }
@@ -150,7 +204,14 @@ pub(crate) fn from_output(
             _ => content.insert(0, Content::Text(text)),
         }
     }
-    ToolResult { tool_use_id: tool_use_id.to_string(), content, is_error: output.is_error, structured, stop: None }
+    ToolResult {
+        tool_use_id: tool_use_id.to_string(),
+        content,
+        is_error: output.is_error,
+        structured,
+        stop: None,
+        usage: None,
+    }
 }
 
 /// When the text of `result` is longer than `max_chars`, writes it to a file
@@ -216,6 +277,7 @@ mod tests {
             is_error: false,
             structured: None,
             stop: None,
+            usage: None,
         };
         persist_if_oversized(&mut r, Some(4000), &session);
         let text = r.text();
@@ -254,6 +316,7 @@ mod tests {
             is_error: false,
             structured: None,
             stop: None,
+            usage: None,
         };
         assert_eq!(
             r.to_json(),

@@ -1,4 +1,5 @@
-//! The audit log: one JSON line per permission decision.
+//! The audit log: one JSON line per permission decision (`"event": "decision"`)
+//! and one per finished call with what it used (`"event": "usage"`).
 
 use super::decision::{Decision, Source};
 use serde_json::{Map, Value, json};
@@ -40,6 +41,7 @@ impl Audit {
         };
         let mut line = Map::new();
         line.insert("time".into(), json!(humantime::format_rfc3339_micros(SystemTime::now()).to_string()));
+        line.insert("event".into(), json!("decision"));
         line.insert("session".into(), json!(r.session));
         line.insert("tool".into(), json!(r.tool));
         line.insert("tool_use_id".into(), json!(r.tool_use_id));
@@ -65,7 +67,23 @@ impl Audit {
             line.insert("reason".into(), json!(reason));
         }
         line.insert("duration_us".into(), json!(r.duration.as_micros() as u64));
-        let mut text = Value::Object(line).to_string();
+        self.append(Value::Object(line));
+    }
+
+    /// One line for a finished call: `"event": "usage"` and what it used.
+    pub(super) fn write_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
+        self.append(json!({
+            "time": humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+            "event": "usage",
+            "session": session,
+            "tool": tool,
+            "tool_use_id": tool_use_id,
+            "usage": usage.to_json(),
+        }));
+    }
+
+    fn append(&self, line: Value) {
+        let mut text = line.to_string();
         text.push('\n');
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = file.write_all(text.as_bytes()) {

@@ -28,6 +28,7 @@
 use super::PermissionMode;
 use super::hooks::{HookEvent, HooksConfig};
 use super::rules::{Behavior, Rule, RuleEntry};
+use crate::contract::{DirRequest, Requests};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -128,6 +129,9 @@ pub struct Settings {
     /// The trust store, and whether the local file was trusted (so "allow
     /// always" may keep it trusted after adding its rule).
     pub trust: Option<(PathBuf, bool)>,
+    /// `toolGrants`: what the operator grants each third-party tool, every
+    /// layer's grants together, directories made absolute.
+    pub tool_grants: std::collections::BTreeMap<String, Requests>,
 }
 
 #[derive(Deserialize, Default)]
@@ -141,6 +145,8 @@ struct FileShape {
     audit_log: Option<String>,
     #[serde(default)]
     max_tool_concurrency: Option<usize>,
+    #[serde(default)]
+    tool_grants: std::collections::BTreeMap<String, Requests>,
 }
 
 #[derive(Deserialize, Default)]
@@ -183,6 +189,9 @@ impl FileShape {
         if self.audit_log.take().is_some() {
             ignored.push("auditLog");
         }
+        if !std::mem::take(&mut self.tool_grants).values().all(Requests::is_empty) {
+            ignored.push("toolGrants");
+        }
         ignored
     }
 }
@@ -214,6 +223,9 @@ pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
     }
     if let Some(log) = &shape.audit_log {
         lines.push(format!("auditLog: {log}"));
+    }
+    for (tool, grant) in shape.tool_grants.iter().filter(|(_, g)| !g.is_empty()) {
+        lines.push(format!("toolGrants {tool}: {}", describe_grant(grant)));
     }
     for (event, groups) in shape.hooks.iter().flat_map(|h| HookEvent::ALL.map(|e| (e, h.groups(e)))) {
         for group in groups {
@@ -378,6 +390,18 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         if let Some(log) = &shape.audit_log {
             audit.push((layer, expand(log, cwd, home.as_deref())));
         }
+        for (tool, grant) in std::mem::take(&mut shape.tool_grants) {
+            check_grant(&grant).map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
+            let merged = settings.tool_grants.entry(tool).or_default();
+            for dir in grant.directories {
+                let path = expand(&dir.path, cwd, home.as_deref()).to_string_lossy().into_owned();
+                merged.directories.push(DirRequest { path, access: dir.access });
+            }
+            merged.hosts.extend(grant.hosts);
+            merged.env.extend(grant.env);
+            merged.memory_mib = merged.memory_mib.max(grant.memory_mib);
+            merged.timeout_ms = merged.timeout_ms.max(grant.timeout_ms);
+        }
         if let Some(n) = shape.max_tool_concurrency {
             if n == 0 {
                 return Err(invalid(format!(
@@ -409,6 +433,23 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     concurrency.sort_by_key(|(l, _)| *l);
     settings.max_tool_concurrency = concurrency.first().map(|(_, n)| *n);
     Ok(settings)
+}
+
+/// A grant in one line, as `toolhost trust` and `toolhost tools` show it.
+pub fn describe_grant(grant: &Requests) -> String {
+    let mut parts: Vec<String> =
+        grant.directories.iter().map(|d| format!("directory {} ({})", d.path, d.access.name())).collect();
+    parts.extend(grant.hosts.iter().map(|h| format!("host {h}")));
+    parts.extend(grant.env.iter().map(|e| format!("variable {e}")));
+    parts.extend(grant.memory_mib.map(|m| format!("memory {m} MiB")));
+    parts.extend(grant.timeout_ms.map(|t| format!("time {t} ms")));
+    if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
+}
+
+/// The checks a component's requests get, for a grant.
+fn check_grant(grant: &Requests) -> Result<(), String> {
+    let text = serde_json::to_vec(grant).map_err(|e| e.to_string())?;
+    crate::contract::requests::parse_checked(&text).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// A JSON error in words, with its line and column.

@@ -20,8 +20,8 @@ pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), 
 /// (policed by the host) and see no files themselves.
 pub(crate) fn grants(crate_dir: &str) -> Grants {
     match crate_dir {
-        "write" | "edit" => Grants { files: FileAccess::ReadWrite, process: false },
-        "bash" | "bash-output" | "kill-shell" => Grants { files: FileAccess::None, process: true },
-        _ => Grants { files: FileAccess::ReadOnly, process: false },
+        "write" | "edit" => Grants { files: FileAccess::ReadWrite, ..Grants::default() },
+        "bash" | "bash-output" | "kill-shell" => Grants { process: true, ..Grants::default() },
+        _ => Grants { files: FileAccess::ReadOnly, ..Grants::default() },
     }
 }

@@ -9,11 +9,12 @@ use super::tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, 
 use crate::contract::ToolPre;
 use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
-use crate::contract::{self, CallScope, Capability, Namespace};
+use crate::contract::{self, CallScope, Capability, Namespace, Requests};
 use crate::fsx::Dirs;
 use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, Interrupted, MemoryExceeded, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -35,6 +36,10 @@ pub struct Loader<'a> {
     pub cache_dir: Option<&'a Path>,
     /// The session loading calls see.
     pub session: &'a Arc<Session>,
+    /// What the operator grants each third-party tool (`toolGrants`).
+    pub grants: &'a BTreeMap<String, Requests>,
+    /// The project directory requested and granted paths are relative to.
+    pub project: &'a Path,
 }
 
 impl Loader<'_> {
@@ -57,7 +62,8 @@ impl Loader<'_> {
                 None => Description::Ask,
             };
             let grants = builtins::grants(embedded.crate_dir);
-            let tool = self.load(&component, Origin::Builtin, grants, description).map_err(fail)?;
+            let tool =
+                self.load(&component, Origin::Builtin, grants, Requests::default(), description).map_err(fail)?;
             if let (true, Some(file)) = (described, &spec_file) {
                 cache::write_spec(file, &tool.spec);
             }
@@ -136,8 +142,17 @@ impl Loader<'_> {
         }
         let bytes = std::fs::read(path).map_err(cannot_read)?;
         contract::check_header(&bytes)?;
+        let requests = contract::requests::read(&bytes)?;
         let component = compile_within(self.sandbox.engine(), bytes, self.cache_dir, COMPILE_TIMEOUT)?;
-        self.load(&component, Origin::Plugin(path.to_path_buf()), Grants::default(), Description::Ask)
+        let origin = Origin::Plugin(path.to_path_buf());
+        let mut tool = self.load(&component, origin, Grants::default(), requests, Description::Ask)?;
+        // What it gets: requested ∩ granted, granted by its name.
+        let none = Requests::default();
+        let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
+        let (grants, missing) = crate::sandbox::intersect(&tool.requests, granted, self.project);
+        tool.grants = grants;
+        tool.missing = missing;
+        Ok(tool)
     }
 
     /// Checks, links and describes `component`.
@@ -146,6 +161,7 @@ impl Loader<'_> {
         component: &Component,
         origin: Origin,
         grants: Grants,
+        requests: Requests,
         description: Description,
     ) -> Result<LoadedTool, LoadError> {
         let shape = contract::inspect(self.sandbox.engine(), component)?;
@@ -174,7 +190,7 @@ impl Loader<'_> {
             let _ = input.set(spec.compile_input().map_err(LoadError::Invalid)?);
             let _ = output.set(spec.compile_output().map_err(LoadError::Invalid)?);
         }
-        Ok(LoadedTool { spec, origin, grants, shape, pre, input, output, warnings })
+        Ok(LoadedTool { spec, origin, grants, requests, missing: Vec::new(), shape, pre, input, output, warnings })
     }
 
     /// Instantiates the tool once, without capabilities, to read its `info`

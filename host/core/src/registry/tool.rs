@@ -3,7 +3,7 @@
 
 use super::schema::Schema;
 use crate::contract::ToolPre;
-use crate::contract::{Capability, Namespace, Shape, ShapeError};
+use crate::contract::{Capability, Namespace, Requests, RequestsError, Shape, ShapeError};
 use crate::sandbox::{Grants, HostState};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -158,6 +158,8 @@ pub enum LoadError {
     Describe(String),
     #[error("declares an invalid tool: {0}")]
     Invalid(String),
+    #[error(transparent)]
+    Requests(#[from] RequestsError),
     #[error("{0}")]
     TooLarge(String),
     #[error("{0}")]
@@ -168,7 +170,12 @@ pub enum LoadError {
 pub struct LoadedTool {
     pub spec: ToolSpec,
     pub origin: Origin,
+    /// What it may use: for a third-party tool, requested ∩ granted.
     pub grants: Grants,
+    /// What its component requests (`toolhost:requests`).
+    pub requests: Requests,
+    /// What it requested and was not granted, one line each.
+    pub missing: Vec<String>,
     pub shape: Shape,
     pub(crate) pre: ToolPre<HostState>,
     /// Compiled on first use for built-ins (known good; most runs use few of

@@ -1,6 +1,13 @@
-//! What the operator grants a tool: the capabilities a Store is built with.
+//! What a tool may use: the capabilities a Store is built with. A built-in
+//! gets the access its job needs; a third-party tool gets what it requested
+//! ([`Requests`], from its component) and the operator granted (the same
+//! shape, in the settings' `toolGrants`), and nothing else.
 
-/// Filesystem access granted to a tool.
+use crate::contract::{DirAccess, Requests};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Filesystem access to the working directories (the built-ins' grant).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FileAccess {
     /// No directory at all.
@@ -13,11 +20,192 @@ pub enum FileAccess {
     ReadWrite,
 }
 
-/// What the operator grants a tool. Built-in tools get the access their job
-/// needs; a third-party tool gets nothing unless granted.
+/// What a tool may use in its Store.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grants {
+    /// The working directories (built-ins).
     pub files: FileAccess,
     /// The process capability (starting commands, policed by the host).
     pub process: bool,
+    /// Directories requested and granted, each preopened at its own path.
+    pub dirs: Vec<(PathBuf, DirAccess)>,
+    /// Environment variables requested and granted (their values are the
+    /// host's, read when a call starts).
+    pub env: Vec<String>,
+    /// Network hosts requested and granted (`name` or `name:port`).
+    pub hosts: Vec<String>,
+    /// Memory the tool requested, and what the operator granted of it.
+    pub memory: Option<(usize, Option<usize>)>,
+    /// Time per call the tool requested, and what the operator granted.
+    pub timeout: Option<(Duration, Option<Duration>)>,
+}
+
+/// Requested ∩ granted, and what was requested but not granted (one line
+/// each, naming the grant that would add it).
+pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (Grants, Vec<String>) {
+    let mut out = Grants::default();
+    let mut missing = Vec::new();
+    let home = std::env::home_dir();
+    let granted_dirs: Vec<(PathBuf, DirAccess)> = granted
+        .directories
+        .iter()
+        .filter_map(|d| resolve(&d.path, project, home.as_deref()).map(|p| (p, d.access)))
+        .collect();
+    for want in &requested.directories {
+        let Some(path) = resolve(&want.path, project, home.as_deref()) else {
+            missing.push(format!("directory {} ({}): it does not exist", want.path, want.access.name()));
+            continue;
+        };
+        // The widest access any grant covering the directory gives, at most
+        // what was asked for.
+        let access = granted_dirs.iter().filter(|(g, _)| path.starts_with(g)).map(|(_, a)| *a).max();
+        match access.map(|a| a.min(want.access)) {
+            Some(a) => {
+                if a < want.access {
+                    missing.push(format!("directory {} (read-write): granted read-only", path.display()));
+                }
+                out.dirs.push((path, a));
+            }
+            None => missing.push(format!("directory {} ({})", path.display(), want.access.name())),
+        }
+    }
+    for name in &requested.env {
+        if granted.env.contains(name) {
+            out.env.push(name.clone());
+        } else {
+            missing.push(format!("variable {name}"));
+        }
+    }
+    for host in &requested.hosts {
+        let host_lower = host.to_ascii_lowercase();
+        let covered = granted.hosts.iter().any(|g| {
+            let g = g.to_ascii_lowercase();
+            // A grant without a port covers every port of that name.
+            g == host_lower || host_lower.rsplit_once(':').is_some_and(|(name, _)| name == g)
+        });
+        if covered {
+            out.hosts.push(host.clone());
+        } else {
+            missing.push(format!("host {host}"));
+        }
+    }
+    let mib = |m: u64| usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+    if let Some(m) = requested.memory_mib {
+        out.memory = Some((mib(m), granted.memory_mib.map(mib)));
+        note_short(m, granted.memory_mib, "memory", "MiB", &mut missing);
+    }
+    if let Some(ms) = requested.timeout_ms {
+        out.timeout = Some((Duration::from_millis(ms), granted.timeout_ms.map(Duration::from_millis)));
+        note_short(ms, granted.timeout_ms, "time", "ms", &mut missing);
+    }
+    (out, missing)
+}
+
+fn note_short(requested: u64, granted: Option<u64>, what: &str, unit: &str, missing: &mut Vec<String>) {
+    match granted {
+        Some(g) if g < requested => missing.push(format!("{what} {requested} {unit}: granted {g} {unit}")),
+        Some(_) => {}
+        None => missing.push(format!("{what} {requested} {unit}: the default applies (at most that)")),
+    }
+}
+
+impl Grants {
+    /// The limits of one call. A tool that requested memory or time gets
+    /// what it asked for, at most what was granted; without a grant, at most
+    /// the host's default. A tool that requested nothing gets the default.
+    pub fn limits(&self, base: super::CallLimits) -> super::CallLimits {
+        let memory = self.memory.map_or(base.memory, |(r, g)| r.min(g.unwrap_or(base.memory)));
+        let timeout = self.timeout.map_or(base.timeout, |(r, g)| r.min(g.unwrap_or(base.timeout)));
+        super::CallLimits { memory, timeout }
+    }
+
+    /// The largest memory limit these grants can give a call.
+    pub fn most_memory(&self) -> Option<usize> {
+        self.memory.and_then(|(r, g)| g.map(|g| r.min(g)))
+    }
+}
+
+/// `path` (relative to `project`, absolute, or `~/…`) as an existing
+/// directory's canonical path.
+fn resolve(path: &str, project: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let p = match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => project.join(path),
+    };
+    p.canonicalize().ok().filter(|p| p.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::DirRequest;
+
+    fn dir(path: &str, access: DirAccess) -> DirRequest {
+        DirRequest { path: path.into(), access }
+    }
+
+    #[test]
+    fn a_tool_gets_what_it_requested_and_was_granted() {
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path().canonicalize().unwrap();
+        for d in ["data", "out", "other"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        let requested = Requests {
+            directories: vec![
+                dir("data", DirAccess::ReadOnly),
+                dir("out", DirAccess::ReadWrite),
+                dir("nope", DirAccess::ReadOnly),
+            ],
+            hosts: vec!["api.example.com:443".into(), "evil.example:80".into()],
+            env: vec!["A".into(), "B".into()],
+            memory_mib: Some(64),
+            timeout_ms: Some(9_000),
+        };
+        let granted = Requests {
+            // The whole project read-only, `other` read-write: `out` gets
+            // read-only (not what it asked), `data` read-only.
+            directories: vec![
+                dir(&root.display().to_string(), DirAccess::ReadOnly),
+                dir("other", DirAccess::ReadWrite),
+            ],
+            hosts: vec!["api.example.com".into()],
+            env: vec!["A".into(), "C".into()],
+            memory_mib: Some(32),
+            timeout_ms: None,
+        };
+        let (g, missing) = intersect(&requested, &granted, &root);
+        assert_eq!(g.dirs, [(root.join("data"), DirAccess::ReadOnly), (root.join("out"), DirAccess::ReadOnly)]);
+        assert_eq!(g.env, ["A"]);
+        assert_eq!(g.hosts, ["api.example.com:443"]);
+        let base = super::super::CallLimits { memory: 512 << 20, timeout: Duration::from_secs(2) };
+        let limits = g.limits(base);
+        assert_eq!(limits.memory, 32 << 20, "asked 64, granted 32");
+        assert_eq!(limits.timeout, Duration::from_secs(2), "no grant: never beyond the default");
+        let more = Requests { timeout_ms: Some(60_000), ..granted.clone() };
+        assert_eq!(intersect(&requested, &more, &root).0.limits(base).timeout, Duration::from_secs(9));
+        for expected in [
+            "directory nope (read-only): it does not exist",
+            "(read-write): granted read-only",
+            "variable B",
+            "host evil.example:80",
+            "memory 64 MiB: granted 32 MiB",
+        ] {
+            assert!(missing.iter().any(|m| m.contains(expected)), "{expected} in {missing:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_granted_means_nothing() {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join("data")).unwrap();
+        let requested = Requests {
+            directories: vec![dir("data", DirAccess::ReadOnly)],
+            env: vec!["HOME".into()],
+            ..Requests::default()
+        };
+        let (g, missing) = intersect(&requested, &Requests::default(), project.path());
+        assert!(g.dirs.is_empty() && g.env.is_empty());
+        assert_eq!(missing.len(), 2);
+    }
 }

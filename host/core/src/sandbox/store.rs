@@ -2,6 +2,7 @@
 //! nothing else, a memory limit, a deadline, and cancellation.
 
 use super::grants::{FileAccess, Grants};
+use crate::contract::DirAccess;
 use crate::contract::{CallScope, CallView};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -41,18 +42,23 @@ pub struct MemoryExceeded {
     pub desired: usize,
 }
 
-/// Per-Store limits, enforced through [`ResourceLimiter`].
+/// Per-Store limits, enforced through [`ResourceLimiter`], and the memory
+/// the Store's instances use.
 pub struct MemoryLimiter {
     pub memory: usize,
+    /// Linear memory of every memory of the Store together; memories never
+    /// shrink, so this is also the peak.
+    pub used: usize,
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory {
             // An error (not `Ok(false)`) traps at once with a message we can
             // report, instead of a guest abort somewhere in its allocator.
             return Err(MemoryExceeded { limit: self.memory, desired }.into());
         }
+        self.used += desired.saturating_sub(current);
         Ok(true)
     }
 
@@ -168,12 +174,30 @@ pub fn store(
     if grants.files == FileAccess::ReadWrite {
         call.writable = dirs.working.clone();
     }
+    // A third-party tool's granted directories, each at its own path (so
+    // the paths it requested mean what they say), and its granted
+    // variables with the host's values.
+    for (dir, access) in &grants.dirs {
+        let perms = match access {
+            DirAccess::ReadOnly => FsPerms::ReadOnly,
+            DirAccess::ReadWrite => FsPerms::ReadWrite,
+        };
+        preopen(&mut wasi, std::slice::from_ref(dir), perms);
+    }
+    if !grants.dirs.is_empty() && working.is_none() {
+        wasi.initial_cwd(dirs.cwd.to_string_lossy());
+    }
+    for name in &grants.env {
+        if let Some(value) = std::env::var_os(name) {
+            wasi.env(name, value.to_string_lossy());
+        }
+    }
     call.process_granted = grants.process;
     call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
     let state = HostState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
-        limits: MemoryLimiter { memory: limits.memory },
+        limits: MemoryLimiter { memory: limits.memory, used: 0 },
         call,
     };
     let mut store = Store::new(engine, state);

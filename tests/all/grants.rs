@@ -1,0 +1,151 @@
+//! Capability grants: a third-party tool gets what it requested (its
+//! `toolhost:requests` section) and the operator granted (`toolGrants`),
+//! and nothing else: no other directory, no escape by `..` or symlinks, no
+//! other variable; its memory and time are its own.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use toolhost_tests::GRANTEE;
+
+fn workspace() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.install(GRANTEE);
+    for (path, text) in [("data/notes.txt", "granted data"), ("other/private.txt", "not granted")] {
+        std::fs::create_dir_all(sb.ws(path).parent().unwrap()).unwrap();
+        std::fs::write(sb.ws(path), text).unwrap();
+    }
+    std::fs::create_dir_all(sb.ws("out")).unwrap();
+    std::os::unix::fs::symlink(sb.ws("other"), sb.ws("data/escape")).unwrap();
+    sb
+}
+
+fn grant() -> String {
+    json!({"toolGrants": {"Grantee": {
+        "directories": [{"path": "data", "access": "read-only"}, {"path": "out", "access": "read-write"}],
+        "env": ["GREETING"],
+    }}})
+    .to_string()
+}
+
+fn grantee(sb: &Sandbox, input: Value, settings: Option<&str>) -> String {
+    let mut args = vec!["--allow", "Grantee"];
+    if let Some(s) = settings {
+        args.extend(["--settings", s]);
+    }
+    let input = input.to_string();
+    let mut cmd = toolhost_command(sb);
+    cmd.args(&args).args(["call", "Grantee", &input, "--json"]);
+    cmd.env("GREETING", "hello").env("NOT_GRANTED", "a secret");
+    let out = cmd.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    v["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
+}
+
+#[test]
+fn without_a_grant_a_tool_gets_nothing_it_requested() {
+    let sb = workspace();
+    let text = grantee(&sb, json!({"action": "read", "path": p(&sb.ws("data/notes.txt"))}), None);
+    assert!(text.starts_with("refused"), "{text}");
+    let text = grantee(&sb, json!({"action": "env"}), None);
+    assert_eq!(text, "env: []");
+}
+
+#[test]
+fn a_tool_gets_requested_and_granted_and_no_more() {
+    let sb = workspace();
+    let settings = grant();
+    let s = Some(settings.as_str());
+    let read = |path: &str| grantee(&sb, json!({"action": "read", "path": path}), s);
+    assert_eq!(read(&p(&sb.ws("data/notes.txt"))), "granted data");
+    for escape in [
+        p(&sb.ws("other/private.txt")),
+        format!("{}/../other/private.txt", p(&sb.ws("data"))),
+        p(&sb.ws("data/escape/private.txt")),
+        "/etc/passwd".to_string(),
+    ] {
+        let text = read(&escape);
+        assert!(text.starts_with("refused"), "{escape}: {text}");
+    }
+    // Read-only where granted read-only; read-write where granted so.
+    let write = |path: &str| grantee(&sb, json!({"action": "write", "path": path}), s);
+    assert!(write(&p(&sb.ws("data/new.txt"))).starts_with("refused"));
+    assert!(!sb.ws("data/new.txt").exists());
+    assert_eq!(write(&p(&sb.ws("out/new.txt"))), "wrote");
+    assert_eq!(std::fs::read_to_string(sb.ws("out/new.txt")).unwrap(), "written by Grantee");
+    // Only the granted variable, with the host's value.
+    assert_eq!(grantee(&sb, json!({"action": "env"}), s), "env: [GREETING=hello]");
+
+    // `tools` shows what it requests, what it got and what it lacks.
+    let tools = toolhost(&sb, &["--settings", &settings, "tools"]);
+    let out = &tools.stdout;
+    assert!(out.contains("requests:      directory data (read-only), directory out (read-write), host example.com:443, variable GREETING, variable NOT_GRANTED, memory 48 MiB, time 1500 ms"), "{out}");
+    assert!(out.contains(&format!("granted:       directory {} (read-only), directory {} (read-write), variable GREETING, memory 48 MiB, time 1500 ms", p(&sb.ws("data")), p(&sb.ws("out")))), "{out}");
+    assert!(out.contains("not granted:   variable NOT_GRANTED; host example.com:443"), "{out}");
+    assert!(out.contains("toolGrants.Grantee"), "{out}");
+}
+
+#[test]
+fn a_tool_runs_within_the_memory_and_time_it_requested() {
+    let sb = workspace();
+    // Requested 48 MiB and 1.5 s, not granted more: at most the defaults,
+    // and no more than it asked for.
+    assert_eq!(grantee(&sb, json!({"action": "alloc", "amount": 8}), None), "allocated 8 MiB");
+    let text = grantee(&sb, json!({"action": "alloc", "amount": 100}), None);
+    assert!(text.contains("exceeded its memory limit of 48 MiB"), "{text}");
+    let text = grantee(&sb, json!({"action": "sleep", "amount": 5000}), None);
+    assert!(text.contains("timed out after 1500 ms"), "{text}");
+    // Granted less than it asked: the grant wins.
+    let less = json!({"toolGrants": {"Grantee": {"timeout_ms": 300}}}).to_string();
+    let text = grantee(&sb, json!({"action": "sleep", "amount": 5000}), Some(&less));
+    assert!(text.contains("timed out after 300 ms"), "{text}");
+}
+
+#[test]
+fn a_workspace_file_grants_nothing_until_trusted() {
+    let sb = workspace();
+    std::fs::create_dir_all(sb.ws(".toolhost")).unwrap();
+    std::fs::write(sb.ws(".toolhost/settings.json"), grant()).unwrap();
+    let notes = p(&sb.ws("data/notes.txt"));
+    let text = grantee(&sb, json!({"action": "read", "path": notes}), None);
+    assert!(text.starts_with("refused"), "{text}");
+    let tools = toolhost(&sb, &["tools"]);
+    assert!(tools.stderr.contains("toolGrants"), "the warning names what was ignored: {}", tools.stderr);
+    let trust = toolhost(&sb, &["trust"]);
+    assert_eq!(trust.code, 0, "{trust:?}");
+    assert!(trust.stdout.contains("toolGrants Grantee: directory data (read-only)"), "{}", trust.stdout);
+    assert_eq!(grantee(&sb, json!({"action": "read", "path": notes}), None), "granted data");
+}
+
+#[test]
+fn every_result_says_what_the_call_used() {
+    let sb = workspace();
+    let out = toolhost(&sb, &["--allow", "Grantee", "call", "Grantee", r#"{"action":"alloc","amount":8}"#, "--json"]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let usage = &v["usage"];
+    assert!(usage["peak_memory_bytes"].as_u64().unwrap() >= 8 << 20, "{v}");
+    assert_eq!(usage["output_bytes"], json!("allocated 8 MiB".len()), "{v}");
+    // One thread: its CPU time is within the wall time (two clocks, so a
+    // millisecond of leeway).
+    assert!(usage["cpu_us"].as_u64().unwrap() <= usage["wall_us"].as_u64().unwrap() + 1_000, "{v}");
+    assert!(usage["cpu_us"].as_u64().unwrap() > 0, "filling 8 MiB takes CPU: {v}");
+    // `run` writes it with each result.
+    let mut child = toolhost_command(&sb)
+        .args(["--allow", "Grantee", "run"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    let line = json!({"type": "tool_use", "id": "u", "name": "Grantee", "input": {"action": "env"}});
+    writeln!(child.stdin.take().unwrap(), "{line}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let result: Value = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["usage"]["output_bytes"], json!("env: []".len()), "{result}");
+}
