@@ -131,12 +131,7 @@ fn every_result_says_what_the_call_used() {
     assert!(usage["cpu_us"].as_u64().unwrap() <= usage["wall_us"].as_u64().unwrap() + 1_000, "{v}");
     assert!(usage["cpu_us"].as_u64().unwrap() > 0, "filling 8 MiB takes CPU: {v}");
     // `run` writes it with each result.
-    let mut child = toolhost_command(&sb)
-        .args(["--allow", "Grantee", "run"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&sb, &["--allow", "Grantee", "run"]);
     use std::io::Write as _;
     let line = json!({"type": "tool_use", "id": "u", "name": "Grantee", "input": {"action": "env"}});
     writeln!(child.stdin.take().unwrap(), "{line}").unwrap();

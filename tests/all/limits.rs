@@ -5,7 +5,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use toolhost_tests::ADVERSARY;
 
@@ -73,14 +72,7 @@ fn run_stream(
 ) -> (Vec<Value>, Duration) {
     let _ = toolhost(sb, &["tools"]);
     let started = Instant::now();
-    let mut child = toolhost_command(sb)
-        .args(args)
-        .arg("run")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run toolhost");
+    let mut child = spawn_piped(sb, &[args, &["run"]].concat());
     let mut stdin = child.stdin.take().unwrap();
     for line in lines {
         writeln!(stdin, "{line}").unwrap();
@@ -211,13 +203,7 @@ fn components_that_fail_hang_or_overreach_while_loading_are_skipped_and_the_host
 fn serve_starts_beside_components_that_hang_while_loading() {
     let sb = with_refused_plugins();
     let _ = toolhost(&sb, &["tools"]);
-    let mut child = toolhost_command(&sb)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve");
+    let mut child = spawn_piped(&sb, &["serve"]);
     let mut stdin = child.stdin.take().unwrap();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});

@@ -12,13 +12,7 @@ fn run(sb: &Sandbox, lines: &[String], pause: Option<(usize, Duration)>) -> Vec<
     sb.install(toolhost_tests::ECHO);
     sb.install(toolhost_tests::SLEEPER);
     let _ = toolhost(sb, &["tools"]); // warm the shared cache
-    let mut child = toolhost_command(sb)
-        .args(["--child-confinement", "best-effort", "run"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run toolhost");
+    let mut child = spawn_piped(sb, &["--child-confinement", "best-effort", "run"]);
     let mut stdin = child.stdin.take().unwrap();
     for (i, line) in lines.iter().enumerate() {
         if let Some((at, wait)) = pause

@@ -87,6 +87,19 @@ pub fn toolhost_command(sb: &Sandbox) -> std::process::Command {
     cmd
 }
 
+/// Starts `toolhost ARGS…` in `sb` with stdin, stdout and stderr piped (for
+/// `run` and `serve`, which read their input from stdin).
+pub fn spawn_piped(sb: &Sandbox, args: &[&str]) -> std::process::Child {
+    use std::process::Stdio;
+    toolhost_command(sb)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolhost")
+}
+
 /// `toolhost call NAME INPUT --json` plus `extra` arguments.
 pub fn call(sb: &Sandbox, name: &str, input: &Value, extra: &[&str]) -> Run {
     let input = input.to_string();
