@@ -48,6 +48,13 @@ fn without_a_grant_a_tool_gets_nothing_it_requested() {
     let sb = workspace();
     let text = grantee(&sb, json!({"action": "read", "path": p(&sb.ws("data/notes.txt"))}), None);
     assert!(text.starts_with("refused"), "{text}");
+    // The error names the exact grants the tool lacks.
+    let data = p(&sb.ws("data"));
+    assert!(
+        text.contains(&format!("Grantee requested what it was not granted: directory {data} (read-only);")),
+        "{text}"
+    );
+    assert!(text.contains("under toolGrants.Grantee in a settings file"), "{text}");
     let text = grantee(&sb, json!({"action": "env"}), None);
     assert_eq!(text, "env: []");
 }

@@ -420,7 +420,17 @@ impl Run<'_> {
                 let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
                 result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
             }
-            Err(e) => self.error(e.message),
+            Err(e) if self.tool.missing.is_empty() => self.error(e.message),
+            // The tool failed, and it lacks something it asked for: name
+            // the exact grants, for the model to pass on.
+            Err(e) => self.error(format!(
+                "{}\n\n{} requested what it was not granted: {}. If the call needs it, the operator can grant it \
+                 under toolGrants.{} in a settings file.",
+                e.message,
+                self.name(),
+                self.tool.missing.join("; "),
+                self.name()
+            )),
         })
     }
 

@@ -40,7 +40,7 @@ impl Tool for Grantee {
     fn call(input: GranteeInput, _ctx: &Context) -> Result<Output, ToolError> {
         let report = |r: std::io::Result<String>| match r {
             Ok(s) => Ok(Output::text(s)),
-            Err(e) => Ok(Output::text(format!("refused: {e}"))),
+            Err(e) => Err(ToolError::io(format!("refused: {e}"))),
         };
         match input.action.as_str() {
             "read" => report(std::fs::read_to_string(&input.path)),
