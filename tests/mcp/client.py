@@ -245,7 +245,8 @@ def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Gone before or while its stat was read.
         return False
 
 
