@@ -130,6 +130,24 @@ fn no_capability_without_a_grant() {
 }
 
 #[test]
+fn no_network_without_a_grant() {
+    let sb = Sandbox::new();
+    sb.install(ADVERSARY);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    for target in [addr.as_str(), "1.1.1.1:443", "localhost:22"] {
+        let text = adversary(&sb, json!({"action": "connect", "path": target}), &[]).assert_ok();
+        assert!(text.starts_with("denied:"), "{target}: {text}");
+    }
+    let accepted = listener.accept();
+    assert!(
+        accepted.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "nothing reached the listener: {accepted:?}"
+    );
+}
+
+#[test]
 fn a_plugin_cannot_grant_itself_permission() {
     let sb = Sandbox::new();
     sb.install(ADVERSARY);

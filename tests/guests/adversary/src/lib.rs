@@ -168,6 +168,13 @@ impl Guest for Adversary {
                     Err(e) => text(format!("denied: {e}")),
                 }
             }
+            "connect" => {
+                let addr = arg(&input, "path").and_then(|p| p.as_str().map(str::to_owned)).unwrap_or_default();
+                match std::net::TcpStream::connect(&addr) {
+                    Ok(_) => text(format!("CONNECTED to {addr}")),
+                    Err(e) => text(format!("denied: {e}")),
+                }
+            }
             "env" => text(format!(
                 "env: {:?}; args: {:?}",
                 std::env::vars().collect::<Vec<_>>(),
