@@ -16,6 +16,16 @@ pub struct Dirs {
     pub read_only: Vec<PathBuf>,
 }
 
+/// A path as settings and tool requests write it: `~` and `~/…` under
+/// `home`, anything else relative to `base` (an absolute path stays as it is).
+pub fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if path == "~" && home.is_some() => home.map(Path::to_path_buf).unwrap_or_default(),
+        _ => base.join(path),
+    }
+}
+
 /// `path` as an absolute path without `.` and `..`, lexically (symlinks are
 /// left to [`resolve`] and the sandbox).
 pub fn normalize(path: &Path) -> PathBuf {

@@ -98,36 +98,38 @@ pub fn read(component: &[u8]) -> Result<Requests, RequestsError> {
     }
 }
 
-/// Parses and checks requests (or a grant, which has the same shape).
-pub fn parse_checked(data: &[u8]) -> Result<Requests, RequestsError> {
-    parse(data)
+fn parse(data: &[u8]) -> Result<Requests, RequestsError> {
+    if data.len() > MAX_SECTION {
+        return Err(RequestsError::Invalid(format!("{} KiB, at most {} KiB", data.len() >> 10, MAX_SECTION >> 10)));
+    }
+    let requests: Requests = serde_json::from_slice(data).map_err(|e| RequestsError::Invalid(e.to_string()))?;
+    check(&requests)?;
+    Ok(requests)
 }
 
-fn parse(data: &[u8]) -> Result<Requests, RequestsError> {
-    let invalid = |m: String| RequestsError::Invalid(m);
-    if data.len() > MAX_SECTION {
-        return Err(invalid(format!("{} KiB, at most {} KiB", data.len() >> 10, MAX_SECTION >> 10)));
-    }
-    let requests: Requests = serde_json::from_slice(data).map_err(|e| invalid(e.to_string()))?;
+/// Checks parsed requests (or a grant, which has the same shape): list
+/// lengths, directory paths, host names, variable names.
+pub fn check(requests: &Requests) -> Result<(), RequestsError> {
+    let invalid = |m: String| Err(RequestsError::Invalid(m));
     if requests.directories.len().max(requests.hosts.len()).max(requests.env.len()) > MAX_ENTRIES {
-        return Err(invalid(format!("more than {MAX_ENTRIES} entries in a list")));
+        return invalid(format!("more than {MAX_ENTRIES} entries in a list"));
     }
     for dir in &requests.directories {
         if dir.path.is_empty() || dir.path.contains('\0') {
-            return Err(invalid(format!("`{}` is not a directory path", dir.path)));
+            return invalid(format!("`{}` is not a directory path", dir.path));
         }
     }
     for host in &requests.hosts {
         if !valid_host(host) {
-            return Err(invalid(format!("`{host}` is not a host name, or name:port")));
+            return invalid(format!("`{host}` is not a host name, or name:port"));
         }
     }
     for name in &requests.env {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(invalid(format!("`{name}` is not an environment variable name")));
+            return invalid(format!("`{name}` is not an environment variable name"));
         }
     }
-    Ok(requests)
+    Ok(())
 }
 
 /// `name` or `name:port`, where a name is a DNS name, an IPv4 address or a

@@ -29,6 +29,7 @@ use super::PermissionMode;
 use super::hooks::{HookEvent, HooksConfig};
 use super::rules::{Behavior, Rule, RuleEntry};
 use crate::contract::{DirRequest, Requests};
+use crate::fsx::expand;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -391,7 +392,9 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             audit.push((layer, expand(log, cwd, home.as_deref())));
         }
         for (tool, grant) in std::mem::take(&mut shape.tool_grants) {
-            check_grant(&grant).map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
+            // A grant gets the checks a component's requests get.
+            crate::contract::requests::check(&grant)
+                .map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
             let merged = settings.tool_grants.entry(tool).or_default();
             for dir in grant.directories {
                 let path = expand(&dir.path, cwd, home.as_deref()).to_string_lossy().into_owned();
@@ -446,12 +449,6 @@ pub fn describe_grant(grant: &Requests) -> String {
     if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
 }
 
-/// The checks a component's requests get, for a grant.
-fn check_grant(grant: &Requests) -> Result<(), String> {
-    let text = serde_json::to_vec(grant).map_err(|e| e.to_string())?;
-    crate::contract::requests::parse_checked(&text).map(|_| ()).map_err(|e| e.to_string())
-}
-
 /// A JSON error in words, with its line and column.
 fn describe_json_error(e: &serde_json::Error) -> String {
     let what = e.to_string();
@@ -466,15 +463,6 @@ fn at_line(text: &str, value: &str) -> String {
     match text.find(&quoted).or_else(|| text.find(value)) {
         Some(at) => format!("line {}", text[..at].matches('\n').count() + 1),
         None => "a rule".to_string(),
-    }
-}
-
-/// `~/x` under home, relative paths under `cwd`.
-fn expand(path: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
-    match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ if path == "~" && home.is_some() => home.map(Path::to_path_buf).unwrap_or_default(),
-        _ => cwd.join(path),
     }
 }
 

@@ -128,11 +128,7 @@ impl Grants {
 /// `path` (relative to `project`, absolute, or `~/…`) as an existing
 /// directory's canonical path.
 fn resolve(path: &str, project: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    let p = match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(h)) => h.join(rest),
-        _ => project.join(path),
-    };
-    p.canonicalize().ok().filter(|p| p.is_dir())
+    crate::fsx::expand(path, project, home).canonicalize().ok().filter(|p| p.is_dir())
 }
 
 #[cfg(test)]
