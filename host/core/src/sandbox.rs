@@ -11,7 +11,7 @@ mod store;
 pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config};
 pub use grants::{FileAccess, Grants, intersect};
 pub use instance::{Gate, GateGuard, Instance};
-pub use store::{CAPTURED_OUTPUT, CallLimits, Captured, HostState, Interrupted, MemoryExceeded, store};
+pub use store::{CAPTURED_OUTPUT, CallLimits, Captured, GuestFault, HostState, Interrupted, MemoryExceeded, store};
 
 use crate::contract::CallScope;
 use crate::contract::ToolPre;

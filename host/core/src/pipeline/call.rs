@@ -11,7 +11,7 @@ use crate::policy::{
 };
 use crate::process::{Approval, BackgroundRegistry, Confinement};
 use crate::registry::{InputRoles, LoadedTool, PathAccess, Registry};
-use crate::sandbox::{CallLimits, Grants, Instance, Interrupted, MemoryExceeded, Sandbox};
+use crate::sandbox::{CallLimits, Grants, GuestFault, Instance, Sandbox};
 use crate::session::Session;
 use crate::shell;
 use serde_json::Value;
@@ -302,6 +302,7 @@ impl Pipeline {
             id,
             span,
             instance,
+            limits,
             ctx,
             input_text: tool_use.input.to_string(),
             input: tool_use.input.clone(),
@@ -362,6 +363,8 @@ struct Run<'p> {
     id: &'p str,
     span: &'p tracing::Span,
     instance: Instance,
+    /// The tool's limits for this call.
+    limits: CallLimits,
     ctx: CallContext,
     /// The input as the tool gets it (after a hook's or the tool's rewrite),
     /// and as JSON text.
@@ -408,7 +411,7 @@ impl Run<'_> {
         }
         // 6. Call, with the whole time limit: hooks and the prompt do not
         // count against it.
-        let limit = self.tool.grants.limits(self.pipeline.sandbox.limits()).timeout;
+        let limit = self.limits.timeout;
         let store = &mut self.instance.store;
         store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
         self.called = true;
@@ -750,22 +753,24 @@ fn tool_check(decision: PermissionDecision, trusted: bool) -> ToolCheck {
 /// The result for a call that failed inside the guest: timeout, cancellation,
 /// memory limit, trap (a panic included), or output the host could not read.
 fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: &Instance) -> ToolResult {
-    let message = if let Some(i) = e.downcast_ref::<Interrupted>() {
-        match i {
-            Interrupted::Timeout(limit) => format!("{name} timed out after {} ms and was stopped.", limit.as_millis()),
-            Interrupted::Cancelled => format!("{name} was cancelled."),
+    let fault = GuestFault::of(e);
+    let message = match fault {
+        GuestFault::Timeout(limit) => format!("{name} timed out after {} ms and was stopped.", limit.as_millis()),
+        GuestFault::Cancelled => format!("{name} was cancelled."),
+        GuestFault::Memory(limit) => {
+            format!("{name} exceeded its memory limit of {} MiB and was stopped.", limit >> 20)
         }
-    } else if let Some(m) = e.downcast_ref::<MemoryExceeded>() {
-        format!("{name} exceeded its memory limit of {} MiB and was stopped.", m.limit >> 20)
-    } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
-        let stderr = instance.captured.last_stderr_lines(4);
-        let detail = if stderr.is_empty() { String::new() } else { format!("\nThe tool's last output:\n{stderr}") };
-        format!("{name} crashed ({trap}). This is a bug in the tool; the host keeps serving.{detail}")
-    } else {
-        format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")
+        GuestFault::Trap(trap) => {
+            let stderr = instance.captured.last_stderr_lines(4);
+            let detail = if stderr.is_empty() { String::new() } else { format!("\nThe tool's last output:\n{stderr}") };
+            format!("{name} crashed ({trap}). This is a bug in the tool; the host keeps serving.{detail}")
+        }
+        GuestFault::Other => {
+            format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")
+        }
     };
-    match e.downcast_ref::<Interrupted>() {
-        Some(Interrupted::Cancelled) => tracing::debug!(tool = name, id, "tool call cancelled"),
+    match fault {
+        GuestFault::Cancelled => tracing::debug!(tool = name, id, "tool call cancelled"),
         _ => tracing::warn!(tool = name, id, error = %format!("{e:#}"), "tool call failed in the guest"),
     }
     ToolResult::error(id, message)

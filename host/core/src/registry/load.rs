@@ -11,7 +11,7 @@ use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
 use crate::contract::{self, CallScope, Capability, Namespace, Requests};
 use crate::fsx::Dirs;
-use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, Interrupted, MemoryExceeded, Sandbox};
+use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, GuestFault, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -212,14 +212,11 @@ impl Loader<'_> {
         // One line per problem: the limit or the trap, and what the tool
         // printed last (a panic message), without wasmtime's backtrace.
         let describe = |e: wasmtime::Error, captured: &Captured| {
-            let what = if let Some(Interrupted::Timeout(limit)) = e.downcast_ref::<Interrupted>() {
-                format!("timed out after {} ms and was stopped", limit.as_millis())
-            } else if let Some(m) = e.downcast_ref::<MemoryExceeded>() {
-                format!("exceeded its memory limit of {} MiB", m.limit >> 20)
-            } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
-                format!("crashed ({trap})")
-            } else {
-                e.to_string()
+            let what = match GuestFault::of(&e) {
+                GuestFault::Timeout(limit) => format!("timed out after {} ms and was stopped", limit.as_millis()),
+                GuestFault::Memory(limit) => format!("exceeded its memory limit of {} MiB", limit >> 20),
+                GuestFault::Trap(trap) => format!("crashed ({trap})"),
+                GuestFault::Cancelled | GuestFault::Other => e.to_string(),
             };
             let stderr = captured.last_stderr_lines(3).replace('\n', "; ");
             LoadError::Describe(if stderr.is_empty() { what } else { format!("{what}: {stderr}") })

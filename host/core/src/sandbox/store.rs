@@ -42,6 +42,38 @@ pub struct MemoryExceeded {
     pub desired: usize,
 }
 
+/// Why a guest's export failed, read from the error wasmtime returned: the
+/// one place that knows which errors the sandbox's limits raise.
+#[derive(Debug)]
+pub enum GuestFault<'a> {
+    /// Stopped at its deadline, the limit that set it.
+    Timeout(Duration),
+    Cancelled,
+    /// Hit its memory limit, in bytes.
+    Memory(usize),
+    /// Trapped (a Rust guest's panic included).
+    Trap(&'a wasmtime::Trap),
+    /// Anything else: output the host could not read, a link error.
+    Other,
+}
+
+impl GuestFault<'_> {
+    pub fn of(e: &wasmtime::Error) -> GuestFault<'_> {
+        if let Some(i) = e.downcast_ref::<Interrupted>() {
+            match i {
+                Interrupted::Timeout(limit) => GuestFault::Timeout(*limit),
+                Interrupted::Cancelled => GuestFault::Cancelled,
+            }
+        } else if let Some(m) = e.downcast_ref::<MemoryExceeded>() {
+            GuestFault::Memory(m.limit)
+        } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+            GuestFault::Trap(trap)
+        } else {
+            GuestFault::Other
+        }
+    }
+}
+
 /// Per-Store limits, enforced through [`ResourceLimiter`], and the memory
 /// the Store's instances use.
 pub struct MemoryLimiter {
