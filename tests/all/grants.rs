@@ -40,7 +40,7 @@ fn grantee(sb: &Sandbox, input: Value, settings: Option<&str>) -> String {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
     });
-    v["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
+    content_text(&v)
 }
 
 #[test]

@@ -98,10 +98,6 @@ fn tool_use(id: &str, input: Value) -> Value {
     json!({"type": "tool_use", "id": id, "name": "Adversary", "input": input})
 }
 
-fn result_text(v: &Value) -> String {
-    v["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
-}
-
 #[test]
 fn a_classification_that_waits_is_cut_off_and_the_stream_goes_on() {
     let sb = Sandbox::new();
@@ -118,7 +114,7 @@ fn a_classification_that_waits_is_cut_off_and_the_stream_goes_on() {
     assert_eq!(results.len(), lines.len(), "{results:?}");
     for r in &results {
         assert_eq!(r["is_error"], json!(false), "{r}");
-        assert_eq!(result_text(r), "fine", "{r}");
+        assert_eq!(content_text(r), "fine", "{r}");
     }
     let bound = toolhost::CLASSIFY_TIMEOUT * WAYS.len() as u32 + SLACK;
     assert!(took < bound, "the stream took {took:?}");
@@ -196,7 +192,7 @@ fn components_that_fail_hang_or_overreach_while_loading_are_skipped_and_the_host
     assert_eq!(call(&sb, "Echo", &json!({"text": "still here"}), &[]).assert_ok(), "still here");
     let line = json!({"type": "tool_use", "id": "e", "name": "Echo", "input": {"text": "run too"}});
     let (results, _) = run_stream(&sb, &[], &[line], None);
-    assert_eq!(result_text(&results[0]), "run too", "{results:?}");
+    assert_eq!(content_text(&results[0]), "run too", "{results:?}");
 }
 
 #[test]

@@ -21,8 +21,8 @@ impl Run {
     /// For `call --json`: the text of the result's text blocks, joined.
     pub fn text(&self) -> String {
         let v = self.json();
-        let blocks = v["content"].as_array().unwrap_or_else(|| panic!("no content: {self:?}"));
-        blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+        assert!(v["content"].is_array(), "no content: {self:?}");
+        content_text(&v)
     }
 
     /// For `call --json`: `is_error`.
@@ -85,6 +85,13 @@ pub fn toolhost_command(sb: &Sandbox) -> std::process::Command {
     let mut cmd = sb.command(env!("CARGO_BIN_EXE_toolhost"));
     cmd.arg("--workspace").arg(&sb.workspace).arg("--plugins").arg(&sb.plugins);
     cmd
+}
+
+/// The text blocks of a `tool_result` object (`call --json`, `run`), joined
+/// by newlines.
+pub fn content_text(result: &Value) -> String {
+    let blocks = result["content"].as_array().into_iter().flatten();
+    blocks.filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
 /// Starts `toolhost ARGS…` in `sb` with stdin, stdout and stderr piped (for
