@@ -17,6 +17,7 @@ const GUESTS: &[&str] = &[
     "contract-1-0",
     "mover",
     "grantee",
+    "fetcher",
 ];
 
 fn main() {

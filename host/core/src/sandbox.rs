@@ -6,6 +6,7 @@ mod bounded;
 mod engine;
 mod grants;
 mod instance;
+pub mod network;
 mod store;
 
 pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config};
@@ -43,6 +44,10 @@ impl Sandbox {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         // Waiting in WASI ends at the call's deadline or cancellation.
         bounded::add_to_linker(&mut linker)?;
+        // Outgoing HTTP, policed by the call's network (refused to a tool
+        // granted no host).
+        #[cfg(feature = "http")]
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         crate::contract::add_to_linker(&mut linker, HostState::call_view)?;
         Ok(Sandbox { runtime, linker, limits, gate: Gate::new(instances as usize) })
     }

@@ -28,7 +28,7 @@
 use super::PermissionMode;
 use super::hooks::{HookEvent, HooksConfig};
 use super::rules::{Behavior, Rule, RuleEntry};
-use crate::contract::{DirRequest, Requests};
+use crate::contract::Requests;
 use crate::fsx::expand;
 use serde::Deserialize;
 use std::fmt;
@@ -395,15 +395,11 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             // A grant gets the checks a component's requests get.
             crate::contract::requests::check(&grant)
                 .map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
-            let merged = settings.tool_grants.entry(tool).or_default();
-            for dir in grant.directories {
-                let path = expand(&dir.path, cwd, home.as_deref()).to_string_lossy().into_owned();
-                merged.directories.push(DirRequest { path, access: dir.access });
+            let mut grant = grant;
+            for dir in &mut grant.directories {
+                dir.path = expand(&dir.path, cwd, home.as_deref()).to_string_lossy().into_owned();
             }
-            merged.hosts.extend(grant.hosts);
-            merged.env.extend(grant.env);
-            merged.memory_mib = merged.memory_mib.max(grant.memory_mib);
-            merged.timeout_ms = merged.timeout_ms.max(grant.timeout_ms);
+            settings.tool_grants.entry(tool).or_default().add(&grant);
         }
         if let Some(n) = shape.max_tool_concurrency {
             if n == 0 {

@@ -3,7 +3,7 @@
 //! ([`Requests`], from its component) and the operator granted (the same
 //! shape, in the settings' `toolGrants`), and nothing else.
 
-use crate::contract::{DirAccess, Requests};
+use crate::contract::{DirAccess, HostPattern, Requests};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,7 +32,8 @@ pub struct Grants {
     /// Environment variables requested and granted (their values are the
     /// host's, read when a call starts).
     pub env: Vec<String>,
-    /// Network hosts requested and granted (`name` or `name:port`).
+    /// Network hosts requested and granted, as [`HostPattern`]s (`*`,
+    /// `*.name`, `name`, an address; each with an optional `:port`).
     pub hosts: Vec<String>,
     /// Memory the tool requested, and what the operator granted of it.
     pub memory: Option<(usize, Option<usize>)>,
@@ -76,19 +77,25 @@ pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (G
             missing.push(format!("variable {name}"));
         }
     }
-    for host in &requested.hosts {
-        let host_lower = host.to_ascii_lowercase();
-        let covered = granted.hosts.iter().any(|g| {
-            let g = g.to_ascii_lowercase();
-            // A grant without a port covers every port of that name.
-            g == host_lower || host_lower.rsplit_once(':').is_some_and(|(name, _)| name == g)
-        });
-        if covered {
-            out.hosts.push(host.clone());
-        } else {
-            missing.push(format!("host {host}"));
+    // Hosts: each requested pattern some grant covers, and each granted
+    // pattern some request covers (a request for `*` and a grant of
+    // `127.0.0.1:8080` give that address, and only it).
+    let patterns = |list: &[String]| list.iter().filter_map(|h| HostPattern::parse(h)).collect::<Vec<_>>();
+    let (asked, given) = (patterns(&requested.hosts), patterns(&granted.hosts));
+    for want in &asked {
+        if given.iter().any(|g| g.covers(want)) {
+            out.hosts.push(want.to_string());
+            continue;
         }
+        let narrower: Vec<String> = given.iter().filter(|g| want.covers(g)).map(|g| g.to_string()).collect();
+        missing.push(match narrower.is_empty() {
+            true => format!("host {want}"),
+            false => format!("host {want}: granted only {}", narrower.join(", ")),
+        });
     }
+    out.hosts.extend(given.iter().filter(|g| asked.iter().any(|a| a.covers(g))).map(|g| g.to_string()));
+    out.hosts.sort();
+    out.hosts.dedup();
     let mib = |m: u64| usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
     if let Some(m) = requested.memory_mib {
         out.memory = Some((mib(m), granted.memory_mib.map(mib)));
@@ -189,6 +196,24 @@ mod tests {
         ] {
             assert!(missing.iter().any(|m| m.contains(expected)), "{expected} in {missing:?}");
         }
+    }
+
+    #[test]
+    fn hosts_are_what_both_sides_name() {
+        let project = tempfile::tempdir().unwrap();
+        let hosts =
+            |list: &[&str]| Requests { hosts: list.iter().map(|h| h.to_string()).collect(), ..Requests::default() };
+        let (g, missing) = intersect(&hosts(&["*"]), &hosts(&["*", "127.0.0.1:8080"]), project.path());
+        assert_eq!(g.hosts, ["*", "127.0.0.1:8080"], "the address is granted beside the public hosts");
+        assert!(missing.is_empty());
+        let (g, missing) = intersect(&hosts(&["*"]), &hosts(&["docs.rs", "*.example.com:443"]), project.path());
+        assert_eq!(g.hosts, ["*.example.com:443", "docs.rs"]);
+        assert_eq!(missing, ["host *: granted only docs.rs, *.example.com:443"]);
+        let (g, _) = intersect(&hosts(&["api.example.com:443"]), &hosts(&["*"]), project.path());
+        assert_eq!(g.hosts, ["api.example.com:443"], "never more than was asked");
+        let (g, missing) = intersect(&hosts(&["a.org"]), &hosts(&["b.org"]), project.path());
+        assert!(g.hosts.is_empty());
+        assert_eq!(missing, ["host a.org"]);
     }
 
     #[test]

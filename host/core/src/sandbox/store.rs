@@ -2,6 +2,7 @@
 //! nothing else, a memory limit, a deadline, and cancellation.
 
 use super::grants::{FileAccess, Grants};
+use super::network::Network;
 use crate::contract::DirAccess;
 use crate::contract::{CallScope, CallView};
 use std::path::{Path, PathBuf};
@@ -113,6 +114,8 @@ impl ResourceLimiter for MemoryLimiter {
 /// table, the limits.
 pub struct HostState {
     pub wasi: WasiCtx,
+    #[cfg(feature = "http")]
+    pub http: HttpState,
     pub table: ResourceTable,
     pub limits: MemoryLimiter,
     pub call: CallScope,
@@ -128,6 +131,24 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// `wasi:http`'s context and the hooks that police it.
+#[cfg(feature = "http")]
+pub struct HttpState {
+    ctx: wasmtime_wasi_http::WasiHttpCtx,
+    hooks: super::network::http::Hooks,
+}
+
+#[cfg(feature = "http")]
+impl wasmtime_wasi_http::WasiHttpView for HostState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http.ctx,
+            hooks: &mut self.http.hooks,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -224,10 +245,17 @@ pub fn store(
             wasi.env(name, value.to_string_lossy());
         }
     }
+    // The network: only the granted hosts, for sockets and HTTP alike.
+    let network = std::sync::Arc::new(Network::new(&grants.hosts));
+    if !network.is_empty() {
+        wasi.allow_tcp(true).allow_ip_name_lookup(true).socket_addr_check(network.socket_check());
+    }
     call.process_granted = grants.process;
     call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
     let state = HostState {
         wasi: wasi.build(),
+        #[cfg(feature = "http")]
+        http: HttpState { ctx: wasmtime_wasi_http::WasiHttpCtx::new(), hooks: super::network::http::Hooks { network } },
         table: ResourceTable::new(),
         limits: MemoryLimiter { memory: limits.memory, used: 0 },
         call,
