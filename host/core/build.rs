@@ -10,6 +10,8 @@ mod build_wasm;
 
 /// The built-in tools: crate directory under `plugins/`.
 const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "bash-output", "kill-shell"];
+/// The built-ins that need the `http` feature (`wasi:http`).
+const HTTP_BUILTINS: &[&str] = &["webfetch"];
 
 fn main() {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
@@ -21,11 +23,15 @@ fn main() {
     }
     println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
 
-    let packages: Vec<String> = BUILTINS.iter().map(|b| format!("toolhost-plugin-{b}")).collect();
+    let mut builtins = BUILTINS.to_vec();
+    if std::env::var_os("CARGO_FEATURE_HTTP").is_some() {
+        builtins.extend(HTTP_BUILTINS);
+    }
+    let packages: Vec<String> = builtins.iter().map(|b| format!("toolhost-plugin-{b}")).collect();
     let wasm_dir = build_wasm::build(&root, &packages);
 
     let mut table = String::from("&[\n");
-    for name in BUILTINS {
+    for name in &builtins {
         let wasm_path = wasm_dir.join(format!("toolhost_plugin_{}.wasm", name.replace('-', "_")));
         let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| panic!("reading {}: {e}", wasm_path.display()));
         // A copy in OUT_DIR: the nested build may rewrite the original later.

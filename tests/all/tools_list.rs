@@ -14,7 +14,7 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
     let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write", "Adversary", "Echo"]
+        ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "WebFetch", "Write", "Adversary", "Echo"]
     );
     for tool in list.as_array().unwrap() {
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));

@@ -1,5 +1,6 @@
 //! The built-in tools, embedded in the binary by the build script.
 
+use crate::contract::Requests;
 use crate::sandbox::{FileAccess, Grants};
 
 /// One embedded built-in.
@@ -22,6 +23,17 @@ pub(crate) fn grants(crate_dir: &str) -> Grants {
     match crate_dir {
         "write" | "edit" => Grants { files: FileAccess::ReadWrite, ..Grants::default() },
         "bash" | "bash-output" | "kill-shell" => Grants { process: true, ..Grants::default() },
+        "webfetch" => Grants::default(),
         _ => Grants { files: FileAccess::ReadOnly, ..Grants::default() },
+    }
+}
+
+/// What a built-in that stamps requests (as a third-party component does)
+/// is granted before the operator adds anything under `toolGrants`: WebFetch
+/// any public host.
+pub(crate) fn granted(crate_dir: &str) -> Requests {
+    match crate_dir {
+        "webfetch" => Requests { hosts: vec!["*".into()], ..Requests::default() },
+        _ => Requests::default(),
     }
 }

@@ -61,9 +61,18 @@ impl Loader<'_> {
                 Some(spec) => Description::Known(Box::new(spec)),
                 None => Description::Ask,
             };
+            let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
             let grants = builtins::grants(embedded.crate_dir);
-            let tool =
-                self.load(&component, Origin::Builtin, grants, Requests::default(), description).map_err(fail)?;
+            let mut tool = self.load(&component, Origin::Builtin, grants, requests, description).map_err(fail)?;
+            if !tool.requests.is_empty() {
+                // Requests it stamps are granted as a third-party tool's
+                // are, on top of what the built-in gets by default.
+                let mut granted = builtins::granted(embedded.crate_dir);
+                if let Some(more) = self.grants.get(&tool.spec.name) {
+                    granted.add(more);
+                }
+                self.grant(&mut tool, &granted);
+            }
             if let (true, Some(file)) = (described, &spec_file) {
                 cache::write_spec(file, &tool.spec);
             }
@@ -149,10 +158,16 @@ impl Loader<'_> {
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
-        let (grants, missing) = crate::sandbox::intersect(&tool.requests, granted, self.project);
-        tool.grants = grants;
-        tool.missing = missing;
+        self.grant(&mut tool, granted);
         Ok(tool)
+    }
+
+    /// Gives `tool` what it requested and `granted` grants (its files and
+    /// process access, which no request names, stay as they are).
+    fn grant(&self, tool: &mut LoadedTool, granted: &Requests) {
+        let (grants, missing) = crate::sandbox::intersect(&tool.requests, granted, self.project);
+        tool.grants = Grants { files: tool.grants.files, process: tool.grants.process, ..grants };
+        tool.missing = missing;
     }
 
     /// Checks, links and describes `component`.

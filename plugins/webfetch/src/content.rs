@@ -1,0 +1,218 @@
+//! What WebFetch shows of a body: HTML as markdown, text as it is, binary
+//! content only described.
+
+use htmd::HtmlToMarkdown;
+use htmd::options::{BulletListMarker, HrStyle, Options};
+
+/// Elements dropped whole: code, styling and embedded objects, nothing a
+/// reader of the page sees as text.
+const SKIPPED_TAGS: &[&str] =
+    &["script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "link", "meta"];
+
+/// How a body is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Converted to markdown.
+    Html,
+    /// Shown as (lossy UTF-8) text.
+    Text,
+    /// Described, not shown.
+    Binary,
+}
+
+/// The media type of a `content-type` value (`text/html` of
+/// `text/html; charset=utf-8`), lower-cased, or `None` when there is none.
+pub fn media_type(content_type: Option<&str>) -> Option<String> {
+    let essence = content_type?.split(';').next()?.trim().to_ascii_lowercase();
+    (!essence.is_empty()).then_some(essence)
+}
+
+/// Whether a media type is text WebFetch shows as it is.
+fn is_textual(media: &str) -> bool {
+    if media.starts_with("image/") {
+        return false;
+    }
+    media.starts_with("text/")
+        || media.ends_with("+json")
+        || media.ends_with("+xml")
+        || media.contains("javascript")
+        || matches!(
+            media,
+            "application/json"
+                | "application/xml"
+                | "application/ecmascript"
+                | "application/x-ndjson"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/toml"
+                | "application/x-sh"
+                | "application/sql"
+                | "application/graphql"
+        )
+}
+
+/// How to show a body of `content_type`; without one, a body starting with
+/// `<` is taken for HTML and one that looks like text for text.
+pub fn classify(content_type: Option<&str>, body: &[u8]) -> Kind {
+    match media_type(content_type).as_deref() {
+        Some("text/html" | "application/xhtml+xml") => Kind::Html,
+        Some(media) if is_textual(media) => Kind::Text,
+        Some(_) => Kind::Binary,
+        None => sniff(body),
+    }
+}
+
+fn sniff(body: &[u8]) -> Kind {
+    let start = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(body);
+    let start = &start[start.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(start.len())..];
+    let head = &start[..start.len().min(8192)];
+    if head.starts_with(b"<") {
+        // An XML document that is not XHTML reads better as text.
+        let xml_only = head.starts_with(b"<?xml") && !head.windows(5).any(|w| w.eq_ignore_ascii_case(b"<html"));
+        return if xml_only { Kind::Text } else { Kind::Html };
+    }
+    let text = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        // A sequence cut by the 8 KiB window is still text.
+        Err(e) => e.error_len().is_none(),
+    };
+    if text && !head.contains(&0) { Kind::Text } else { Kind::Binary }
+}
+
+/// HTML as markdown, without scripts, styles and embedded objects.
+pub fn html_to_markdown(html: &str) -> String {
+    let options = Options {
+        bullet_list_marker: BulletListMarker::Dash,
+        ul_bullet_spacing: 1,
+        ol_number_spacing: 1,
+        hr_style: HrStyle::Dashes,
+        ..Options::default()
+    };
+    let converter = HtmlToMarkdown::builder().options(options).skip_tags(SKIPPED_TAGS.to_vec()).build();
+    // Parsing a `&str` does not fail; if it ever did, the page is still text.
+    converter.convert(html).unwrap_or_else(|_| html.to_string())
+}
+
+/// A compression the body is still in (WebFetch asks for none, but a
+/// server may send one anyway), or `None` for an identity body.
+fn compression(content_encoding: Option<&str>) -> Option<String> {
+    let encoding = content_encoding?.trim().to_ascii_lowercase();
+    (!encoding.is_empty() && encoding != "identity").then_some(encoding)
+}
+
+/// What the model sees of a body.
+pub fn render(content_type: Option<&str>, content_encoding: Option<&str>, body: &[u8]) -> String {
+    let media = media_type(content_type).unwrap_or_else(|| "unknown".into());
+    if let Some(encoding) = compression(content_encoding) {
+        return format!("binary content of type {media} ({encoding}-compressed), {} bytes, not shown", body.len());
+    }
+    match classify(content_type, body) {
+        Kind::Html => html_to_markdown(&String::from_utf8_lossy(body)),
+        Kind::Text => String::from_utf8_lossy(body).into_owned(),
+        Kind::Binary => format!("binary content of type {media}, {} bytes, not shown", body.len()),
+    }
+}
+
+/// `text` cut to `max` characters (on a character boundary), with a line
+/// saying so when anything was cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((cut, _)) => {
+            let total = text.chars().count();
+            format!("{}\n\n[Content truncated: the first {max} of {total} characters are shown.]", &text[..cut])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types() {
+        assert_eq!(media_type(Some("Text/HTML; charset=UTF-8")).as_deref(), Some("text/html"));
+        assert_eq!(media_type(Some("  ")), None);
+        assert_eq!(media_type(None), None);
+    }
+
+    #[test]
+    fn classifies_content() {
+        let c = |t: &str| classify(Some(t), b"whatever");
+        assert_eq!(c("text/html; charset=utf-8"), Kind::Html);
+        assert_eq!(c("application/xhtml+xml"), Kind::Html);
+        for text in [
+            "text/plain",
+            "text/markdown",
+            "text/css",
+            "text/javascript",
+            "application/json",
+            "application/problem+json",
+            "application/xml",
+            "application/atom+xml",
+            "application/javascript",
+            "application/x-javascript",
+        ] {
+            assert_eq!(c(text), Kind::Text, "{text}");
+        }
+        for binary in ["image/png", "image/svg+xml", "application/pdf", "application/octet-stream", "video/mp4"] {
+            assert_eq!(c(binary), Kind::Binary, "{binary}");
+        }
+    }
+
+    #[test]
+    fn sniffs_unknown_content() {
+        assert_eq!(classify(None, b"  \n<!doctype html><p>x"), Kind::Html);
+        assert_eq!(classify(Some(""), "\u{feff}<html>".as_bytes()), Kind::Html);
+        assert_eq!(classify(None, b"<?xml version=\"1.0\"?><feed/>"), Kind::Text);
+        assert_eq!(classify(None, b"<?xml version=\"1.0\"?><!DOCTYPE html><HTML>"), Kind::Html);
+        assert_eq!(classify(None, "plain text, ünïcode".as_bytes()), Kind::Text);
+        assert_eq!(classify(None, b"\x89PNG\r\n\x1a\n\0\0"), Kind::Binary);
+        assert_eq!(classify(None, b"\xff\xfe\xfd bytes"), Kind::Binary);
+    }
+
+    #[test]
+    fn converts_html_to_markdown() {
+        let html = r#"<!doctype html><html><head><title>Page</title><meta charset="utf-8">
+            <style>body { color: red }</style><script>var secret = 1;</script></head>
+            <body><noscript>enable js</noscript><h1>Heading</h1>
+            <p>A <a href="https://example.com/x">link</a> and <em>emphasis</em>.</p>
+            <ul><li>one</li><li>two</li></ul><pre><code>let x = 1;</code></pre>
+            <template><p>hidden</p></template><iframe src="https://ads.example"></iframe></body></html>"#;
+        let md = html_to_markdown(html);
+        assert!(md.contains("# Heading"), "{md}");
+        assert!(md.contains("[link](https://example.com/x)"), "{md}");
+        assert!(md.contains("_emphasis_") || md.contains("*emphasis*"), "{md}");
+        assert!(md.contains("- one\n- two"), "{md}");
+        assert!(md.contains("```\nlet x = 1;\n```"), "{md}");
+        for gone in ["color: red", "secret", "enable js", "hidden", "ads.example"] {
+            assert!(!md.contains(gone), "{gone} in {md}");
+        }
+    }
+
+    #[test]
+    fn renders_by_kind() {
+        assert_eq!(render(Some("text/html"), None, b"<p>Hi <b>there</b></p>"), "Hi **there**");
+        assert_eq!(render(Some("application/json"), None, br#"{"a": 1}"#), r#"{"a": 1}"#);
+        assert_eq!(render(Some("text/plain"), None, b"bad \xff byte"), "bad \u{fffd} byte");
+        assert_eq!(
+            render(Some("application/pdf"), None, b"%PDF-1.7 ..."),
+            "binary content of type application/pdf, 12 bytes, not shown"
+        );
+        assert_eq!(render(None, None, b"\0\x01\x02"), "binary content of type unknown, 3 bytes, not shown");
+        assert_eq!(
+            render(Some("text/html"), Some("gzip"), b"\x1f\x8b\x08"),
+            "binary content of type text/html (gzip-compressed), 3 bytes, not shown"
+        );
+        assert_eq!(render(Some("text/plain"), Some("identity"), b"ok"), "ok");
+    }
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("exactly10!", 10), "exactly10!");
+        let cut = truncate("ααααα", 3);
+        assert_eq!(cut, "ααα\n\n[Content truncated: the first 3 of 5 characters are shown.]");
+        assert_eq!(truncate("", 0), "");
+    }
+}

@@ -1,0 +1,733 @@
+//! The `WebFetch` tool: fetches a URL over `wasi:http` and returns the page
+//! (HTML turned into markdown) with the prompt, for the caller to apply.
+//!
+//! The host runs no model, so where Claude Code would summarise the page
+//! with a small model, this tool hands the content and the prompt back
+//! together. What is reachable is the host's business: every request goes
+//! through its `wasi:http` implementation, which checks the grants.
+
+use std::time::Instant;
+use toolhost_sdk::{
+    Context, Deserialize, ErrorKind, InterruptBehavior, JsonSchema, Output, Permission, Tool, ToolError, export_tool,
+    serde_json,
+};
+use url::{Host, Url};
+
+pub mod content;
+pub mod http;
+
+/// Longest URL accepted, in characters.
+pub const MAX_URL_CHARS: usize = 2000;
+/// Redirects followed at most (same host only).
+pub const MAX_REDIRECTS: usize = 10;
+/// Largest body read, in bytes.
+pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
+/// Characters of content returned at most.
+pub const MAX_CONTENT_CHARS: usize = 100_000;
+
+toolhost_sdk::requests!(r#"{"hosts":["*"]}"#);
+
+/// Input of `WebFetch`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebFetchInput {
+    /// The URL to fetch content from
+    #[schemars(url)]
+    pub url: String,
+    /// The prompt to run on the fetched content
+    pub prompt: String,
+}
+
+pub struct WebFetch;
+
+impl Tool for WebFetch {
+    type Input = WebFetchInput;
+    const NAME: &'static str = "WebFetch";
+    const DESCRIPTION: &'static str =
+        "Fetches a web page and returns its content as markdown, together with the prompt to apply to it.";
+    const ADDRESS_FIELDS: &'static [&'static str] = &["url"];
+    const READ_ONLY_HINT: Option<bool> = Some(true);
+    // A fetch changes nothing: stopping it midway is harmless.
+    const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Cancel;
+    // WebFetch bounds its own result (a short header and at most
+    // MAX_CONTENT_CHARS of content); persisting it to a file would only
+    // hide the header behind a preview.
+    const MAX_RESULT_SIZE_CHARS: Option<u64> = None;
+
+    fn prompt() -> String {
+        PROMPT.to_string()
+    }
+    fn search_hint() -> Option<String> {
+        Some("fetch web page url http download read website".into())
+    }
+    fn is_read_only(_: &WebFetchInput) -> bool {
+        true
+    }
+    fn is_concurrency_safe(_: &WebFetchInput) -> bool {
+        true
+    }
+
+    fn validate_input(input: &WebFetchInput, _: &Context) -> Result<(), ToolError> {
+        parse_url(&input.url).map(drop)
+    }
+
+    fn check_permissions(input: &WebFetchInput, _: &Context) -> Permission {
+        let host = host_of(&input.url);
+        Permission::Ask {
+            message: format!("WebFetch wants to fetch from {host}."),
+            suggested_rules: vec![format!("WebFetch(domain:{host})")],
+        }
+    }
+
+    fn call(input: WebFetchInput, ctx: &Context) -> Result<Output, ToolError> {
+        #[cfg(target_os = "wasi")]
+        {
+            fetch(&mut http::WasiHttp, &input.url, &input.prompt, &mut |message| ctx.progress(message))
+        }
+        #[cfg(not(target_os = "wasi"))]
+        {
+            let _ = (input, ctx);
+            Err(ToolError::unsupported("WebFetch needs wasi:http: it runs only as a WebAssembly component."))
+        }
+    }
+}
+
+/// Parses and checks a URL the model gave: http or https, at most
+/// [`MAX_URL_CHARS`] characters, a host, and no user name or password.
+pub fn parse_url(raw: &str) -> Result<Url, ToolError> {
+    let chars = raw.chars().count();
+    if chars > MAX_URL_CHARS {
+        return Err(ToolError::invalid_input(format!(
+            "The URL is {chars} characters long; WebFetch accepts URLs of at most {MAX_URL_CHARS} characters."
+        )));
+    }
+    let url = Url::parse(raw.trim())
+        .map_err(|e| ToolError::invalid_input(format!("Invalid URL `{raw}`: {e}. Give a full http or https URL.")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::invalid_input(format!(
+            "Unsupported URL scheme `{}:` in `{raw}`: WebFetch fetches only http and https URLs.",
+            url.scheme()
+        )));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ToolError::invalid_input(format!(
+            "The URL `{raw}` contains a user name or password; WebFetch does not send credentials."
+        )));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(ToolError::invalid_input(format!("The URL `{raw}` has no host.")));
+    }
+    Ok(url)
+}
+
+/// The host a URL names, as the permission rules see it (lower case, no
+/// trailing dot), or the text itself when it is not a URL.
+pub fn host_of(raw: &str) -> String {
+    match Url::parse(raw.trim()).ok().as_ref().and_then(Url::host_str) {
+        Some(host) => host.trim_end_matches('.').to_ascii_lowercase(),
+        None => raw.to_string(),
+    }
+}
+
+/// Whether a host stays on plain http: `localhost`, `*.localhost` and IP
+/// literals (a local server rarely speaks TLS).
+pub fn is_local_or_ip(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Ipv4(_) | Host::Ipv6(_)) => true,
+        Some(Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        None => false,
+    }
+}
+
+/// `url` with `http` upgraded to `https`, unless [`is_local_or_ip`].
+pub fn upgrade(mut url: Url) -> Url {
+    if url.scheme() == "http" && !is_local_or_ip(&url) {
+        // Both are special schemes, so the change cannot fail; an explicit
+        // port is kept, the default one becomes 443.
+        let _ = url.set_scheme("https");
+    }
+    url
+}
+
+/// Whether a redirect from `from` to `to` is followed: same scheme, same
+/// port, no credentials, and the same host once a leading `www.` is
+/// dropped from both.
+pub fn redirect_allowed(from: &Url, to: &Url) -> bool {
+    from.scheme() == to.scheme()
+        && from.port_or_known_default() == to.port_or_known_default()
+        && to.username().is_empty()
+        && to.password().is_none()
+        && same_site(from, to)
+}
+
+/// Whether two URLs name the same host once a leading `www.` is dropped.
+fn same_site(a: &Url, b: &Url) -> bool {
+    fn bare(url: &Url) -> Option<String> {
+        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        Some(host.strip_prefix("www.").map(str::to_string).unwrap_or(host))
+    }
+    bare(a).is_some() && bare(a) == bare(b)
+}
+
+/// Whether `status` is a redirect WebFetch looks at (with a `location`).
+pub fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// The reason phrase of a status code, or `""` for one not in the table.
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
+        204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        300 => "Multiple Choices",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        418 => "I'm a teapot",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        423 => "Locked",
+        424 => "Failed Dependency",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        506 => "Variant Also Negotiates",
+        507 => "Insufficient Storage",
+        508 => "Loop Detected",
+        510 => "Not Extended",
+        511 => "Network Authentication Required",
+        _ => "",
+    }
+}
+
+/// `404 Not Found`, or just `599` for a code without a phrase.
+fn status_line(status: u16) -> String {
+    match reason_phrase(status) {
+        "" => status.to_string(),
+        reason => format!("{status} {reason}"),
+    }
+}
+
+/// The response headers WebFetch uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    pub status: u16,
+    pub location: Option<String>,
+    pub content_type: Option<String>,
+    pub content_length: Option<u64>,
+    pub content_encoding: Option<String>,
+}
+
+/// A response body, read a chunk at a time.
+pub trait Body {
+    /// The next bytes, or `None` once the body is complete.
+    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, ToolError>;
+}
+
+/// What sends one GET: `wasi:http` in the component, a fake in the tests.
+pub trait Transport {
+    type Body: Body;
+    /// Sends a GET for `url` and returns the response's head and body.
+    fn get(&mut self, url: &Url) -> Result<(Head, Self::Body), ToolError>;
+}
+
+fn too_large(url: &Url) -> ToolError {
+    ToolError::new(
+        ErrorKind::TooLarge,
+        format!("The page at {url} is larger than 10 MB ({MAX_BODY_BYTES} bytes); WebFetch does not fetch it."),
+    )
+}
+
+/// Reads `body` whole, refusing more than [`MAX_BODY_BYTES`] (by the
+/// `content-length` the server announced, or while reading).
+pub fn read_capped(head: &Head, mut body: impl Body, url: &Url) -> Result<Vec<u8>, ToolError> {
+    if head.content_length.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(too_large(url));
+    }
+    let mut out = Vec::with_capacity(head.content_length.unwrap_or(0) as usize);
+    while let Some(chunk) = body.next_chunk()? {
+        if (out.len() + chunk.len()) as u64 > MAX_BODY_BYTES {
+            return Err(too_large(url));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// A fetched page, as the result reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The URL the model asked for.
+    pub requested: String,
+    /// The URL the content came from (after the upgrade and redirects).
+    pub url: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    /// Body bytes fetched.
+    pub bytes: usize,
+    /// The content shown, already truncated.
+    pub content: String,
+}
+
+/// The result text: a short header, a blank line, the content.
+pub fn format_page(page: &Page, prompt: &str) -> String {
+    let mut text = format!("URL: {}\n", page.url);
+    if page.requested != page.url {
+        text.push_str(&format!("Requested URL: {}\n", page.requested));
+    }
+    text.push_str(&format!(
+        "Status: {}\nContent-Type: {}\nBytes fetched: {}\n\
+         toolhost runs no model on the page: apply this prompt to the content below yourself: {prompt}\n\n",
+        status_line(page.status),
+        page.content_type.as_deref().unwrap_or("unknown"),
+        page.bytes,
+    ));
+    text.push_str(&page.content);
+    text
+}
+
+/// The result for a redirect WebFetch does not follow.
+pub fn redirect_notice(original: &str, from: &Url, to: &Url, status: u16) -> String {
+    let what = if !same_site(from, to) {
+        "a different host"
+    } else if from.scheme() != to.scheme() {
+        "a different scheme"
+    } else if from.port_or_known_default() != to.port_or_known_default() {
+        "a different port"
+    } else {
+        "a URL with credentials"
+    };
+    format!(
+        "REDIRECT DETECTED: the URL redirected to {what}, and WebFetch follows redirects only within the same host.\n\n\
+         Original URL: {original}\n\
+         Redirect URL: {to}\n\
+         Status: {}\n\n\
+         To get the content at the redirect URL, call WebFetch again with url set to \"{to}\" and the same prompt.",
+        status_line(status),
+    )
+}
+
+/// Fetches `raw_url` through `transport`: upgrade, same-host redirects,
+/// status and size checks, content conversion and truncation.
+pub fn fetch<T: Transport>(
+    transport: &mut T,
+    raw_url: &str,
+    prompt: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Output, ToolError> {
+    let start = Instant::now();
+    let mut url = upgrade(parse_url(raw_url)?);
+    let mut hops = 0;
+    loop {
+        progress(&format!("Fetching {url}"));
+        let (head, body) = transport.get(&url)?;
+        if is_redirect(head.status)
+            && let Some(location) = head.location.as_deref()
+        {
+            drop(body);
+            let target = url.join(location.trim()).map_err(|e| {
+                ToolError::io(format!(
+                    "{url} answered {} with a Location WebFetch cannot use (`{location}`): {e}",
+                    status_line(head.status)
+                ))
+            })?;
+            if !redirect_allowed(&url, &target) {
+                let text = redirect_notice(raw_url, &url, &target, head.status);
+                return Ok(Output::text(text.clone()).with_structured(serde_json::json!({
+                    "bytes": text.len(),
+                    "code": head.status,
+                    "codeText": reason_phrase(head.status),
+                    "result": text,
+                    "durationMs": start.elapsed().as_millis() as u64,
+                    "url": url.as_str(),
+                })));
+            }
+            hops += 1;
+            if hops > MAX_REDIRECTS {
+                return Err(ToolError::io(format!(
+                    "Too many redirects fetching {raw_url}: more than {MAX_REDIRECTS} (the last one to {target})."
+                )));
+            }
+            url = target;
+            continue;
+        }
+        if !(200..300).contains(&head.status) {
+            return Err(ToolError::io(format!(
+                "Request failed with status {} for {url}",
+                match reason_phrase(head.status) {
+                    "" => head.status.to_string(),
+                    reason => format!("{} ({reason})", head.status),
+                }
+            )));
+        }
+        let bytes = read_capped(&head, body, &url)?;
+        let rendered = content::render(head.content_type.as_deref(), head.content_encoding.as_deref(), &bytes);
+        let content = content::truncate(&rendered, MAX_CONTENT_CHARS);
+        let page = Page {
+            requested: raw_url.to_string(),
+            url: url.to_string(),
+            status: head.status,
+            content_type: head.content_type.clone(),
+            bytes: bytes.len(),
+            content,
+        };
+        let text = format_page(&page, prompt);
+        return Ok(Output::text(text).with_structured(serde_json::json!({
+            "bytes": page.bytes,
+            "code": page.status,
+            "codeText": reason_phrase(page.status),
+            "result": page.content,
+            "durationMs": start.elapsed().as_millis() as u64,
+            "url": page.url,
+        })));
+    }
+}
+
+const PROMPT: &str = "Fetches a web page and hands its content back to you, with your prompt, to work on.
+
+- Give a full, valid URL (at most 2000 characters) and a prompt saying what you want from the page.
+- Plain http URLs are upgraded to https, except for localhost and IP addresses.
+- HTML is turned into markdown; other text (JSON, XML, plain text, scripts) comes back as it is; \
+binary content such as images or PDFs is described, not shown.
+- toolhost runs no model of its own: instead of a summary, you get the page itself (as markdown) \
+together with your prompt, and you apply the prompt to it yourself.
+- Pages larger than 10 MB are refused, and content longer than 100,000 characters is cut off.
+- Redirects within the same host are followed (up to 10). A redirect to another host is not: the \
+result names the redirect URL, and you can call WebFetch again with it if you want that content.
+- The tool only reads: it sends a GET without cookies or credentials, so pages behind a login will \
+not work; for those, prefer a more specific tool if one is available.
+- The operator decides which hosts are reachable; a refused host comes back as an error.";
+
+export_tool!(WebFetch);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use toolhost_sdk::{Content, Mode};
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn validates_urls() {
+        assert!(parse_url("https://example.com/docs?q=1").is_ok());
+        assert!(parse_url("http://localhost:8080/").is_ok());
+        for bad in [
+            "not a url",
+            "example.com/page",
+            "ftp://example.com/file",
+            "file:///etc/passwd",
+            "https://user@example.com/",
+            "https://user:secret@example.com/",
+            "https://:secret@example.com/",
+            "data:text/plain,hi",
+        ] {
+            let err = parse_url(bad).unwrap_err();
+            assert_eq!(err.kind, ErrorKind::InvalidInput, "{bad}");
+        }
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS));
+        assert!(parse_url(&long).unwrap_err().message.contains("at most 2000"));
+        let exact = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS - 20));
+        assert_eq!(exact.chars().count(), MAX_URL_CHARS);
+        assert!(parse_url(&exact).is_ok());
+    }
+
+    #[test]
+    fn validate_input_and_permissions() {
+        let ctx = Context::for_tests("/ws", Mode::Default);
+        let input = |u: &str| WebFetchInput { url: u.into(), prompt: "summarise".into() };
+        assert!(WebFetch::validate_input(&input("https://docs.rs/url"), &ctx).is_ok());
+        assert!(WebFetch::validate_input(&input("gopher://docs.rs"), &ctx).is_err());
+        assert_eq!(
+            WebFetch::check_permissions(&input("https://Docs.RS./url/latest"), &ctx),
+            Permission::Ask {
+                message: "WebFetch wants to fetch from docs.rs.".into(),
+                suggested_rules: vec!["WebFetch(domain:docs.rs)".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn schema_and_flags() {
+        let schema: serde_json::Value = serde_json::from_str(&toolhost_sdk::input_schema::<WebFetch>()).unwrap();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], serde_json::json!(["url", "prompt"]));
+        assert_eq!(schema["properties"]["url"]["format"], "uri");
+        assert_eq!(schema["properties"]["url"]["description"], "The URL to fetch content from");
+        assert_eq!(schema["properties"]["prompt"]["description"], "The prompt to run on the fetched content");
+        let input = WebFetchInput { url: "https://a.org".into(), prompt: String::new() };
+        assert!(WebFetch::is_read_only(&input) && WebFetch::is_concurrency_safe(&input));
+        assert_eq!(WebFetch::ADDRESS_FIELDS, &["url"]);
+    }
+
+    #[test]
+    fn upgrades_http_except_local() {
+        assert_eq!(upgrade(url("http://example.com/a?b#c")).as_str(), "https://example.com/a?b#c");
+        assert_eq!(upgrade(url("http://example.com:8080/")).as_str(), "https://example.com:8080/");
+        assert_eq!(upgrade(url("http://example.com:80/")).as_str(), "https://example.com/");
+        assert_eq!(upgrade(url("https://example.com/")).as_str(), "https://example.com/");
+        for local in [
+            "http://localhost/",
+            "http://LOCALHOST:3000/",
+            "http://app.localhost/",
+            "http://127.0.0.1:8000/",
+            "http://10.1.2.3/",
+            "http://[::1]:8080/",
+        ] {
+            assert_eq!(upgrade(url(local)).scheme(), "http", "{local}");
+        }
+        assert_eq!(upgrade(url("http://localhost.example.com/")).scheme(), "https");
+    }
+
+    #[test]
+    fn redirect_rules() {
+        let ok = |a: &str, b: &str| redirect_allowed(&url(a), &url(b));
+        assert!(ok("https://example.com/a", "https://example.com/b"));
+        assert!(ok("https://example.com/a", "https://www.example.com/b"));
+        assert!(ok("https://www.example.com/a", "https://example.com/b"));
+        assert!(ok("https://example.com/a", "https://example.com:443/b"));
+        assert!(!ok("https://example.com/a", "https://other.com/"));
+        assert!(!ok("https://example.com/a", "https://docs.example.com/"));
+        assert!(!ok("https://example.com/a", "http://example.com/"));
+        assert!(!ok("https://example.com/a", "https://example.com:8443/"));
+        assert!(!ok("https://example.com/a", "https://u:p@example.com/"));
+        assert!(!ok("https://example.com/a", "https://u@example.com/"));
+        for s in [301, 302, 303, 307, 308] {
+            assert!(is_redirect(s));
+        }
+        assert!(!is_redirect(300) && !is_redirect(304) && !is_redirect(200));
+    }
+
+    #[test]
+    fn formats_header_then_content() {
+        let page = Page {
+            requested: "http://example.com".into(),
+            url: "https://example.com/".into(),
+            status: 200,
+            content_type: Some("text/html; charset=utf-8".into()),
+            bytes: 42,
+            content: "# Title".into(),
+        };
+        assert_eq!(
+            format_page(&page, "What is the title?"),
+            "URL: https://example.com/\nRequested URL: http://example.com\nStatus: 200 OK\n\
+             Content-Type: text/html; charset=utf-8\nBytes fetched: 42\n\
+             toolhost runs no model on the page: apply this prompt to the content below yourself: What is the title?\n\n\
+             # Title"
+        );
+        let same = Page { requested: "https://example.com/".into(), content_type: None, ..page };
+        let text = format_page(&same, "p");
+        assert!(!text.contains("Requested URL"));
+        assert!(text.contains("Content-Type: unknown\n"));
+        assert_eq!(status_line(599), "599");
+    }
+
+    /// Serves canned responses in order and records the URLs asked for.
+    #[derive(Default)]
+    struct Fake {
+        responses: VecDeque<(Head, Vec<Vec<u8>>)>,
+        asked: Vec<String>,
+    }
+
+    struct Chunks(VecDeque<Vec<u8>>);
+
+    impl Body for Chunks {
+        fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, ToolError> {
+            Ok(self.0.pop_front())
+        }
+    }
+
+    impl Transport for Fake {
+        type Body = Chunks;
+        fn get(&mut self, url: &Url) -> Result<(Head, Chunks), ToolError> {
+            self.asked.push(url.to_string());
+            let (head, chunks) = self.responses.pop_front().expect("an unexpected request");
+            Ok((head, Chunks(chunks.into())))
+        }
+    }
+
+    impl Fake {
+        fn with(mut self, status: u16, headers: &[(&str, &str)], body: &[u8]) -> Self {
+            let mut head = Head { status, ..Head::default() };
+            for &(name, value) in headers {
+                match name {
+                    "location" => head.location = Some(value.into()),
+                    "content-type" => head.content_type = Some(value.into()),
+                    "content-length" => head.content_length = value.parse().ok(),
+                    "content-encoding" => head.content_encoding = Some(value.into()),
+                    _ => unreachable!(),
+                }
+            }
+            self.responses.push_back((head, vec![body.to_vec()]));
+            self
+        }
+        fn run(&mut self, raw: &str) -> Result<Output, ToolError> {
+            fetch(self, raw, "the prompt", &mut |_| {})
+        }
+    }
+
+    fn text_of(out: &Output) -> &str {
+        match &out.content[..] {
+            [Content::Text(t)] => t,
+            other => panic!("not one text block: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fetches_html_as_markdown() {
+        let html = b"<html><head><title>T</title><style>p{}</style><script>alert(1)</script></head>\
+                     <body><h1>Hello</h1><p>Some <b>bold</b> text.</p></body></html>";
+        let mut fake = Fake::default().with(200, &[("content-type", "text/html; charset=utf-8")], html);
+        let out = fake.run("http://example.com/page").unwrap();
+        assert_eq!(fake.asked, ["https://example.com/page"]);
+        let text = text_of(&out);
+        assert!(text.starts_with("URL: https://example.com/page\nRequested URL: http://example.com/page\n"));
+        assert!(text.contains("apply this prompt to the content below yourself: the prompt\n\n"));
+        assert!(text.contains("# Hello") && text.contains("**bold**"), "{text}");
+        assert!(!text.contains("alert") && !text.contains("p{}"), "{text}");
+        let s = out.structured.as_ref().unwrap();
+        assert_eq!(s["bytes"], html.len());
+        assert_eq!(s["code"], 200);
+        assert_eq!(s["codeText"], "OK");
+        assert_eq!(s["url"], "https://example.com/page");
+        assert!(s["result"].as_str().unwrap().contains("# Hello"));
+        assert!(s["durationMs"].is_u64());
+        assert!(!out.is_error);
+    }
+
+    #[test]
+    fn follows_same_host_redirects() {
+        let mut fake = Fake::default()
+            .with(301, &[("location", "https://www.example.com/a")], b"")
+            .with(302, &[("location", "/b?x=1")], b"moved")
+            .with(200, &[("content-type", "text/plain")], b"done");
+        let out = fake.run("https://example.com/").unwrap();
+        assert_eq!(fake.asked, ["https://example.com/", "https://www.example.com/a", "https://www.example.com/b?x=1"]);
+        assert!(text_of(&out).ends_with("\n\ndone"));
+        assert_eq!(out.structured.unwrap()["url"], "https://www.example.com/b?x=1");
+    }
+
+    #[test]
+    fn reports_cross_host_redirects() {
+        let mut fake = Fake::default().with(301, &[("location", "https://other.org/new")], b"");
+        let out = fake.run("https://example.com/old").unwrap();
+        assert!(!out.is_error);
+        let text = text_of(&out);
+        assert!(text.contains("redirected to a different host"), "{text}");
+        assert!(text.contains("Original URL: https://example.com/old"));
+        assert!(text.contains("Redirect URL: https://other.org/new"));
+        assert!(text.contains("Status: 301 Moved Permanently"));
+        assert!(text.contains("call WebFetch again"));
+        let s = out.structured.unwrap();
+        assert_eq!(s["code"], 301);
+        assert_eq!(s["codeText"], "Moved Permanently");
+
+        let mut fake = Fake::default().with(302, &[("location", "http://example.com/plain")], b"");
+        let text = text_of(&fake.run("https://example.com/").unwrap()).to_string();
+        assert!(text.contains("a different scheme") && text.contains("Redirect URL: http://example.com/plain"));
+    }
+
+    #[test]
+    fn too_many_redirects() {
+        let mut fake = Fake::default();
+        for i in 0..=MAX_REDIRECTS {
+            fake = fake.with(307, &[("location", &format!("/r{i}"))], b"");
+        }
+        let err = fake.run("https://example.com/").unwrap_err();
+        assert!(err.message.contains("Too many redirects"), "{}", err.message);
+        assert_eq!(fake.asked.len(), MAX_REDIRECTS + 1);
+
+        // Ten hops are fine.
+        let mut fake = Fake::default();
+        for i in 0..MAX_REDIRECTS {
+            fake = fake.with(308, &[("location", &format!("/r{i}"))], b"");
+        }
+        fake = fake.with(200, &[("content-type", "text/plain")], b"end");
+        assert!(fake.run("https://example.com/").is_ok());
+    }
+
+    #[test]
+    fn error_statuses() {
+        let mut fake = Fake::default().with(404, &[("content-type", "text/html")], b"<h1>nope</h1>");
+        let err = fake.run("https://example.com/missing").unwrap_err();
+        assert_eq!(err.message, "Request failed with status 404 (Not Found) for https://example.com/missing");
+        // A redirect status without a location is just a failure.
+        let mut fake = Fake::default().with(302, &[], b"");
+        assert!(fake.run("https://example.com/").unwrap_err().message.contains("302 (Found)"));
+        let mut fake = Fake::default().with(599, &[], b"");
+        assert!(fake.run("https://example.com/").unwrap_err().message.contains("status 599 for"));
+    }
+
+    #[test]
+    fn caps_the_body() {
+        let mut fake =
+            Fake::default().with(200, &[("content-length", &(MAX_BODY_BYTES + 1).to_string())], b"small really");
+        let err = fake.run("https://example.com/big").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::TooLarge);
+        assert!(err.message.contains("larger than 10 MB"));
+
+        let head = Head { status: 200, ..Head::default() };
+        let chunk = vec![b'a'; 1024 * 1024];
+        let body = Chunks(std::iter::repeat_n(chunk.clone(), 11).collect());
+        assert_eq!(read_capped(&head, body, &url("https://x.org/")).unwrap_err().kind, ErrorKind::TooLarge);
+        let body = Chunks(std::iter::repeat_n(chunk, 10).collect());
+        assert_eq!(read_capped(&head, body, &url("https://x.org/")).unwrap().len() as u64, MAX_BODY_BYTES);
+    }
+
+    #[test]
+    fn binary_and_truncated_content() {
+        let mut fake = Fake::default().with(200, &[("content-type", "image/png")], &[0x89, b'P', b'N', b'G', 0, 1]);
+        let text = text_of(&fake.run("https://example.com/i.png").unwrap()).to_string();
+        assert!(text.ends_with("binary content of type image/png, 6 bytes, not shown"), "{text}");
+
+        let long = "é".repeat(MAX_CONTENT_CHARS + 5);
+        let mut fake = Fake::default().with(200, &[("content-type", "text/plain")], long.as_bytes());
+        let out = fake.run("https://example.com/long.txt").unwrap();
+        let result = out.structured.unwrap()["result"].as_str().unwrap().to_string();
+        assert!(result.starts_with(&"é".repeat(MAX_CONTENT_CHARS)));
+        assert!(result.contains("truncated"));
+        assert!(!result.starts_with(&"é".repeat(MAX_CONTENT_CHARS + 1)));
+    }
+}
