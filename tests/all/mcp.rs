@@ -212,6 +212,12 @@ fn main_over_stdio(line: Line) {
     // No allow rules: `touch` asks, and "allow always" is offered.
     let sb = Sandbox::new();
     scenario(&sb, line, &stdio_config_with(&sb, &[]), "always", &["elicitation: allow always keeps the rule"]);
+    // A capability fault: the grant is asked for, kept, and the call retried.
+    let sb = Sandbox::new();
+    sb.install(toolhost_tests::GRANTEE);
+    sb.write("data/notes.txt", "granted data");
+    let config = stdio_config_with(&sb, &["--allow", "Grantee"]);
+    scenario(&sb, line, &config, "grant", &["elicitation: a capability fault grants and retries"]);
 }
 
 fn main_over_http(line: Line) {

@@ -50,8 +50,14 @@ struct Prompted {
 
 impl Prompted {
     fn start(sb: &Sandbox, name: &str, input: &Value) -> Prompted {
+        Prompted::start_with(sb, &[], name, input)
+    }
+
+    /// [`Prompted::start`] with `args` before the subcommand.
+    fn start_with(sb: &Sandbox, args: &[&str], name: &str, input: &Value) -> Prompted {
         let (master, slave) = openpty();
         let mut child = toolhost_command(sb)
+            .args(args)
             .args(["call", name, &input.to_string(), "--json"])
             .stdin(Stdio::from(slave.try_clone().expect("dup pty slave")))
             .stderr(Stdio::from(slave))
@@ -195,4 +201,64 @@ fn without_a_terminal_there_is_no_prompt() {
     assert!(!r.stderr.contains("Allow?"), "{r:?}");
     assert!(start.elapsed() < DEADLINE, "took {:?}", start.elapsed());
     assert!(!sb.ws("x.txt").exists());
+}
+
+/// A workspace with the Grantee tool and the file it wants to read.
+fn grantee_workspace() -> (Sandbox, Value) {
+    let sb = Sandbox::new();
+    sb.install(toolhost_tests::GRANTEE);
+    std::fs::create_dir_all(sb.ws("data")).unwrap();
+    std::fs::write(sb.ws("data/notes.txt"), "granted data").unwrap();
+    let input = json!({"action": "read", "path": p(&sb.ws("data/notes.txt"))});
+    (sb, input)
+}
+
+/// Starts Grantee's read and waits for the question its capability fault
+/// raises, checking what it shows.
+fn prompt_for_grant(sb: &Sandbox, input: &Value) -> Prompted {
+    let mut run = Prompted::start_with(sb, &["--allow", "Grantee"], "Grantee", input);
+    let shown = run.expect("Allow? [y/a/n]");
+    let data = p(&sb.ws("data").canonicalize().unwrap());
+    assert!(shown.contains("it requested what it was not granted: directory"), "{shown}");
+    assert!(shown.contains(&format!("directory {data} (read-only)")), "{shown}");
+    assert!(shown.contains("adds `toolGrants.Grantee: {"), "{shown}");
+    run
+}
+
+#[test]
+fn a_capability_fault_asks_and_a_grant_once_retries_the_call() {
+    let (sb, input) = grantee_workspace();
+    let mut run = prompt_for_grant(&sb, &input);
+    run.answer("y");
+    assert_eq!(run.finish().assert_ok(), "granted data");
+    assert!(!local_settings(&sb).exists(), "a grant once wrote the local settings");
+    // Not granted for the next call.
+    let text = call(&sb, "Grantee", &input, &["--allow", "Grantee"]).assert_error("refused");
+    assert!(text.contains("Grantee requested what it was not granted"), "{text}");
+}
+
+#[test]
+fn a_grant_always_is_kept_in_the_local_settings() {
+    let (sb, input) = grantee_workspace();
+    let mut run = prompt_for_grant(&sb, &input);
+    run.answer("a");
+    assert_eq!(run.finish().assert_ok(), "granted data");
+    let text = std::fs::read_to_string(local_settings(&sb)).expect("the local settings were written");
+    let settings: Value = serde_json::from_str(&text).unwrap();
+    let data = p(&sb.ws("data").canonicalize().unwrap());
+    let grant = &settings["toolGrants"]["Grantee"];
+    assert_eq!(grant["directories"], json!([{"path": data, "access": "read-only"}]), "{text}");
+    assert_eq!(grant["env"], json!(["GREETING", "NOT_GRANTED"]), "{text}");
+    // The next start reads it: granted without asking.
+    assert_eq!(call(&sb, "Grantee", &input, &["--allow", "Grantee"]).assert_ok(), "granted data");
+}
+
+#[test]
+fn a_refused_grant_leaves_the_error_naming_it() {
+    let (sb, input) = grantee_workspace();
+    let mut run = prompt_for_grant(&sb, &input);
+    run.answer("n");
+    let text = run.finish().assert_error("refused");
+    assert!(text.contains("under toolGrants.Grantee in a settings file"), "{text}");
+    assert!(!local_settings(&sb).exists());
 }

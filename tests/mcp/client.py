@@ -293,6 +293,29 @@ async def scenario_always():
     passed("elicitation: allow always keeps the rule")
 
 
+async def scenario_grant():
+    """A capability fault asked by elicitation: "allow always" grants what the tool
+    requested, the call is retried and succeeds, the grant is kept (no second ask)."""
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "allow always"})
+
+    notes = ws("data/notes.txt")
+    async with connect(elicit) as c:
+        text = ok(await c.call("Grantee", {"action": "read", "path": notes}), "first")
+        assert text == "granted data", text
+        assert len(asked) == 1 and "requested what it was not granted" in asked[0], asked
+        assert "toolGrants.Grantee" in asked[0], asked
+        text = ok(await c.call("Grantee", {"action": "read", "path": notes}), "second")
+        assert text == "granted data" and len(asked) == 1, (text, asked)
+    local = json.load(open(ws(".toolhost/settings.local.json")))
+    dirs = local["toolGrants"]["Grantee"]["directories"]
+    assert {"path": ws("data"), "access": "read-only"} in dirs, local
+    passed("elicitation: a capability fault grants and retries")
+
+
 async def scenario_two_clients():
     """Two clients at once, each its own session (Edit needs a Read in the same session)."""
 
@@ -327,5 +350,6 @@ if __name__ == "__main__":
         "elicit": scenario_elicit,
         "two-clients": scenario_two_clients,
         "always": scenario_always,
+        "grant": scenario_grant,
     }[sys.argv[2]]
     asyncio.run(scenario())

@@ -115,16 +115,31 @@ impl Policy {
         let compiled = RuleSet::compile(entries, guard.places().clone(), &self.catalog)?;
         if let Some(file) = &self.local_file {
             settings::add_allow_rule(file, text)?;
-            // The user wrote this rule: a local file they trusted stays trusted.
-            if let Some((store, true)) = &self.trust {
-                let mut trusted = settings::TrustStore::load(store);
-                if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
-                    tracing::warn!(error = %e, "could not record the local settings as trusted");
-                }
-            }
+            self.keep_trusted(file);
         }
         *guard = Arc::new(compiled);
         Ok(())
+    }
+
+    /// Writes `grant` under `toolGrants.TOOL` in the local settings file, for
+    /// the next starts (the running host keeps it itself). Without a local
+    /// file, nothing is written.
+    pub fn grant_always(&self, tool: &str, grant: &crate::contract::Requests) -> Result<(), PolicyError> {
+        if let Some(file) = &self.local_file {
+            settings::add_tool_grant(file, tool, grant)?;
+            self.keep_trusted(file);
+        }
+        Ok(())
+    }
+
+    /// The user changed the local file: if they trusted it, it stays trusted.
+    fn keep_trusted(&self, file: &Path) {
+        if let Some((store, true)) = &self.trust {
+            let mut trusted = settings::TrustStore::load(store);
+            if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
+                tracing::warn!(error = %e, "could not record the local settings as trusted");
+            }
+        }
     }
 
     /// `texts` as allow rules alone, compiled like the host's (to see what

@@ -77,6 +77,33 @@ impl CallScope {
         }
     }
 
+    /// A scope for running the same call again in a fresh instance (a retry
+    /// with more grants): the same call, session, directories, progress,
+    /// cancellation and permission decision; nothing the first run left
+    /// (streamed text, its deadline) and no capability (the new Store sets
+    /// those from its grants).
+    pub fn again(&self) -> CallScope {
+        CallScope {
+            tool: Arc::clone(&self.tool),
+            tool_use_id: self.tool_use_id.clone(),
+            session: Arc::clone(&self.session),
+            namespace: self.namespace.clone(),
+            progress: self.progress.clone(),
+            progress_sent: self.progress_sent,
+            writable: Vec::new(),
+            dirs: Arc::clone(&self.dirs),
+            process_granted: false,
+            approval: self.approval.clone(),
+            rules: self.rules.clone(),
+            background: Arc::clone(&self.background),
+            confinement: self.confinement,
+            deadline: None,
+            cancel: self.cancel.clone(),
+            streamed: String::new(),
+            streamed_cut: false,
+        }
+    }
+
     /// The facts a process start is checked against.
     pub(super) fn permit(&self) -> Permit<'_> {
         Permit {

@@ -2,7 +2,7 @@
 
 use super::result::{self, Content, ToolResult};
 use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
-use crate::contract::{CallScope, ProgressSink};
+use crate::contract::{CallScope, DirRequest, ProgressSink, Requests};
 use crate::fsx::{Dirs, normalize, resolve};
 use crate::policy::hooks::{EventInput, HookDecision, HookEvent, Outcome};
 use crate::policy::rules::{RuleSet, Subject};
@@ -15,9 +15,10 @@ use crate::sandbox::{CallLimits, Grants, GuestFault, Instance, Sandbox};
 use crate::session::Session;
 use crate::shell;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tracing::field;
 
@@ -76,6 +77,9 @@ pub(crate) struct Pipeline {
     mode: PermissionMode,
     approver: Option<Arc<dyn Approver>>,
     confinement: Confinement,
+    /// What the user granted tools while the host runs ("allow always" at a
+    /// capability fault), in place of their grants from loading.
+    granted: RwLock<HashMap<String, Arc<Grants>>>,
 }
 
 impl Pipeline {
@@ -92,7 +96,13 @@ impl Pipeline {
             mode: parts.mode,
             approver: parts.approver,
             confinement: parts.confinement,
+            granted: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// What the user granted `tool` since the host started, if anything.
+    fn granted_since_start(&self, tool: &str) -> Option<Arc<Grants>> {
+        self.granted.read().unwrap_or_else(|e| e.into_inner()).get(tool).cloned()
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -177,10 +187,12 @@ impl Pipeline {
         }
         let scope = self.scratch_scope(tool, tool_use.id.clone());
         let _running = self.sandbox.running();
-        let base = tool.grants.limits(self.sandbox.limits());
+        let since = self.granted_since_start(&tool.spec.name);
+        let grants = since.as_deref().unwrap_or(&tool.grants);
+        let base = grants.limits(self.sandbox.limits());
         let limits = CallLimits { timeout: base.timeout.min(CLASSIFY_TIMEOUT), ..base };
         self.sandbox
-            .instantiate(&tool.pre, &tool.grants, scope, limits)
+            .instantiate(&tool.pre, grants, scope, limits)
             .and_then(|mut i| {
                 let text = tool_use.input.to_string();
                 i.guest.is_concurrency_safe(&mut i.store, &text)
@@ -243,8 +255,11 @@ impl Pipeline {
             None => Arc::clone(&self.dirs),
             Some(r) => Arc::new(Dirs { read_only: vec![r.clone()], ..(*self.dirs).clone() }),
         };
-        // The tool's own limits, where it requested and was granted them.
-        let limits = tool.grants.limits(self.sandbox.limits());
+        // What the tool was granted (at load, or by the user since), and its
+        // own limits, where it requested and was granted them.
+        let since = self.granted_since_start(name);
+        let grants = since.as_deref().unwrap_or(&tool.grants);
+        let limits = grants.limits(self.sandbox.limits());
         let instantiate = || {
             let mut scope = CallScope::new(
                 Arc::from(name),
@@ -257,7 +272,7 @@ impl Pipeline {
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;
-            self.sandbox.instantiate(&tool.pre, &tool.grants, scope, limits).map_err(|e| {
+            self.sandbox.instantiate(&tool.pre, grants, scope, limits).map_err(|e| {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
                 format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
             })
@@ -418,23 +433,102 @@ impl Run<'_> {
         let output = self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)?;
         // 8. Result.
         Ok(match output {
-            Ok(output) => {
-                let call = &mut self.instance.store.data_mut().call;
-                let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
-                result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
-            }
-            Err(e) if self.tool.missing.is_empty() => self.error(e.message),
-            // The tool failed, and it lacks something it asked for: name
-            // the exact grants, for the model to pass on.
-            Err(e) => self.error(format!(
-                "{}\n\n{} requested what it was not granted: {}. If the call needs it, the operator can grant it \
-                 under toolGrants.{} in a settings file.",
-                e.message,
-                self.name(),
-                self.tool.missing.join("; "),
-                self.name()
-            )),
+            Ok(output) => self.output(output),
+            Err(e) => match self.grant_and_retry(&e.message)? {
+                Some(retried) => retried,
+                None if self.missing().is_empty() => self.error(e.message),
+                // The tool failed, and it lacks something it asked for: name
+                // the exact grants, for the model to pass on.
+                None => self.error(format!(
+                    "{}\n\n{} requested what it was not granted: {}. If the call needs it, the operator can grant \
+                     it under toolGrants.{} in a settings file.",
+                    e.message,
+                    self.name(),
+                    self.missing().join("; "),
+                    self.name()
+                )),
+            },
         })
+    }
+
+    /// What the tool requested and lacks (nothing once the user granted it
+    /// while the host runs).
+    fn missing(&self) -> &[String] {
+        match self.pipeline.granted_since_start(self.name()) {
+            Some(_) => &[],
+            None => &self.tool.missing,
+        }
+    }
+
+    /// A capability fault becomes a question: the tool failed and lacks
+    /// directories, hosts or variables it requested, so the user is asked to
+    /// grant them (once, or always: written under `toolGrants` in the local
+    /// settings) and the call runs again, in a fresh instance with the
+    /// grant. `None` when there is nobody to ask, nothing to grant, or the
+    /// user said no.
+    fn grant_and_retry(&mut self, failure: &str) -> wasmtime::Result<Option<ToolResult>> {
+        let Some(approver) = self.approver.clone() else { return Ok(None) };
+        if self.pipeline.granted_since_start(self.name()).is_some() {
+            return Ok(None);
+        }
+        let name = self.tool.spec.name.clone();
+        let current = &self.tool.grants;
+        let (wanted, _) = crate::sandbox::intersect(&self.tool.requests, &self.tool.requests, &self.pipeline.dirs.cwd);
+        let more = Requests {
+            directories: (wanted.dirs.iter().filter(|d| !current.dirs.contains(d)))
+                .map(|(path, access)| DirRequest { path: path.display().to_string(), access: *access })
+                .collect(),
+            hosts: wanted.hosts.iter().filter(|h| !current.hosts.contains(h)).cloned().collect(),
+            env: wanted.env.iter().filter(|v| !current.env.contains(v)).cloned().collect(),
+            ..Requests::default()
+        };
+        if more.is_empty() {
+            return Ok(None);
+        }
+        let failed = failure.lines().next().unwrap_or_default();
+        let what = policy::settings::describe_grant(&more);
+        let request = AskRequest {
+            tool: name.clone(),
+            tool_use_id: self.id.to_string(),
+            input: self.input.clone(),
+            message: format!(
+                "It failed ({failed}), and it requested what it was not granted: {what}. Grant it and run the call \
+                 again?"
+            ),
+            suggested_rules: vec![format!("toolGrants.{name}: {}", serde_json::to_string(&more).unwrap_or_default())],
+        };
+        let grants = Grants { dirs: wanted.dirs, hosts: wanted.hosts, env: wanted.env, ..current.clone() };
+        match approver.ask(&request) {
+            Answer::Deny(_) => return Ok(None),
+            Answer::AllowOnce => tracing::info!(tool = %name, grant = %what, "granted once by the user"),
+            Answer::AllowAlways(_) => {
+                tracing::info!(tool = %name, grant = %what, "granted always by the user");
+                if let Err(e) = self.pipeline.policy.grant_always(&name, &more) {
+                    tracing::warn!(tool = %name, error = %e, "could not keep the grant");
+                }
+                let mut granted = self.pipeline.granted.write().unwrap_or_else(|e| e.into_inner());
+                granted.insert(name.clone(), Arc::new(grants.clone()));
+            }
+        }
+        // Again, from the start of the call, in a fresh instance.
+        self.instance.captured.log(&name, self.id);
+        let scope = self.instance.store.data().call.again();
+        let limits = grants.limits(self.pipeline.sandbox.limits());
+        self.instance = self.pipeline.sandbox.instantiate(&self.tool.pre, &grants, scope, limits)?;
+        self.limits = limits;
+        self.instance.store.data_mut().call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
+        let output = self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)?;
+        Ok(Some(match output {
+            Ok(output) => self.output(output),
+            Err(e) => self.error(e.message),
+        }))
+    }
+
+    /// A tool's output as its result.
+    fn output(&mut self, output: crate::contract::bindings::toolhost::tool::types::ToolOutput) -> ToolResult {
+        let call = &mut self.instance.store.data_mut().call;
+        let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
+        result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
     }
 
     fn validate(

@@ -465,6 +465,50 @@ fn at_line(text: &str, value: &str) -> String {
 /// Adds `rule` to the `allow` list of the settings file `file` (creating it
 /// and its directory), keeping everything else in it.
 pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
+    edit_json(file, |root, invalid| {
+        let permissions = root.entry("permissions").or_insert_with(|| serde_json::json!({}));
+        let permissions = permissions.as_object_mut().ok_or_else(|| invalid("`permissions` is not an object"))?;
+        let allow = permissions.entry("allow").or_insert_with(|| serde_json::json!([]));
+        let allow = allow.as_array_mut().ok_or_else(|| invalid("`permissions.allow` is not a list"))?;
+        if !allow.iter().any(|r| r.as_str() == Some(rule)) {
+            allow.push(serde_json::Value::String(rule.to_string()));
+        }
+        Ok(())
+    })
+}
+
+/// Adds `grant` to `toolGrants.TOOL` in `file` (created if missing), keeping
+/// what the file already grants and the rest of the file.
+pub fn add_tool_grant(file: &Path, tool: &str, grant: &Requests) -> Result<(), SettingsError> {
+    edit_json(file, |root, invalid| {
+        let grants = root.entry("toolGrants").or_insert_with(|| serde_json::json!({}));
+        let grants = grants.as_object_mut().ok_or_else(|| invalid("`toolGrants` is not an object"))?;
+        let mut merged: Requests = match grants.get(tool) {
+            Some(existing) => serde_json::from_value(existing.clone())
+                .map_err(|e| invalid(&format!("`toolGrants.{tool}` is not a grant: {e}")))?,
+            None => Requests::default(),
+        };
+        merged.add(grant);
+        merged.directories.sort_by(|a, b| a.path.cmp(&b.path));
+        merged.directories.dedup();
+        for list in [&mut merged.hosts, &mut merged.env] {
+            list.sort();
+            list.dedup();
+        }
+        grants.insert(tool.to_string(), serde_json::to_value(&merged).unwrap_or_default());
+        Ok(())
+    })
+}
+
+/// Reads `file` as a JSON object (an empty or missing file is `{}`), lets
+/// `edit` change it, and writes it back atomically.
+fn edit_json(
+    file: &Path,
+    edit: impl FnOnce(
+        &mut serde_json::Map<String, serde_json::Value>,
+        &dyn Fn(&str) -> SettingsError,
+    ) -> Result<(), SettingsError>,
+) -> Result<(), SettingsError> {
     let name = file.display().to_string();
     let mut value: serde_json::Value = match std::fs::read_to_string(file) {
         Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
@@ -475,12 +519,9 @@ pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
     };
     let invalid = |message: &str| SettingsError::Invalid { file: name.clone(), message: message.to_string() };
     let root = value.as_object_mut().ok_or_else(|| invalid("is not a JSON object"))?;
-    let permissions = root.entry("permissions").or_insert_with(|| serde_json::json!({}));
-    let permissions = permissions.as_object_mut().ok_or_else(|| invalid("`permissions` is not an object"))?;
-    let allow = permissions.entry("allow").or_insert_with(|| serde_json::json!([]));
-    let allow = allow.as_array_mut().ok_or_else(|| invalid("`permissions.allow` is not a list"))?;
-    if !allow.iter().any(|r| r.as_str() == Some(rule)) {
-        allow.push(serde_json::Value::String(rule.to_string()));
+    edit(root, &invalid)?;
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| SettingsError::Read { file: name.clone(), source })?;
     }
     let write = |e: std::io::Error| SettingsError::Read { file: name.clone(), source: e };
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
@@ -605,5 +646,30 @@ mod tests {
             v,
             serde_json::json!({"env": {"A": "1"}, "permissions": {"allow": ["Read", "Edit(./src/**)"], "deny": ["X"]}})
         );
+    }
+
+    #[test]
+    fn a_kept_grant_adds_to_what_the_file_grants() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".toolhost/settings.local.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, r#"{"permissions": {"allow": ["Read"]}, "toolGrants": {"T": {"env": ["B"]}}}"#).unwrap();
+        let grant: Requests = serde_json::from_str(
+            r#"{"env": ["A", "B"], "hosts": ["*"], "directories": [{"path": "/d", "access": "read-only"}]}"#,
+        )
+        .unwrap();
+        add_tool_grant(&file, "T", &grant).unwrap();
+        add_tool_grant(&file, "T", &grant).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "permissions": {"allow": ["Read"]},
+                "toolGrants": {"T": {"directories": [{"path": "/d", "access": "read-only"}], "hosts": ["*"], "env": ["A", "B"]}}
+            })
+        );
+        // What it wrote loads as a grant.
+        let loaded: Requests = serde_json::from_value(v["toolGrants"]["T"].clone()).unwrap();
+        crate::contract::requests::check(&loaded).unwrap();
     }
 }
