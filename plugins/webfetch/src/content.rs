@@ -100,14 +100,38 @@ fn compression(content_encoding: Option<&str>) -> Option<String> {
     (!encoding.is_empty() && encoding != "identity").then_some(encoding)
 }
 
-/// What the model sees of a body.
-pub fn render(content_type: Option<&str>, content_encoding: Option<&str>, body: &[u8]) -> String {
+/// HTML as markdown, for a result of at most `max` characters: a large
+/// page is converted a prefix at a time (the parser closes what the cut
+/// leaves open), the next prefix sized by how much markdown the last one
+/// gave, until the markdown passes `max` or the page ends; most of a 1 MB
+/// page whose first 200 KB already give `max` characters is never parsed.
+pub fn html_to_markdown_within(html: &[u8], max: usize) -> String {
+    let mut prefix = max.saturating_mul(2).max(64 << 10);
+    loop {
+        if prefix >= html.len() {
+            return html_to_markdown(&String::from_utf8_lossy(html));
+        }
+        let markdown = html_to_markdown(&String::from_utf8_lossy(&html[..prefix]));
+        let chars = markdown.chars().count();
+        if chars > max {
+            return markdown;
+        }
+        // Enough for `max` at the rate seen so far, with a margin: at least
+        // 64 KiB more, at most eight times as much.
+        let wanted = (prefix as f64 * max as f64 / chars.max(1) as f64 * 1.25) as usize;
+        prefix = wanted.clamp(prefix + (64 << 10), prefix.saturating_mul(8));
+    }
+}
+
+/// What the model sees of a body (HTML converted only as far as `max`
+/// characters of markdown need; see [`truncate`] for the cut itself).
+pub fn render(content_type: Option<&str>, content_encoding: Option<&str>, body: &[u8], max: usize) -> String {
     let media = media_type(content_type).unwrap_or_else(|| "unknown".into());
     if let Some(encoding) = compression(content_encoding) {
         return format!("binary content of type {media} ({encoding}-compressed), {} bytes, not shown", body.len());
     }
     match classify(content_type, body) {
-        Kind::Html => html_to_markdown(&String::from_utf8_lossy(body)),
+        Kind::Html => html_to_markdown_within(body, max),
         Kind::Text => String::from_utf8_lossy(body).into_owned(),
         Kind::Binary => format!("binary content of type {media}, {} bytes, not shown", body.len()),
     }
@@ -119,8 +143,7 @@ pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((cut, _)) => {
-            let total = text.chars().count();
-            format!("{}\n\n[Content truncated: the first {max} of {total} characters are shown.]", &text[..cut])
+            format!("{}\n\n[Content truncated: only the first {max} characters are shown.]", &text[..cut])
         }
     }
 }
@@ -192,19 +215,33 @@ mod tests {
 
     #[test]
     fn renders_by_kind() {
-        assert_eq!(render(Some("text/html"), None, b"<p>Hi <b>there</b></p>"), "Hi **there**");
-        assert_eq!(render(Some("application/json"), None, br#"{"a": 1}"#), r#"{"a": 1}"#);
-        assert_eq!(render(Some("text/plain"), None, b"bad \xff byte"), "bad \u{fffd} byte");
+        assert_eq!(render(Some("text/html"), None, b"<p>Hi <b>there</b></p>", 1000), "Hi **there**");
+        assert_eq!(render(Some("application/json"), None, br#"{"a": 1}"#, 1000), r#"{"a": 1}"#);
+        assert_eq!(render(Some("text/plain"), None, b"bad \xff byte", 1000), "bad \u{fffd} byte");
         assert_eq!(
-            render(Some("application/pdf"), None, b"%PDF-1.7 ..."),
+            render(Some("application/pdf"), None, b"%PDF-1.7 ...", 1000),
             "binary content of type application/pdf, 12 bytes, not shown"
         );
-        assert_eq!(render(None, None, b"\0\x01\x02"), "binary content of type unknown, 3 bytes, not shown");
+        assert_eq!(render(None, None, b"\0\x01\x02", 1000), "binary content of type unknown, 3 bytes, not shown");
         assert_eq!(
-            render(Some("text/html"), Some("gzip"), b"\x1f\x8b\x08"),
+            render(Some("text/html"), Some("gzip"), b"\x1f\x8b\x08", 1000),
             "binary content of type text/html (gzip-compressed), 3 bytes, not shown"
         );
-        assert_eq!(render(Some("text/plain"), Some("identity"), b"ok"), "ok");
+        assert_eq!(render(Some("text/plain"), Some("identity"), b"ok", 1000), "ok");
+    }
+
+    #[test]
+    fn large_pages_are_converted_only_as_far_as_needed() {
+        let mut html = String::from("<html><body>");
+        for i in 0..20_000 {
+            html.push_str(&format!("<p>paragraph {i} with <b>bold</b> words</p>"));
+        }
+        html.push_str("</body></html>");
+        let whole = html_to_markdown(&html);
+        let within = html_to_markdown_within(html.as_bytes(), 1000);
+        assert!(within.chars().count() > 1000 && within.len() < whole.len(), "{}", within.len());
+        assert!(whole.starts_with(&truncate(&within, 1000)[..1000]), "the prefix converts as the whole does");
+        assert_eq!(html_to_markdown_within(html.as_bytes(), usize::MAX / 8), whole);
     }
 
     #[test]
@@ -212,7 +249,7 @@ mod tests {
         assert_eq!(truncate("short", 10), "short");
         assert_eq!(truncate("exactly10!", 10), "exactly10!");
         let cut = truncate("ααααα", 3);
-        assert_eq!(cut, "ααα\n\n[Content truncated: the first 3 of 5 characters are shown.]");
+        assert_eq!(cut, "ααα\n\n[Content truncated: only the first 3 characters are shown.]");
         assert_eq!(truncate("", 0), "");
     }
 }

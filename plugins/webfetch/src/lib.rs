@@ -401,7 +401,8 @@ pub fn fetch<T: Transport>(
             )));
         }
         let bytes = read_capped(&head, body, &url)?;
-        let rendered = content::render(head.content_type.as_deref(), head.content_encoding.as_deref(), &bytes);
+        let (kind, encoding) = (head.content_type.as_deref(), head.content_encoding.as_deref());
+        let rendered = content::render(kind, encoding, &bytes, MAX_CONTENT_CHARS);
         let content = content::truncate(&rendered, MAX_CONTENT_CHARS);
         let page = Page {
             requested: raw_url.to_string(),

@@ -20,9 +20,12 @@ pub fn self_command(pinned: bool) -> Command {
     }
 }
 
-/// Median and 99th percentile, in microseconds.
+/// Median, 10th, 90th and 99th percentile, in microseconds.
+#[allow(dead_code, reason = "each benchmark reports the percentiles it needs")]
 pub struct Stats {
     pub p50: f64,
+    pub p10: f64,
+    pub p90: f64,
     pub p99: f64,
 }
 
@@ -30,7 +33,7 @@ pub struct Stats {
 pub fn stats(mut micros: Vec<f64>) -> Stats {
     micros.sort_by(f64::total_cmp);
     let at = |q: f64| micros[((micros.len() as f64 - 1.0) * q).round() as usize];
-    Stats { p50: at(0.5), p99: at(0.99) }
+    Stats { p50: at(0.5), p10: at(0.1), p90: at(0.9), p99: at(0.99) }
 }
 
 /// Runs `f` `warm_up` times untimed (page cache, lazy initialisation), then
