@@ -116,10 +116,14 @@ pub mod bindings {
 /// }"#);
 /// ```
 ///
-/// `path` is relative to the project (the workspace) unless absolute or
-/// starting with `~/`; `access` is `read-only` or `read-write`; `hosts` are
-/// `name` or `name:port`. The host refuses a component whose requests are
-/// not valid JSON of this shape.
+/// `workspace` (`read-only` or `read-write`) asks for the working
+/// directories, whatever they are; `directories` for fixed ones: `path` is
+/// relative to the project (the workspace) unless absolute or starting with
+/// `~/`, `access` is `read-only` or `read-write`. `hosts` are `*` (any
+/// public host), `*.example.com`, `example.com` or an IP address, each with
+/// an optional `:port`; `"process": true` asks for the process capability.
+/// The host refuses a component whose requests are not valid JSON of this
+/// shape.
 #[macro_export]
 macro_rules! requests {
     ($json:expr) => {

@@ -151,3 +151,50 @@ fn every_result_says_what_the_call_used() {
         .unwrap();
     assert_eq!(result["usage"]["output_bytes"], json!("env: []".len()), "{result}");
 }
+
+#[test]
+fn the_working_directories_and_the_process_are_granted_only_when_asked_and_granted() {
+    use toolhost_tests::{FILES_THIEF, PROCESS_THIEF};
+    let sb = Sandbox::new();
+    sb.install(FILES_THIEF);
+    sb.install(PROCESS_THIEF);
+    let victim = sb.write("victim.txt", "original");
+    // Without a grant both are left out at load, with the request that
+    // would ask for what they import.
+    let r = toolhost(&sb, &["tools"]);
+    assert!(!r.stdout.contains("Thief") && !r.stdout.contains("Spawner"), "{r:?}");
+    assert!(r.stderr.contains(r#"with `"workspace": "read-write"` in its requests"#), "{r:?}");
+    assert!(r.stderr.contains(r#"with `"process": true` in its requests"#), "{r:?}");
+
+    let settings =
+        json!({"toolGrants": {"Thief": {"workspace": "read-write"}, "Spawner": {"process": true}}}).to_string();
+    let r = toolhost(&sb, &["--settings", &settings, "tools"]);
+    assert!(r.stdout.contains("granted:       the working directories (read-write)"), "{r:?}");
+    assert!(r.stdout.contains("granted:       the process capability"), "{r:?}");
+    // Granted the working directories, it writes inside them and nowhere else.
+    let thief = |path: &std::path::Path| {
+        call(&sb, "Thief", &json!({"path": p(path)}), &["--settings", &settings, "--allow", "Thief"])
+    };
+    thief(&victim).assert_ok();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "pwned");
+    let outside = sb.root.join("outside.txt");
+    std::fs::write(&outside, "safe").unwrap();
+    let r = thief(&outside);
+    assert!(r.is_error(), "{r:?}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "safe");
+    // Granted the process capability, it starts commands, under its own
+    // rules: a deny rule for it holds (it declares no command field, so
+    // `Spawner(touch:*)` cannot be read as a command rule and forbids every
+    // call).
+    let made = sb.ws("spawned.txt");
+    let spawn = |extra: &[&str]| {
+        let input = json!({"command": format!("touch {}", p(&made))});
+        let mut args = vec!["--settings", settings.as_str(), "--allow", "Spawner"];
+        args.extend_from_slice(extra);
+        call(&sb, "Spawner", &input, &args)
+    };
+    let r = spawn(&["--deny", "Spawner(touch:*)"]);
+    assert!(r.is_error() && !made.exists(), "{r:?}");
+    spawn(&[]).assert_ok();
+    assert!(made.exists());
+}

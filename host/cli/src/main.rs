@@ -490,8 +490,13 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
 fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandbox::CallLimits) -> Vec<String> {
     let requests = toolhost::policy::settings::describe_grant(&tool.requests);
     let g = &tool.grants;
-    let mut granted: Vec<String> =
-        g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())).collect();
+    let mut granted: Vec<String> = match g.files {
+        toolhost::FileAccess::None => vec![],
+        toolhost::FileAccess::ReadOnly => vec!["the working directories (read-only)".into()],
+        toolhost::FileAccess::ReadWrite => vec!["the working directories (read-write)".into()],
+    };
+    granted.extend(g.process.then(|| "the process capability".to_string()));
+    granted.extend(g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())));
     granted.extend(g.hosts.iter().map(|h| format!("host {h}")));
     granted.extend(g.env.iter().map(|e| format!("variable {e}")));
     let limits = tool.grants.limits(base);

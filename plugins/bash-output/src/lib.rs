@@ -60,4 +60,8 @@ impl Tool for BashOutput {
     }
 }
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"process": true}"#);
+
 export_tool!(BashOutput);

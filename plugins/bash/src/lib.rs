@@ -248,6 +248,10 @@ Usage notes:
   - The command runs confined by the host: it can write only inside the working directories, and has no network unless granted.
   - A non-zero exit code makes the result an error that still carries the output.";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"process": true}"#);
+
 export_tool!(Bash);
 
 #[cfg(test)]

@@ -155,6 +155,10 @@ Usage:
 - Use `replace_all` for replacing and renaming strings across the file.
 - The write is atomic: on failure the file is left untouched.";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"workspace": "read-write"}"#);
+
 export_tool!(Edit);
 
 #[cfg(test)]

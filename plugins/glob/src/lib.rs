@@ -135,6 +135,10 @@ const PROMPT: &str = "- Fast file pattern matching tool that works with any code
 - Respects .gitignore; hidden files are included, .git is not
 - Use this tool when you need to find files by name patterns";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"workspace": "read-only"}"#);
+
 export_tool!(Glob);
 
 #[cfg(test)]

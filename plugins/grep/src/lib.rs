@@ -328,6 +328,10 @@ const PROMPT: &str = "A powerful search tool built on ripgrep
   - Respects .gitignore; hidden files are searched, version-control directories are not; binary files are skipped
 ";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"workspace": "read-only"}"#);
+
 export_tool!(Grep);
 
 #[cfg(test)]

@@ -39,4 +39,8 @@ impl Tool for KillShell {
     }
 }
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"process": true}"#);
+
 export_tool!(KillShell);

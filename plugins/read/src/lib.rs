@@ -308,6 +308,10 @@ Usage:
 - Binary files other than images are refused.
 - If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents.";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"workspace": "read-only"}"#);
+
 export_tool!(Read);
 
 #[cfg(test)]

@@ -76,4 +76,8 @@ Usage:
 - ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.
 - The write is atomic: on failure the old file is left untouched.";
 
+// What the built-in needs, stamped like any component's requests (the
+// host grants a built-in all it requests).
+toolhost_sdk::requests!(r#"{"workspace": "read-write"}"#);
+
 export_tool!(Write);

@@ -1,6 +1,7 @@
 //! What a component requests from the operator, in its `toolhost:requests`
-//! custom section (JSON, stamped by the SDK's `requests!`): directories,
-//! network hosts, environment variable names, memory and time. Read from the
+//! custom section (JSON, stamped by the SDK's `requests!`): the working
+//! directories, other directories, network hosts, environment variable
+//! names, the process capability, memory and time. Read from the
 //! file without running anything, so it can be shown before a tool is
 //! trusted with anything.
 
@@ -43,6 +44,11 @@ pub struct DirRequest {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Requests {
+    /// The working directories (whatever they are for the session), with
+    /// the read-only directories readable beside them; read-write also
+    /// brings the `files` capability (atomic replace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<DirAccess>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub directories: Vec<DirRequest>,
     /// `name` or `name:port`.
@@ -51,6 +57,10 @@ pub struct Requests {
     /// Environment variable names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// The process capability: starting commands, each checked by the host
+    /// against the permission rules and confined like Bash's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub process: bool,
     /// Linear memory, beyond the host's default limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
@@ -66,6 +76,8 @@ impl Requests {
 
     /// Adds what `more` grants: every list entry, the larger memory and time.
     pub fn add(&mut self, more: &Requests) {
+        self.workspace = self.workspace.max(more.workspace);
+        self.process |= more.process;
         self.directories.extend(more.directories.iter().cloned());
         self.hosts.extend(more.hosts.iter().cloned());
         self.env.extend(more.env.iter().cloned());
@@ -319,8 +331,18 @@ mod tests {
 
     #[test]
     fn a_component_without_the_section_requests_nothing() {
-        let wasm = crate::registry::builtin_wasm_for_tests();
-        assert!(!wasm.is_empty());
-        assert_eq!(read(wasm), Ok(Requests::default()));
+        let wasm = std::fs::read(toolhost_tests::ECHO).unwrap();
+        assert_eq!(read(&wasm), Ok(Requests::default()));
+        // A built-in stamps its requests like any component.
+        let read_tool = crate::registry::builtin_wasm_for_tests();
+        assert_eq!(read(read_tool).unwrap().workspace, Some(DirAccess::ReadOnly));
+    }
+
+    #[test]
+    fn the_workspace_and_the_process_are_requested_by_name() {
+        let r = parse(br#"{"workspace": "read-write", "process": true}"#).unwrap();
+        assert_eq!((r.workspace, r.process), (Some(DirAccess::ReadWrite), true));
+        assert!(parse(br#"{"workspace": "everything"}"#).is_err());
+        assert_eq!(serde_json::to_string(&Requests::default()).unwrap(), "{}");
     }
 }

@@ -474,7 +474,14 @@ impl Run<'_> {
         let name = self.tool.spec.name.clone();
         let current = &self.tool.grants;
         let (wanted, _) = crate::sandbox::intersect(&self.tool.requests, &self.tool.requests, &self.pipeline.dirs.cwd);
+        let workspace = match wanted.files {
+            crate::sandbox::FileAccess::None => None,
+            crate::sandbox::FileAccess::ReadOnly => Some(crate::contract::DirAccess::ReadOnly),
+            crate::sandbox::FileAccess::ReadWrite => Some(crate::contract::DirAccess::ReadWrite),
+        };
         let more = Requests {
+            workspace: workspace.filter(|_| wanted.files != current.files),
+            process: wanted.process && !current.process,
             directories: (wanted.dirs.iter().filter(|d| !current.dirs.contains(d)))
                 .map(|(path, access)| DirRequest { path: path.display().to_string(), access: *access })
                 .collect(),
@@ -497,7 +504,14 @@ impl Run<'_> {
             ),
             suggested_rules: vec![format!("toolGrants.{name}: {}", serde_json::to_string(&more).unwrap_or_default())],
         };
-        let grants = Grants { dirs: wanted.dirs, hosts: wanted.hosts, env: wanted.env, ..current.clone() };
+        let grants = Grants {
+            files: wanted.files,
+            process: wanted.process,
+            dirs: wanted.dirs,
+            hosts: wanted.hosts,
+            env: wanted.env,
+            ..current.clone()
+        };
         match approver.ask(&request) {
             Answer::Deny(_) => return Ok(None),
             Answer::AllowOnce => tracing::info!(tool = %name, grant = %what, "granted once by the user"),

@@ -437,7 +437,9 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
 /// A grant in one line, as `toolhost trust` and `toolhost tools` show it.
 pub fn describe_grant(grant: &Requests) -> String {
     let mut parts: Vec<String> =
-        grant.directories.iter().map(|d| format!("directory {} ({})", d.path, d.access.name())).collect();
+        grant.workspace.map(|a| format!("the working directories ({})", a.name())).into_iter().collect();
+    parts.extend(grant.process.then(|| "the process capability".to_string()));
+    parts.extend(grant.directories.iter().map(|d| format!("directory {} ({})", d.path, d.access.name())));
     parts.extend(grant.hosts.iter().map(|h| format!("host {h}")));
     parts.extend(grant.env.iter().map(|e| format!("variable {e}")));
     parts.extend(grant.memory_mib.map(|m| format!("memory {m} MiB")));

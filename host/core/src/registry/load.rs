@@ -62,17 +62,14 @@ impl Loader<'_> {
                 None => Description::Ask,
             };
             let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
-            let grants = builtins::grants(embedded.crate_dir);
-            let mut tool = self.load(&component, Origin::Builtin, grants, requests, description).map_err(fail)?;
-            if !tool.requests.is_empty() {
-                // Requests it stamps are granted as a third-party tool's
-                // are, on top of what the built-in gets by default.
-                let mut granted = builtins::granted(embedded.crate_dir);
-                if let Some(more) = self.grants.get(&tool.spec.name) {
-                    granted.add(more);
-                }
-                self.grant(&mut tool, &granted);
+            let mut tool = self.load(&component, Origin::Builtin, requests, description).map_err(fail)?;
+            // Its requests are granted as a third-party tool's are, on top
+            // of what a built-in gets by default.
+            let mut granted = builtins::granted(&tool.requests);
+            if let Some(more) = self.grants.get(&tool.spec.name) {
+                granted.add(more);
             }
+            self.grant(&mut tool, &granted).map_err(fail)?;
             if let (true, Some(file)) = (described, &spec_file) {
                 cache::write_spec(file, &tool.spec);
             }
@@ -154,33 +151,19 @@ impl Loader<'_> {
         let requests = contract::requests::read(&bytes)?;
         let component = compile_within(self.sandbox.engine(), bytes, self.cache_dir, COMPILE_TIMEOUT)?;
         let origin = Origin::Plugin(path.to_path_buf());
-        let mut tool = self.load(&component, origin, Grants::default(), requests, Description::Ask)?;
+        let mut tool = self.load(&component, origin, requests, Description::Ask)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
-        self.grant(&mut tool, granted);
+        self.grant(&mut tool, granted)?;
         Ok(tool)
     }
 
-    /// Gives `tool` what it requested and `granted` grants (its files and
-    /// process access, which no request names, stay as they are).
-    fn grant(&self, tool: &mut LoadedTool, granted: &Requests) {
+    /// Gives `tool` what it requested and `granted` grants, and refuses it
+    /// if it imports a capability it was not granted.
+    fn grant(&self, tool: &mut LoadedTool, granted: &Requests) -> Result<(), LoadError> {
         let (grants, missing) = crate::sandbox::intersect(&tool.requests, granted, self.project);
-        tool.grants = Grants { files: tool.grants.files, process: tool.grants.process, ..grants };
-        tool.missing = missing;
-    }
-
-    /// Checks, links and describes `component`.
-    fn load(
-        &self,
-        component: &Component,
-        origin: Origin,
-        grants: Grants,
-        requests: Requests,
-        description: Description,
-    ) -> Result<LoadedTool, LoadError> {
-        let shape = contract::inspect(self.sandbox.engine(), component)?;
-        for cap in &shape.capabilities {
+        for cap in &tool.shape.capabilities {
             let granted = match cap {
                 Capability::Progress
                 | Capability::Session
@@ -194,6 +177,20 @@ impl Loader<'_> {
                 return Err(LoadError::NotGranted(*cap));
             }
         }
+        tool.grants = grants;
+        tool.missing = missing;
+        Ok(())
+    }
+
+    /// Checks, links and describes `component`.
+    fn load(
+        &self,
+        component: &Component,
+        origin: Origin,
+        requests: Requests,
+        description: Description,
+    ) -> Result<LoadedTool, LoadError> {
+        let shape = contract::inspect(self.sandbox.engine(), component)?;
         let pre = self.sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let pre = ToolPre::new(shape.version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let (spec, warnings) = match description {
@@ -205,6 +202,7 @@ impl Loader<'_> {
             let _ = input.set(spec.compile_input().map_err(LoadError::Invalid)?);
             let _ = output.set(spec.compile_output().map_err(LoadError::Invalid)?);
         }
+        let grants = Grants::default();
         Ok(LoadedTool { spec, origin, grants, requests, missing: Vec::new(), shape, pre, input, output, warnings })
     }
 

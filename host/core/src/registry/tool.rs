@@ -148,7 +148,12 @@ impl ToolSpec {
 pub enum LoadError {
     #[error(transparent)]
     Shape(#[from] ShapeError),
-    #[error("imports the `{}` capability, which is not granted to it", .0.name())]
+    #[error(
+        "imports the `{}` capability, which is not granted to it (a tool asks for it with {} in its requests, \
+         and the operator grants the same under toolGrants)",
+        .0.name(),
+        request_for(*.0)
+    )]
     NotGranted(Capability),
     #[error("could not be compiled: {0}")]
     Compile(String),
@@ -209,5 +214,14 @@ impl LoadedTool {
             Origin::Builtin => Namespace::Shared,
             Origin::Plugin(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
         }
+    }
+}
+
+/// The `toolhost:requests` entry that asks for `capability`.
+fn request_for(capability: Capability) -> &'static str {
+    match capability {
+        Capability::Files => r#"`"workspace": "read-write"`"#,
+        Capability::Process => r#"`"process": true`"#,
+        _ => "nothing (every tool has it)",
     }
 }

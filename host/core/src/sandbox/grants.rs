@@ -46,6 +46,25 @@ pub struct Grants {
 pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (Grants, Vec<String>) {
     let mut out = Grants::default();
     let mut missing = Vec::new();
+    if let Some(want) = requested.workspace {
+        let access = granted.workspace.map(|g| g.min(want));
+        out.files = match access {
+            None => FileAccess::None,
+            Some(DirAccess::ReadOnly) => FileAccess::ReadOnly,
+            Some(DirAccess::ReadWrite) => FileAccess::ReadWrite,
+        };
+        match access {
+            None => missing.push(format!("the working directories ({})", want.name())),
+            Some(a) if a < want => missing.push("the working directories (read-write): granted read-only".into()),
+            Some(_) => {}
+        }
+    }
+    if requested.process {
+        out.process = granted.process;
+        if !granted.process {
+            missing.push("the process capability".into());
+        }
+    }
     let home = std::env::home_dir();
     let granted_dirs: Vec<(PathBuf, DirAccess)> = granted
         .directories
@@ -164,6 +183,7 @@ mod tests {
             env: vec!["A".into(), "B".into()],
             memory_mib: Some(64),
             timeout_ms: Some(9_000),
+            ..Requests::default()
         };
         let granted = Requests {
             // The whole project read-only, `other` read-write: `out` gets
@@ -176,6 +196,7 @@ mod tests {
             env: vec!["A".into(), "C".into()],
             memory_mib: Some(32),
             timeout_ms: None,
+            ..Requests::default()
         };
         let (g, missing) = intersect(&requested, &granted, &root);
         assert_eq!(g.dirs, [(root.join("data"), DirAccess::ReadOnly), (root.join("out"), DirAccess::ReadOnly)]);
@@ -196,6 +217,22 @@ mod tests {
         ] {
             assert!(missing.iter().any(|m| m.contains(expected)), "{expected} in {missing:?}");
         }
+    }
+
+    #[test]
+    fn the_working_directories_and_the_process_are_granted_as_asked() {
+        let project = tempfile::tempdir().unwrap();
+        let ask = |workspace, process| Requests { workspace, process, ..Requests::default() };
+        let rw = ask(Some(DirAccess::ReadWrite), true);
+        let (g, missing) = intersect(&rw, &rw, project.path());
+        assert_eq!((g.files, g.process, missing.len()), (FileAccess::ReadWrite, true, 0));
+        let (g, missing) = intersect(&rw, &ask(Some(DirAccess::ReadOnly), false), project.path());
+        assert_eq!((g.files, g.process), (FileAccess::ReadOnly, false));
+        assert_eq!(missing, ["the working directories (read-write): granted read-only", "the process capability"]);
+        let (g, _) = intersect(&ask(Some(DirAccess::ReadOnly), false), &rw, project.path());
+        assert_eq!((g.files, g.process), (FileAccess::ReadOnly, false), "never more than was asked");
+        let (g, missing) = intersect(&ask(None, false), &rw, project.path());
+        assert_eq!((g.files, g.process, missing.len()), (FileAccess::None, false, 0));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! A third-party tool that imports the `files` capability without a grant:
-//! the host must refuse to load it.
+//! A third-party tool that imports the `files` capability: it requests the
+//! working directories read-write, and the host must refuse to load it until
+//! the operator grants them (and then confine it to them).
 
 use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool, fs};
 
@@ -20,5 +21,7 @@ impl Tool for Thief {
         Ok(Output::text("done"))
     }
 }
+
+toolhost_sdk::requests!(r#"{"workspace": "read-write"}"#);
 
 export_tool!(Thief);

@@ -1,5 +1,6 @@
-//! A third-party tool that imports the process capability without a grant:
-//! the host must refuse to load it.
+//! A third-party tool that imports the process capability: it requests it,
+//! and the host must refuse to load it until the operator grants it (and
+//! then police every command it starts).
 
 use toolhost_sdk::process::{Program, SpawnOptions, spawn};
 use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, Tool, ToolError, export_tool};
@@ -29,5 +30,7 @@ impl Tool for Spawner {
         Ok(Output::text(format!("{:?}", status.status)))
     }
 }
+
+toolhost_sdk::requests!(r#"{"process": true}"#);
 
 export_tool!(Spawner);
