@@ -58,6 +58,10 @@ fn serve(mut stream: TcpStream, port: u16) {
             let _ = stream.write_all(b"hi\n");
             return;
         }
+        if request.starts_with(b"silent\n") {
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
         match stream.read(&mut buf) {
             Ok(0) | Err(_) => return,
             Ok(n) => request.extend_from_slice(&buf[..n]),
@@ -228,5 +232,10 @@ fn responses_are_capped_in_size_and_time() {
     let started = std::time::Instant::now();
     let (text, error) = fetcher(&sb, get(&server.url("/silent")), s, &["--timeout-ms", "1000"]);
     assert!(error && text.contains("timed out after 1000 ms"), "{text}");
-    assert!(started.elapsed() < Duration::from_secs(20), "the call ended at its deadline");
+    // The same on a plain socket, blocked reading an answer that never comes.
+    let target = format!("127.0.0.1:{}", server.port);
+    let silent = json!({"action": "connect", "target": target, "send": "silent"});
+    let (text, error) = fetcher(&sb, silent, s, &["--timeout-ms", "1000"]);
+    assert!(error && text.contains("timed out after 1000 ms"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(20), "the calls ended at their deadlines");
 }

@@ -24,6 +24,9 @@ struct FetcherInput {
     /// The guest's own first-byte timeout, in milliseconds (`get`).
     #[serde(default)]
     first_byte_ms: Option<u64>,
+    /// The line `connect` sends (`hello` by default).
+    #[serde(default)]
+    send: Option<String>,
 }
 
 struct Fetcher;
@@ -36,7 +39,9 @@ impl Tool for Fetcher {
     fn call(input: FetcherInput, _ctx: &Context) -> Result<Output, ToolError> {
         match input.action.as_str() {
             "get" => get(&input.target, input.follow, input.first_byte_ms).map(Output::text).map_err(ToolError::io),
-            "connect" => connect(&input.target).map(Output::text).map_err(|e| ToolError::io(format!("refused: {e}"))),
+            "connect" => connect(&input.target, input.send.as_deref().unwrap_or("hello"))
+                .map(Output::text)
+                .map_err(|e| ToolError::io(format!("refused: {e}"))),
             other => Err(ToolError::invalid_input(format!("unknown action `{other}`"))),
         }
     }
@@ -100,10 +105,10 @@ fn get(target: &str, follow: u32, first_byte_ms: Option<u64>) -> Result<String, 
     Ok(format!("status {status}, {bytes} bytes: {}", String::from_utf8_lossy(&head)))
 }
 
-fn connect(target: &str) -> std::io::Result<String> {
+fn connect(target: &str, line: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(target)?;
-    stream.write_all(b"hello\n")?;
+    stream.write_all(format!("{line}\n").as_bytes())?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
     Ok(format!("CONNECTED: {answer}"))
