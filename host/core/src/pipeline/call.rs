@@ -468,7 +468,9 @@ impl Run<'_> {
     /// user said no.
     fn grant_and_retry(&mut self, failure: &str) -> wasmtime::Result<Option<ToolResult>> {
         let Some(approver) = self.approver.clone() else { return Ok(None) };
-        if self.pipeline.granted_since_start(self.name()).is_some() {
+        // dontAsk and plan never ask; neither mode grants anything either.
+        let asks = !matches!(self.pipeline.mode, PermissionMode::DontAsk | PermissionMode::Plan);
+        if !asks || self.pipeline.granted_since_start(self.name()).is_some() {
             return Ok(None);
         }
         let name = self.tool.spec.name.clone();
