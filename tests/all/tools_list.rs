@@ -64,3 +64,63 @@ fn builtin_schemas_follow_claude_code() {
         ]
     );
 }
+
+/// A plugin's description is saved beside its compiled form: the next start
+/// does not instantiate it; a saved description that does not read, or
+/// claims what loading would never have allowed, is described afresh.
+#[test]
+fn descriptions_are_cached_and_bad_entries_are_rebuilt() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    // The shared cache has every component compiled (the first run fills
+    // it); a private copy of it, without Echo's description, is this test's.
+    toolhost(&sb, &["tools"]);
+    let shared = toolhost_tests::shared_cache_dir().join("components");
+    let cache = sb.root.join("cache");
+    std::fs::create_dir_all(cache.join("components")).unwrap();
+    for entry in std::fs::read_dir(&shared).unwrap().flatten() {
+        let text = std::fs::read(entry.path()).unwrap_or_default();
+        let is_echo_spec = entry.file_name().to_string_lossy().contains(".spec-")
+            && String::from_utf8_lossy(&text).contains(r#""name":"Echo""#);
+        if !is_echo_spec && !entry.file_name().to_string_lossy().starts_with('.') {
+            let _ = std::fs::hard_link(entry.path(), cache.join("components").join(entry.file_name()));
+        }
+    }
+    let tools = || {
+        let out = toolhost_command(&sb)
+            .env("TOOLHOST_CACHE_DIR", &cache)
+            .env("RUST_LOG", "toolhost=debug")
+            .arg("tools")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let described: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains("described by its component"))
+            .filter_map(|l| l.split("tool=").nth(1).map(str::to_string))
+            .collect();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), described)
+    };
+    let (listed, described) = tools();
+    assert!(listed.contains("Echo        Echoes its input."), "{listed}");
+    assert_eq!(described, ["Echo"], "only Echo had no saved description");
+    assert_eq!(tools(), (listed.clone(), vec![]), "a second start instantiates nothing");
+
+    let echo_spec = || {
+        std::fs::read_dir(cache.join("components")).unwrap().flatten().map(|e| e.path()).find(|p| {
+            p.to_string_lossy().contains(".spec-")
+                && std::fs::read_to_string(p).is_ok_and(|t| t.contains(r#""name":"Echo""#))
+        })
+    };
+    // Corrupt: not read, described again, saved again.
+    let file = echo_spec().expect("Echo's description was saved");
+    let saved = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, "{not json").unwrap();
+    assert_eq!(tools(), (listed.clone(), vec!["Echo".to_string()]));
+    // Tampered with: a description no load would have kept.
+    let long = "x".repeat(50_000);
+    let tampered = saved.replace("Echoes its input.", &long);
+    assert_ne!(tampered, saved);
+    std::fs::write(echo_spec().unwrap(), tampered).unwrap();
+    assert_eq!(tools(), (listed, vec!["Echo".to_string()]), "the oversized saved description was not used");
+}

@@ -67,21 +67,30 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
 /// read with that field's default) is never used.
 ///
 /// [`ToolSpec`]: super::tool::ToolSpec
-const SPEC_FORMAT: u32 = 2;
+const SPEC_FORMAT: u32 = 3;
+
+/// A saved description: the tool's spec as loading made it (caps applied),
+/// and the warnings loading gave.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Described {
+    pub spec: super::tool::ToolSpec,
+    pub warnings: Vec<String>,
+}
 
 /// Where the description of the component with content hash `content` is kept.
 pub fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
     dir.join("components").join(format!("{}.spec-v{SPEC_FORMAT}.json", key(engine, content)))
 }
 
-/// A saved description, if there is a readable one.
-pub fn read_spec(path: &Path) -> Option<super::tool::ToolSpec> {
+/// A saved description, if there is a readable one (the loader checks it
+/// again before using it).
+pub fn read_spec(path: &Path) -> Option<Described> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// Saves a description (a failure only costs the next start some time).
-pub fn write_spec(path: &Path, spec: &super::tool::ToolSpec) {
-    let write = || -> std::io::Result<()> { crate::fsx::replace_file(path, &serde_json::to_vec(spec)?) };
+pub fn write_spec(path: &Path, described: &Described) {
+    let write = || -> std::io::Result<()> { crate::fsx::replace_file(path, &serde_json::to_vec(described)?) };
     if let Err(e) = write() {
         tracing::warn!(path = %path.display(), error = %e, "could not save a tool description");
     }
@@ -127,8 +136,9 @@ mod tests {
             cancels_siblings: true,
         };
         let path = dir.path().join("t.spec.json");
-        write_spec(&path, &spec);
-        assert_eq!(read_spec(&path), Some(spec));
+        let described = Described { spec, warnings: vec!["cut".into()] };
+        write_spec(&path, &described);
+        assert_eq!(read_spec(&path), Some(described));
         std::fs::write(&path, b"{not json").unwrap();
         assert_eq!(read_spec(&path), None);
         assert_eq!(read_spec(&dir.path().join("missing")), None);

@@ -22,9 +22,9 @@ use wasmtime::component::Component;
 
 /// Where a tool's description comes from.
 enum Description {
-    /// Saved from an earlier load of the same component (built-ins): the
-    /// component is not instantiated at all.
-    Known(Box<ToolSpec>),
+    /// Saved from an earlier load of the same component, and checked again:
+    /// the component is not instantiated at all.
+    Known(Box<cache::Described>),
     /// Instantiate it once to ask.
     Ask,
 }
@@ -55,7 +55,7 @@ impl Loader<'_> {
             // its compiled form, it spares instantiating every built-in at
             // every start.
             let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, embedded.sha256));
-            let known = spec_file.as_deref().and_then(cache::read_spec);
+            let known = spec_file.as_deref().and_then(known_description);
             let described = known.is_none();
             let description = match known {
                 Some(spec) => Description::Known(Box::new(spec)),
@@ -71,7 +71,7 @@ impl Loader<'_> {
             }
             self.grant(&mut tool, &granted).map_err(fail)?;
             if let (true, Some(file)) = (described, &spec_file) {
-                cache::write_spec(file, &tool.spec);
+                cache::write_spec(file, &cache::Described { spec: tool.spec.clone(), warnings: tool.warnings.clone() });
             }
             registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
         }
@@ -149,9 +149,23 @@ impl Loader<'_> {
         let bytes = std::fs::read(path).map_err(cannot_read)?;
         contract::check_header(&bytes)?;
         let requests = contract::requests::read(&bytes)?;
-        let component = compile_within(self.sandbox.engine(), bytes, self.cache_dir, COMPILE_TIMEOUT)?;
+        let hash = cache::content_hash(&bytes);
+        let engine = self.sandbox.engine();
+        let component = compile_within(engine, bytes, &hash, self.cache_dir, COMPILE_TIMEOUT)?;
+        // Its description, saved by an earlier start that loaded the same
+        // bytes: the component is then not instantiated at all.
+        let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, &hash));
+        let known = spec_file.as_deref().and_then(known_description);
+        let described = known.is_none();
+        let description = match known {
+            Some(d) => Description::Known(Box::new(d)),
+            None => Description::Ask,
+        };
         let origin = Origin::Plugin(path.to_path_buf());
-        let mut tool = self.load(&component, origin, requests, Description::Ask)?;
+        let mut tool = self.load(&component, origin, requests, description)?;
+        if let (true, Some(file)) = (described, &spec_file) {
+            cache::write_spec(file, &cache::Described { spec: tool.spec.clone(), warnings: tool.warnings.clone() });
+        }
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
@@ -194,7 +208,7 @@ impl Loader<'_> {
         let pre = self.sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let pre = ToolPre::new(shape.version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let (spec, warnings) = match description {
-            Description::Known(spec) => (*spec, Vec::new()),
+            Description::Known(known) => (known.spec, known.warnings),
             Description::Ask => self.describe(&pre)?,
         };
         let (input, output) = (OnceLock::new(), OnceLock::new());
@@ -238,6 +252,7 @@ impl Loader<'_> {
         let guest = pre.instantiate(&mut store).map_err(|e| describe(e, &captured))?;
         let info = guest.info(&mut store).map_err(|e| describe(e, &captured))?;
         let enabled = guest.is_enabled(&mut store).map_err(|e| describe(e, &captured))?;
+        tracing::debug!(tool = %info.name, "described by its component");
         parse_info(info, enabled)
     }
 }
@@ -269,15 +284,16 @@ pub const MAX_SCHEMA_DEPTH: usize = 32;
 fn compile_within(
     engine: &wasmtime::Engine,
     wasm: Vec<u8>,
+    hash: &str,
     dir: Option<&Path>,
     timeout: Duration,
 ) -> Result<Component, LoadError> {
-    let (engine, dir) = (engine.clone(), dir.map(Path::to_path_buf));
+    let (engine, dir, hash) = (engine.clone(), dir.map(Path::to_path_buf), hash.to_string());
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("toolhost-compile".into())
         .spawn(move || {
-            let out = cache::compile(&engine, &wasm, &cache::content_hash(&wasm), dir.as_deref());
+            let out = cache::compile(&engine, &wasm, &hash, dir.as_deref());
             let _ = tx.send(out);
         })
         .map_err(|e| LoadError::Compile(format!("could not start a compile thread: {e}")))?;
@@ -373,6 +389,49 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), 
     Ok((spec, warnings))
 }
 
+/// A saved description that still holds what loading guarantees (a valid
+/// name, the caps on what it declares, bounded schemas): one that does not,
+/// or does not read, is described afresh, never trusted.
+fn known_description(path: &Path) -> Option<cache::Described> {
+    let known = cache::read_spec(path)?;
+    match recheck(&known.spec) {
+        Ok(()) => Some(known),
+        Err(why) => {
+            tracing::warn!(path = %path.display(), why, "ignoring a saved description");
+            None
+        }
+    }
+}
+
+/// The checks [`parse_info`] made, on a spec read back from the cache.
+fn recheck(spec: &ToolSpec) -> Result<(), String> {
+    let within = |text: &str, max: usize| text.char_indices().nth(max).is_none();
+    check_name(&spec.name)?;
+    if spec.aliases.len() > MAX_ALIASES {
+        return Err("too many aliases".into());
+    }
+    for alias in &spec.aliases {
+        check_name(alias)?;
+    }
+    let texts = [(&spec.description, MAX_DESCRIPTION), (&spec.prompt, MAX_PROMPT)];
+    if !texts.iter().all(|(t, max)| within(t, *max))
+        || !spec.search_hint.as_deref().is_none_or(|h| within(h, MAX_SEARCH_HINT))
+    {
+        return Err("a text beyond its cap".into());
+    }
+    for s in std::iter::once(&spec.input_schema).chain(&spec.output_schema) {
+        schema(&s.to_string(), "schema").map_err(|e| e.to_string())?;
+    }
+    if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("input schema is not an object schema".into());
+    }
+    let roles = &spec.inputs;
+    if roles.paths.len() + roles.addresses.len() + usize::from(roles.command.is_some()) > MAX_ROLE_FIELDS {
+        return Err("too many input roles".into());
+    }
+    Ok(())
+}
+
 /// Most fields a tool may declare for the policy.
 const MAX_ROLE_FIELDS: usize = 32;
 
@@ -423,7 +482,7 @@ mod tests {
     fn a_compile_past_its_limit_is_reported_not_waited_for() {
         let engine = wasmtime::Engine::new(&crate::sandbox::base_config()).unwrap();
         let wasm = builtins::EMBEDDED[0].wasm.to_vec();
-        match compile_within(&engine, wasm, None, Duration::ZERO) {
+        match compile_within(&engine, wasm, "no-cache", None, Duration::ZERO) {
             Err(LoadError::TimedOut(message)) => assert!(message.contains("to compile and was skipped"), "{message}"),
             other => panic!("expected a timeout, got {:?}", other.map(|_| "a component")),
         }
