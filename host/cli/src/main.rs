@@ -490,11 +490,8 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
 fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandbox::CallLimits) -> Vec<String> {
     let requests = toolhost::policy::settings::describe_grant(&tool.requests);
     let g = &tool.grants;
-    let mut granted: Vec<String> = match g.files {
-        toolhost::FileAccess::None => vec![],
-        toolhost::FileAccess::ReadOnly => vec!["the working directories (read-only)".into()],
-        toolhost::FileAccess::ReadWrite => vec!["the working directories (read-write)".into()],
-    };
+    let mut granted: Vec<String> =
+        g.files.workspace().map(|a| format!("the working directories ({})", a.name())).into_iter().collect();
     granted.extend(g.process.then(|| "the process capability".to_string()));
     granted.extend(g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())));
     granted.extend(g.hosts.iter().map(|h| format!("host {h}")));

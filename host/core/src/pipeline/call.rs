@@ -1,6 +1,7 @@
 //! One call through the pipeline's steps, on the parts of a host.
 
 use super::result::{self, Content, ToolResult};
+use crate::contract::bindings::toolhost::tool::types::{ToolError as WitToolError, ToolOutput};
 use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
 use crate::contract::{CallScope, DirRequest, ProgressSink, Requests};
 use crate::fsx::{Dirs, normalize, resolve};
@@ -424,13 +425,9 @@ impl Run<'_> {
         if let Some(refused) = self.permission(pre.as_ref(), decision_started)? {
             return Ok(refused);
         }
-        // 6. Call, with the whole time limit: hooks and the prompt do not
-        // count against it.
-        let limit = self.limits.timeout;
-        let store = &mut self.instance.store;
-        store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        // 6. Call.
         self.called = true;
-        let output = self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)?;
+        let output = self.call_guest()?;
         // 8. Result.
         Ok(match output {
             Ok(output) => self.output(output),
@@ -476,13 +473,8 @@ impl Run<'_> {
         let name = self.tool.spec.name.clone();
         let current = &self.tool.grants;
         let (wanted, _) = crate::sandbox::intersect(&self.tool.requests, &self.tool.requests, &self.pipeline.dirs.cwd);
-        let workspace = match wanted.files {
-            crate::sandbox::FileAccess::None => None,
-            crate::sandbox::FileAccess::ReadOnly => Some(crate::contract::DirAccess::ReadOnly),
-            crate::sandbox::FileAccess::ReadWrite => Some(crate::contract::DirAccess::ReadWrite),
-        };
         let more = Requests {
-            workspace: workspace.filter(|_| wanted.files != current.files),
+            workspace: wanted.files.workspace().filter(|_| wanted.files != current.files),
             process: wanted.process && !current.process,
             directories: (wanted.dirs.iter().filter(|d| !current.dirs.contains(d)))
                 .map(|(path, access)| DirRequest { path: path.display().to_string(), access: *access })
@@ -532,25 +524,29 @@ impl Run<'_> {
         let limits = grants.limits(self.pipeline.sandbox.limits());
         self.instance = self.pipeline.sandbox.instantiate(&self.tool.pre, &grants, scope, limits)?;
         self.limits = limits;
-        self.instance.store.data_mut().call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
-        let output = self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)?;
+        let output = self.call_guest()?;
         Ok(Some(match output {
             Ok(output) => self.output(output),
             Err(e) => self.error(e.message),
         }))
     }
 
+    /// The guest's `call`, with the whole time limit from now: hooks and the
+    /// prompt do not count against it.
+    fn call_guest(&mut self) -> wasmtime::Result<Result<ToolOutput, WitToolError>> {
+        let limit = self.limits.timeout;
+        self.instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)
+    }
+
     /// A tool's output as its result.
-    fn output(&mut self, output: crate::contract::bindings::toolhost::tool::types::ToolOutput) -> ToolResult {
+    fn output(&mut self, output: ToolOutput) -> ToolResult {
         let call = &mut self.instance.store.data_mut().call;
         let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
         result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
     }
 
-    fn validate(
-        &mut self,
-        input: &str,
-    ) -> wasmtime::Result<Result<(), crate::contract::bindings::toolhost::tool::types::ToolError>> {
+    fn validate(&mut self, input: &str) -> wasmtime::Result<Result<(), WitToolError>> {
         self.instance.guest.validate_input(&mut self.instance.store, input, &self.ctx)
     }
 

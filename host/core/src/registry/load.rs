@@ -20,15 +20,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use wasmtime::component::Component;
 
-/// Where a tool's description comes from.
-enum Description {
-    /// Saved from an earlier load of the same component, and checked again:
-    /// the component is not instantiated at all.
-    Known(Box<cache::Described>),
-    /// Instantiate it once to ask.
-    Ask,
-}
-
 /// Loads components into a registry.
 pub struct Loader<'a> {
     pub sandbox: &'a Sandbox,
@@ -51,18 +42,8 @@ impl Loader<'_> {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
             let component = cache::compile(engine, embedded.wasm, embedded.sha256, self.cache_dir)
                 .map_err(|e| fail(LoadError::Compile(format!("{e:#}"))))?;
-            // A built-in's description depends only on its code: kept beside
-            // its compiled form, it spares instantiating every built-in at
-            // every start.
-            let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, embedded.sha256));
-            let known = spec_file.as_deref().and_then(known_description);
-            let described = known.is_none();
-            let description = match known {
-                Some(spec) => Description::Known(Box::new(spec)),
-                None => Description::Ask,
-            };
             let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
-            let mut tool = self.load(&component, Origin::Builtin, requests, description).map_err(fail)?;
+            let mut tool = self.load(&component, embedded.sha256, Origin::Builtin, requests).map_err(fail)?;
             // Its requests are granted as a third-party tool's are, on top
             // of what a built-in gets by default.
             let mut granted = builtins::granted(&tool.requests);
@@ -70,9 +51,6 @@ impl Loader<'_> {
                 granted.add(more);
             }
             self.grant(&mut tool, &granted).map_err(fail)?;
-            if let (true, Some(file)) = (described, &spec_file) {
-                cache::write_spec(file, &cache::Described { spec: tool.spec.clone(), warnings: tool.warnings.clone() });
-            }
             registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
         }
         Ok(())
@@ -152,20 +130,7 @@ impl Loader<'_> {
         let hash = cache::content_hash(&bytes);
         let engine = self.sandbox.engine();
         let component = compile_within(engine, bytes, &hash, self.cache_dir, COMPILE_TIMEOUT)?;
-        // Its description, saved by an earlier start that loaded the same
-        // bytes: the component is then not instantiated at all.
-        let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, &hash));
-        let known = spec_file.as_deref().and_then(known_description);
-        let described = known.is_none();
-        let description = match known {
-            Some(d) => Description::Known(Box::new(d)),
-            None => Description::Ask,
-        };
-        let origin = Origin::Plugin(path.to_path_buf());
-        let mut tool = self.load(&component, origin, requests, description)?;
-        if let (true, Some(file)) = (described, &spec_file) {
-            cache::write_spec(file, &cache::Described { spec: tool.spec.clone(), warnings: tool.warnings.clone() });
-        }
+        let mut tool = self.load(&component, &hash, Origin::Plugin(path.to_path_buf()), requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
@@ -196,25 +161,34 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Checks, links and describes `component`.
+    /// Checks, links and describes `component`, whose content hash is
+    /// `content`. Its description depends only on its bytes: one saved
+    /// beside its compiled form by an earlier start (and checked again) is
+    /// used without instantiating it; otherwise it is asked, and saved.
     fn load(
         &self,
         component: &Component,
+        content: &str,
         origin: Origin,
         requests: Requests,
-        description: Description,
     ) -> Result<LoadedTool, LoadError> {
         let shape = contract::inspect(self.sandbox.engine(), component)?;
         let pre = self.sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let pre = ToolPre::new(shape.version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        let (spec, warnings) = match description {
-            Description::Known(known) => (known.spec, known.warnings),
-            Description::Ask => self.describe(&pre)?,
+        let spec_file = self.cache_dir.map(|d| cache::spec_path(d, self.sandbox.engine(), content));
+        let known = spec_file.as_deref().and_then(known_description);
+        let described = known.is_none();
+        let (spec, warnings) = match known {
+            Some(known) => (known.spec, known.warnings),
+            None => self.describe(&pre)?,
         };
         let (input, output) = (OnceLock::new(), OnceLock::new());
         if origin != Origin::Builtin {
             let _ = input.set(spec.compile_input().map_err(LoadError::Invalid)?);
             let _ = output.set(spec.compile_output().map_err(LoadError::Invalid)?);
+        }
+        if let (true, Some(file)) = (described, &spec_file) {
+            cache::write_spec(file, &cache::Described { spec: spec.clone(), warnings: warnings.clone() });
         }
         let grants = Grants::default();
         Ok(LoadedTool { spec, origin, grants, requests, missing: Vec::new(), shape, pre, input, output, warnings })

@@ -20,6 +20,26 @@ pub enum FileAccess {
     ReadWrite,
 }
 
+impl FileAccess {
+    /// The access a request's `workspace` names.
+    pub fn of(workspace: Option<DirAccess>) -> FileAccess {
+        match workspace {
+            None => FileAccess::None,
+            Some(DirAccess::ReadOnly) => FileAccess::ReadOnly,
+            Some(DirAccess::ReadWrite) => FileAccess::ReadWrite,
+        }
+    }
+
+    /// As a request's `workspace` names it.
+    pub fn workspace(self) -> Option<DirAccess> {
+        match self {
+            FileAccess::None => None,
+            FileAccess::ReadOnly => Some(DirAccess::ReadOnly),
+            FileAccess::ReadWrite => Some(DirAccess::ReadWrite),
+        }
+    }
+}
+
 /// What a tool may use in its Store.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grants {
@@ -48,11 +68,7 @@ pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (G
     let mut missing = Vec::new();
     if let Some(want) = requested.workspace {
         let access = granted.workspace.map(|g| g.min(want));
-        out.files = match access {
-            None => FileAccess::None,
-            Some(DirAccess::ReadOnly) => FileAccess::ReadOnly,
-            Some(DirAccess::ReadWrite) => FileAccess::ReadWrite,
-        };
+        out.files = FileAccess::of(access);
         match access {
             None => missing.push(format!("the working directories ({})", want.name())),
             Some(a) if a < want => missing.push("the working directories (read-write): granted read-only".into()),
