@@ -183,7 +183,8 @@ fn glob_lists_newest_first_and_respects_gitignore() {
     sb.write(".gitignore", "target/\n");
     sb.write("target/skip.rs", "");
     sb.write("src/old.rs", "");
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(sb.ws("src/old.rs")).unwrap().set_modified(old).unwrap();
     sb.write("src/new.rs", "");
     sb.write("README.md", "");
     let text = call(&sb, "Glob", &json!({"pattern": "**/*.rs"}), &[]).assert_ok();

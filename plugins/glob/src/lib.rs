@@ -161,11 +161,16 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("src/deep")).unwrap();
         std::fs::write(dir.join(".gitignore"), "ignored.rs\n").unwrap();
-        std::fs::write(dir.join("src/old.rs"), "").unwrap();
-        std::fs::write(dir.join("src/ignored.rs"), "").unwrap();
-        std::fs::write(dir.join("top.rs"), "").unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(dir.join("src/deep/new.rs"), "").unwrap();
+        // Times set explicitly: files written in a row may or may not share
+        // a timestamp, which decides the order of equals (by path).
+        let at = |name: &str, secs: u64| {
+            let file = std::fs::File::create(dir.join(name)).unwrap();
+            file.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
+        };
+        at("src/old.rs", 1_000_000);
+        at("src/ignored.rs", 1_000_000);
+        at("top.rs", 1_000_000);
+        at("src/deep/new.rs", 2_000_000);
         let found = find(&dir, "**/*.rs", &fs::Hidden::default()).unwrap();
         assert_eq!(found.paths, vec![dir.join("src/deep/new.rs"), dir.join("src/old.rs"), dir.join("top.rs")]);
         assert_eq!(find(&dir, "*.rs", &fs::Hidden::default()).unwrap().paths, vec![dir.join("top.rs")]);
