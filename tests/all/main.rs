@@ -19,6 +19,7 @@ mod modes;
 mod network;
 mod permissions;
 mod prompt;
+mod reload;
 mod run;
 mod scheduler;
 mod third_party;

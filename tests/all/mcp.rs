@@ -218,6 +218,19 @@ fn main_over_stdio(line: Line) {
     sb.write("data/notes.txt", "granted data");
     let config = stdio_config_with(&sb, &["--allow", "Grantee"]);
     scenario(&sb, line, &config, "grant", &["elicitation: a capability fault grants and retries"]);
+    // Hot loading: a component dropped in while the client is connected.
+    let sb = Sandbox::new();
+    scenario(&sb, line, &with_plugins(&sb, stdio_config(&sb)), "reload", &[RELOAD]);
+}
+
+const RELOAD: &str = "hot reload: list_changed, the new tool, its removal";
+
+/// `config` with what the reload scenario needs: the plugins directory and
+/// a component to drop into it.
+fn with_plugins(sb: &Sandbox, mut config: serde_json::Value) -> serde_json::Value {
+    config["plugins"] = serde_json::json!(sb.plugins);
+    config["echo"] = serde_json::json!(toolhost_tests::ECHO);
+    config
 }
 
 fn main_over_http(line: Line) {
@@ -231,6 +244,7 @@ fn main_over_http(line: Line) {
     scenario(&sb, line, &server.config(&sb, Some(token)), "two-clients", &["two clients at once, separate sessions"]);
     sb.write("allowed.txt", "x\n");
     scenario(&sb, line, &server.config(&sb, Some(token)), "elicit", &["elicitation: allow once, deny with a reason"]);
+    scenario(&sb, line, &with_plugins(&sb, server.config(&sb, Some(token))), "reload", &[RELOAD]);
 }
 
 #[test]

@@ -14,6 +14,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -56,6 +57,11 @@ class Conn:
     async def list_tools(self):
         return (await (self.client or self.session).list_tools()).tools
 
+    def capabilities(self):
+        if self.client is not None:
+            return self.client.server_capabilities
+        return self.session.get_server_capabilities()
+
     async def call(self, name, args, progress=None):
         return await (self.client or self.session).call_tool(name, args, progress_callback=progress)
 
@@ -85,7 +91,7 @@ class Conn:
 
 
 @asynccontextmanager
-async def connect(elicit=None):
+async def connect(elicit=None, on_message=None):
     stdio = "command" in CFG
     headers = {"Authorization": f"Bearer {CFG['token']}"} if CFG.get("token") else {}
     if stdio:
@@ -102,7 +108,7 @@ async def connect(elicit=None):
 
             http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
             server = streamable_http_client(CFG["url"], http_client=http)
-        async with Client(server, elicitation_callback=elicit) as client:
+        async with Client(server, elicitation_callback=elicit, message_handler=on_message) as client:
             yield Conn(client, client.session)
     else:
         from mcp import ClientSession
@@ -116,7 +122,9 @@ async def connect(elicit=None):
 
             transport = streamablehttp_client(CFG["url"], headers=headers)
         async with transport as streams:
-            async with ClientSession(streams[0], streams[1], elicitation_callback=elicit) as session:
+            async with ClientSession(
+                streams[0], streams[1], elicitation_callback=elicit, message_handler=on_message
+            ) as session:
                 await session.initialize()
                 yield Conn(None, session)
 
@@ -344,6 +352,42 @@ async def scenario_two_clients():
     passed("two clients at once, separate sessions")
 
 
+async def scenario_reload():
+    """Hot loading: the server says it tells list changes; a component dropped into the
+    plugins directory is announced by notifications/tools/list_changed, listed and
+    callable; removed, it is announced again and gone."""
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        message = getattr(message, "root", message)  # 1.x wraps notifications
+        if type(message).__name__ == "ToolListChangedNotification":
+            changed.set()
+
+    async def announced(what):
+        try:
+            await asyncio.wait_for(changed.wait(), 60)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"no notifications/tools/list_changed after {what}")
+        changed.clear()
+
+    target = os.path.join(CFG["plugins"], "echo.wasm")
+    async with connect(on_message=on_message) as c:
+        tools = c.capabilities().tools
+        assert tools is not None and field(tools, "listChanged") is True, tools
+        assert "Echo" not in [t.name for t in await c.list_tools()]
+        partial = os.path.join(CFG["plugins"], ".echo.partial")
+        shutil.copy(CFG["echo"], partial)
+        os.rename(partial, target)
+        await announced("adding echo.wasm")
+        assert "Echo" in [t.name for t in await c.list_tools()]
+        assert ok(await c.call("Echo", {"text": "hot"}), "new tool") == "hot"
+        os.remove(target)
+        await announced("removing echo.wasm")
+        assert "Echo" not in [t.name for t in await c.list_tools()]
+        err(await c.call("Echo", {"text": "x"}), "removed tool", "No such tool available: Echo")
+    passed("hot reload: list_changed, the new tool, its removal")
+
+
 if __name__ == "__main__":
     scenario = {
         "main": scenario_main,
@@ -351,5 +395,6 @@ if __name__ == "__main__":
         "two-clients": scenario_two_clients,
         "always": scenario_always,
         "grant": scenario_grant,
+        "reload": scenario_reload,
     }[sys.argv[2]]
     asyncio.run(scenario())

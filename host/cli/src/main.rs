@@ -94,6 +94,10 @@ enum Command {
         /// the settings' maxToolConcurrency, else 10]
         #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
         max_concurrency: Option<usize>,
+        /// Load the plugins directory once, instead of watching it (a changed
+        /// component is otherwise reloaded, and a line says the tools changed)
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Serve the tools over the Model Context Protocol: on stdin/stdout, or
     /// streamable HTTP with --http (see the README)
@@ -120,6 +124,11 @@ enum Command {
         /// maxToolConcurrency, else 10]
         #[arg(long, env = "TOOLHOST_MAX_TOOL_CONCURRENCY", value_name = "N")]
         max_concurrency: Option<usize>,
+        /// Load the plugins directory once, instead of watching it (a changed
+        /// component is otherwise reloaded, and clients are told the tools
+        /// changed)
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Trust the workspace's settings files (.toolhost/settings.json and
     /// settings.local.json) as they are now: their allow rules, hooks,
@@ -191,6 +200,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(w) = &cli.workspace {
         builder = builder.workspace(w);
     }
+    // The long-running fronts pick up plugins as they come and go.
+    let watch = match cli.command {
+        Command::Run { no_watch, .. } | Command::Serve { no_watch, .. } => !no_watch,
+        _ => false,
+    };
+    builder = builder.watch_plugins(watch);
     // Asks go to the user when there is one at a terminal.
     // (`run` reads its calls from stdin, so it never prompts.)
     let prompts = matches!(cli.command, Command::Call { .. });
@@ -205,10 +220,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
-        Command::Run { session, max_concurrency } => {
+        Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
         }
-        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency } => {
+        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency, .. } => {
             let config = toolhost_mcp::ServeConfig {
                 max_concurrency: max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency),
                 ..Default::default()
@@ -333,6 +348,30 @@ fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) ->
         out.write_all(b"\n")?;
         out.flush()
     };
+    // A reload that changes the tools is a line of its own.
+    {
+        let mut changes = host.tools_changed();
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let line = match changes.blocking_recv() {
+                    Ok(change) if !change.tools_changed() => continue,
+                    Ok(change) => json!({
+                        "type": "tools_changed",
+                        "added": change.added,
+                        "removed": change.removed,
+                        "replaced": change.replaced,
+                    }),
+                    Err(RecvError::Lagged(_)) => json!({"type": "tools_changed"}),
+                    Err(RecvError::Closed) => return,
+                };
+                if write(&out, line).is_err() {
+                    return;
+                }
+            }
+        });
+    }
     let reader = {
         let executor = Arc::clone(&executor);
         let out = Arc::clone(&out);

@@ -7,12 +7,12 @@ use crate::policy::rules::{Catalog, ContentKind, Places};
 use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::Confinement;
-use crate::registry::{LoadError, LoadedTool, Loader, Problem, Registry};
+use crate::registry::{LoadError, LoadedTool, Loader, PluginSet, Problem, Registry, ToolsChanged};
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
 use crate::session::{Session, SessionError};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// Default memory limit of one call.
 pub const DEFAULT_MEMORY: usize = 512 << 20;
@@ -54,6 +54,7 @@ pub struct HostBuilder {
     approver: Option<Arc<dyn Approver>>,
     confinement: Confinement,
     settings: Option<Settings>,
+    watch: bool,
 }
 
 impl HostBuilder {
@@ -123,6 +124,13 @@ impl HostBuilder {
         self
     }
 
+    /// Watch the plugins directory and reload it when a component is added,
+    /// changed or removed (see [`Host::reload_plugins`]). Default: no.
+    pub fn watch_plugins(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
+
     /// Permission rules, hooks, the audit log, the mode and more working
     /// directories, from settings files (see [`crate::policy::settings::load`]).
     /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
@@ -171,8 +179,15 @@ impl HostBuilder {
             project: &cwd,
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
+        let mut plugins = PluginSet::default();
         if let Some(dir) = &self.plugins_dir {
-            loader.plugins_dir(&mut registry, dir);
+            match PluginSet::scan(&loader, dir, &plugins) {
+                Ok(set) => plugins = set,
+                Err(e) => {
+                    registry.problem(&dir.display().to_string(), format!("cannot read the plugins directory: {e}"))
+                }
+            }
+            plugins.register(&mut registry);
         }
         let places = Places { cwd: cwd.clone(), working: working.clone(), home: std::env::home_dir() };
         let policy = Policy::new(&settings, places, catalog(&registry))?;
@@ -182,17 +197,95 @@ impl HostBuilder {
             policy,
             dirs: Dirs { cwd, working, read_only: Vec::new() },
             background: Arc::default(),
-            scratch_session,
+            scratch_session: Arc::clone(&scratch_session),
             mode,
             approver: self.approver,
             confinement: self.confinement,
         });
-        Ok(Host { inner: Arc::new(Inner { pipeline, data_dir, tool_grants: settings.tool_grants }) })
+        let inner = Arc::new(Inner {
+            pipeline,
+            data_dir,
+            tool_grants: settings.tool_grants,
+            cache_dir,
+            plugins_dir: self.plugins_dir,
+            plugins: Mutex::new(plugins),
+            scratch_session,
+            changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
+            watcher: Mutex::new(None),
+        });
+        if self.watch
+            && let Some(dir) = &inner.plugins_dir
+        {
+            match watch(&inner, dir) {
+                Ok(watcher) => *inner.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot watch the plugins directory; it is loaded once")
+                }
+            }
+        }
+        Ok(Host { inner })
     }
 }
 
+/// Reload events kept for a subscriber that falls behind (it then learns it
+/// missed some, and reads the tools afresh).
+const CHANGES_KEPT: usize = 64;
+/// A burst of file events ends after this long without one.
+const QUIET: Duration = Duration::from_millis(150);
+/// A burst that goes on longer is reloaded anyway.
+const LONGEST_BURST: Duration = Duration::from_secs(2);
+
+/// Watches `dir` (created if missing) on a thread of its own: each burst of
+/// changes to component files reloads the directory once. The thread ends
+/// with the watcher, which ends with the host.
+fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, String> {
+    use notify::Watcher as _;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create it: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<notify::Event>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+        Ok(event) if touches_components(&event) => drop(tx.send(event)),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "watching the plugins directory"),
+    })
+    .map_err(|e| e.to_string())?;
+    watcher.watch(dir, notify::RecursiveMode::NonRecursive).map_err(|e| e.to_string())?;
+    let host: Weak<Inner> = Arc::downgrade(inner);
+    std::thread::Builder::new()
+        .name("toolhost-watch".into())
+        .spawn(move || {
+            while rx.recv().is_ok() {
+                let until = Instant::now() + LONGEST_BURST;
+                loop {
+                    match rx.recv_timeout(QUIET) {
+                        Ok(_) if Instant::now() < until => {}
+                        Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                let Some(inner) = host.upgrade() else { return };
+                Host { inner }.reload_plugins();
+            }
+        })
+        .map_err(|e| format!("cannot start its thread: {e}"))?;
+    tracing::debug!(dir = %dir.display(), "watching the plugins directory");
+    Ok(watcher)
+}
+
+/// Whether a file event may change what the plugins directory loads: any
+/// creation, change, rename or removal of a component file (reads are not).
+fn touches_components(event: &notify::Event) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode};
+    let kind = match event.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    };
+    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p))
+}
+
 /// What each loaded tool's rule contents mean (by name and alias).
-fn catalog(registry: &Registry) -> Catalog {
+pub(crate) fn catalog(registry: &Registry) -> Catalog {
     let mut catalog = Catalog::new();
     for tool in registry.all() {
         let kind = ContentKind::of(&tool.spec.inputs);
@@ -228,10 +321,21 @@ pub struct Host {
 
 struct Inner {
     pipeline: Pipeline,
-    /// `toolGrants` from the settings, for `check_component`.
+    /// `toolGrants` from the settings, for loading plugins.
     tool_grants: std::collections::BTreeMap<String, crate::contract::Requests>,
     /// Where sessions and persisted results live.
     data_dir: PathBuf,
+    cache_dir: Option<PathBuf>,
+    plugins_dir: Option<PathBuf>,
+    /// The plugins directory as last loaded; held while a reload runs, so
+    /// reloads take turns.
+    plugins: Mutex<PluginSet>,
+    /// The session loading calls see.
+    scratch_session: Arc<Session>,
+    /// Where reloads tell what changed.
+    changes: tokio::sync::broadcast::Sender<ToolsChanged>,
+    /// Watching the plugins directory, when asked to.
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 impl Host {
@@ -271,13 +375,70 @@ impl Host {
     }
 
     /// The tool called `name` (or with that alias), enabled or not.
-    pub fn tool(&self, name: &str) -> Option<&Arc<LoadedTool>> {
-        self.inner.pipeline.registry().resolve(name)
+    pub fn tool(&self, name: &str) -> Option<Arc<LoadedTool>> {
+        self.inner.pipeline.registry().resolve(name).cloned()
     }
 
     /// Plugins that could not be loaded, and why.
-    pub fn problems(&self) -> &[Problem] {
-        self.inner.pipeline.registry().problems()
+    pub fn problems(&self) -> Vec<Problem> {
+        self.inner.pipeline.registry().problems().to_vec()
+    }
+
+    /// Loads the plugins directory again and swaps the tools in one step:
+    /// a new component is added, a changed one replaced, a removed one is
+    /// no longer offered (new calls of it get the no-such-tool error); calls
+    /// already running finish on the version they started with. A changed
+    /// component that no longer loads is rejected, and the version loaded
+    /// before keeps serving. Unchanged files are not read again.
+    ///
+    /// What changed, when anything did; it also goes to every
+    /// [`Host::tools_changed`] subscriber. A watching host
+    /// ([`HostBuilder::watch_plugins`]) calls this itself.
+    pub fn reload_plugins(&self) -> Option<ToolsChanged> {
+        let inner = &self.inner;
+        let dir = inner.plugins_dir.as_deref()?;
+        let mut plugins = inner.plugins.lock().unwrap_or_else(|e| e.into_inner());
+        let started = Instant::now();
+        let fresh = match PluginSet::scan(&inner.loader(), dir, &plugins) {
+            Ok(set) => set,
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot read the plugins directory; the tools stay as they were");
+                return None;
+            }
+        };
+        let before = inner.pipeline.registry();
+        let mut registry = before.builtins_only();
+        fresh.register(&mut registry);
+        let change = crate::registry::diff(&before, &registry, &plugins, &fresh);
+        let same_problems = registry.problems() == before.problems();
+        *plugins = fresh;
+        if !change.tools_changed() && same_problems {
+            return None;
+        }
+        let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
+        inner.pipeline.swap_registry(registry, &forget);
+        tracing::info!(
+            added = ?change.added,
+            removed = ?change.removed,
+            replaced = ?change.replaced,
+            took_ms = started.elapsed().as_millis() as u64,
+            "reloaded the plugins directory"
+        );
+        let _ = inner.changes.send(change.clone());
+        Some(change)
+    }
+
+    /// A stream of what each reload changed (tools added, removed, replaced,
+    /// components rejected). Receive with `recv().await`, or
+    /// `blocking_recv()` outside async code; a subscriber that falls more
+    /// than 64 reloads behind is told it lagged.
+    pub fn tools_changed(&self) -> tokio::sync::broadcast::Receiver<ToolsChanged> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Whether the plugins directory is being watched.
+    pub fn watching(&self) -> bool {
+        self.inner.watcher.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     /// The working directories (absolute; the workspace first).
@@ -327,15 +488,20 @@ impl Host {
 
     /// Loads a component file the way a plugin would be loaded, without
     /// registering it: what `toolhost check` reports.
+    /// Compiles through the cache, like a start.
     pub fn check_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
-        let session = self.ephemeral_session();
-        let loader = Loader {
-            sandbox: self.inner.pipeline.sandbox(),
-            cache_dir: None,
-            session: &session,
-            grants: &self.inner.tool_grants,
-            project: &self.inner.pipeline.dirs().cwd,
-        };
-        loader.component_file(path)
+        self.inner.loader().component_file(path)
+    }
+}
+
+impl Inner {
+    fn loader(&self) -> Loader<'_> {
+        Loader {
+            sandbox: self.pipeline.sandbox(),
+            cache_dir: self.cache_dir.as_deref(),
+            session: &self.scratch_session,
+            grants: &self.tool_grants,
+            project: &self.pipeline.dirs().cwd,
+        }
     }
 }

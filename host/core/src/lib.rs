@@ -45,7 +45,7 @@ pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, 
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::Confinement;
-pub use registry::{Hints, LoadError, LoadedTool, Origin, ToolSpec};
+pub use registry::{Hints, LoadError, LoadedTool, Origin, ToolSpec, ToolsChanged};
 pub use sandbox::{Allocator, FileAccess, Grants};
 pub use scheduler::{Executor, Update};
 pub use session::Session;

@@ -42,7 +42,7 @@ pub enum PolicyError {
 pub struct Policy {
     rules: RwLock<Arc<RuleSet>>,
     /// What the loaded tools' rule contents mean.
-    catalog: Catalog,
+    catalog: RwLock<Arc<Catalog>>,
     pub hooks: Hooks,
     audit: Option<Audit>,
     /// Where "allow always" writes.
@@ -55,7 +55,7 @@ impl Default for Policy {
     fn default() -> Self {
         Policy {
             rules: RwLock::new(Arc::new(RuleSet::default())),
-            catalog: Catalog::default(),
+            catalog: RwLock::default(),
             hooks: Hooks::default(),
             audit: None,
             local_file: None,
@@ -81,7 +81,7 @@ impl Policy {
         };
         Ok(Policy {
             rules: RwLock::new(Arc::new(rules)),
-            catalog,
+            catalog: RwLock::new(Arc::new(catalog)),
             hooks,
             audit,
             local_file: settings.local_file.clone(),
@@ -92,6 +92,25 @@ impl Policy {
     /// The rules as they are now.
     pub fn rules(&self) -> Arc<RuleSet> {
         Arc::clone(&self.rules.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The tools changed (a reload): the rules are compiled again for what
+    /// their inputs are now. A rule that does not compile for a changed tool
+    /// (a command rule for a tool that no longer takes a command) leaves the
+    /// rules as they were, with a warning.
+    pub fn set_catalog(&self, catalog: Catalog) {
+        let mut guard = self.rules.write().unwrap_or_else(|e| e.into_inner());
+        match RuleSet::compile(guard.entries().to_vec(), guard.places().clone(), &catalog) {
+            Ok(compiled) => {
+                *guard = Arc::new(compiled);
+                *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+            }
+            Err(e) => tracing::warn!(error = %e, "the rules do not fit the reloaded tools; they stay as they were"),
+        }
     }
 
     /// The local settings file "allow always" writes to.
@@ -112,7 +131,7 @@ impl Policy {
         entries.push(RuleEntry { rule, behavior: Behavior::Allow, origin, base: None });
         // Compiled before it is written: a rule that does not compile must
         // not make the settings file unusable.
-        let compiled = RuleSet::compile(entries, guard.places().clone(), &self.catalog)?;
+        let compiled = RuleSet::compile(entries, guard.places().clone(), &self.catalog())?;
         if let Some(file) = &self.local_file {
             settings::add_allow_rule(file, text)?;
             self.keep_trusted(file);
@@ -157,7 +176,7 @@ impl Policy {
             })
             .collect::<Result<Vec<_>, _>>()
             .ok()?;
-        RuleSet::compile(entries, self.rules().places().clone(), &self.catalog).ok()
+        RuleSet::compile(entries, self.rules().places().clone(), &self.catalog()).ok()
     }
 
     /// The rules `rules` as they apply to calls of `tool`, for the host

@@ -5,12 +5,14 @@
 mod builtins;
 mod cache;
 mod load;
+mod plugins;
 mod pool;
 mod schema;
 mod tool;
 
 pub use cache::content_hash;
 pub use load::Loader;
+pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
 pub use pool::{Problem, Registry};
 pub use schema::Schema;
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};

@@ -56,6 +56,8 @@ pub struct McpSession {
     executor: Executor,
     next_id: AtomicU64,
     runtime: tokio::runtime::Handle,
+    /// Cancelled when the session ends: stops telling its client of reloads.
+    ended: CancellationToken,
 }
 
 impl McpSession {
@@ -74,6 +76,7 @@ impl McpSession {
             executor,
             next_id: AtomicU64::new(1),
             runtime: tokio::runtime::Handle::current(),
+            ended: CancellationToken::new(),
         }
     }
 
@@ -113,6 +116,7 @@ impl McpSession {
 impl Drop for McpSession {
     fn drop(&mut self) {
         // The session ended: its running calls are cancelled.
+        self.ended.cancel();
         self.executor.discard();
         self.host.end_session(&self.session);
     }
@@ -128,7 +132,7 @@ async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, count: 
 
 impl ServerHandler for McpSession {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -136,6 +140,33 @@ impl ServerHandler for McpSession {
                  permission rules and hooks of the workspace's settings; a denied call's result says \
                  which rule would allow it.",
             )
+    }
+
+    /// From now on, each reload that changes the tools sends the client
+    /// `notifications/tools/list_changed` (it lists them again).
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.host.tools_changed();
+        let (ended, peer) = (self.ended.clone(), context.peer);
+        tokio::spawn(async move {
+            loop {
+                let change = tokio::select! {
+                    () = ended.cancelled() => return,
+                    change = changes.recv() => change,
+                };
+                match change {
+                    Ok(change) if !change.tools_changed() => continue,
+                    // Fell behind: something changed all the same.
+                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                        if let Err(e) = peer.notify_tool_list_changed().await {
+                            tracing::debug!(error = %e, "could not tell the client the tools changed");
+                            return;
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

@@ -67,7 +67,9 @@ pub(crate) struct Parts {
 /// Everything one call needs, built once per host.
 pub(crate) struct Pipeline {
     sandbox: Sandbox,
-    registry: Registry,
+    /// The tools as they are now; a reload swaps it whole, and a call keeps
+    /// the one it started with.
+    registry: RwLock<Arc<Registry>>,
     policy: Policy,
     dirs: Arc<Dirs>,
     /// The working directory and directories as a call's context shows them.
@@ -90,7 +92,7 @@ impl Pipeline {
             working_text: parts.dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             dirs: Arc::new(parts.dirs),
             sandbox: parts.sandbox,
-            registry: parts.registry,
+            registry: RwLock::new(Arc::new(parts.registry)),
             policy: parts.policy,
             background: parts.background,
             scratch_session: parts.scratch_session,
@@ -110,8 +112,22 @@ impl Pipeline {
         &self.sandbox
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// The tools as they are now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts `registry` in place of the tools, in one step: calls that
+    /// started keep the tools they started with. The rules learn what the
+    /// new tools' inputs are; what the user granted a tool that `changed`
+    /// (replaced or removed) is forgotten.
+    pub fn swap_registry(&self, registry: Registry, changed: &[String]) {
+        self.policy.set_catalog(crate::host::catalog(&registry));
+        *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(registry);
+        let mut granted = self.granted.write().unwrap_or_else(|e| e.into_inner());
+        for name in changed {
+            granted.remove(name);
+        }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -173,14 +189,15 @@ impl Pipeline {
     /// Whether a user interrupt cancels calls of `tool` (its interrupt
     /// behavior is `cancel`); unknown tools: yes.
     pub fn cancels_on_interrupt(&self, tool: &str) -> bool {
-        self.registry.resolve(tool).is_none_or(|t| t.spec.cancel_on_interrupt)
+        self.registry().resolve(tool).is_none_or(|t| t.spec.cancel_on_interrupt)
     }
 
     /// Whether a call may run beside other concurrency-safe calls. A tool
     /// that is unknown, input that fails the schema and a tool that cannot
     /// answer within [`CLASSIFY_TIMEOUT`] are not concurrency-safe.
     pub fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
-        let Some(tool) = self.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
+        let registry = self.registry();
+        let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
             return false;
         };
         if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
@@ -205,7 +222,8 @@ impl Pipeline {
     /// cheapest export (`is-enabled`) and drops everything: the floor of a
     /// call's cost.
     pub fn bare_call(&self, tool: &str) -> Option<bool> {
-        let tool = self.registry.resolve(tool)?;
+        let registry = self.registry();
+        let tool = registry.resolve(tool)?;
         let scope = self.scratch_scope(tool, String::new());
         let _running = self.sandbox.running();
         let mut instance =
@@ -221,8 +239,11 @@ impl Pipeline {
         span: &tracing::Span,
     ) -> ToolResult {
         let id = tool_use.id.as_str();
-        // 1. Lookup (disabled tools are not in the pool, so not callable).
-        let Some(tool) = self.registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
+        // 1. Lookup (disabled tools are not in the pool, so not callable),
+        // in the tools as they are when the call starts: it finishes on
+        // that version whatever a reload does meanwhile.
+        let registry = self.registry();
+        let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
             return ToolResult::error(
                 id,
                 format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),

@@ -56,46 +56,23 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Loads every `*.wasm` of `dir`, several at once, registered in name
-    /// order; one that does not load is noted as a problem of the registry.
-    pub fn plugins_dir(&self, registry: &mut Registry, dir: &Path) {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(e) => {
-                registry.problem(&dir.display().to_string(), format!("cannot read the plugins directory: {e}"));
-                return;
-            }
-        };
-        let mut paths: Vec<PathBuf> =
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
-        paths.sort();
-        let loaded = self.in_parallel(&paths);
-        for (path, outcome) in paths.iter().zip(loaded) {
-            let source = path.display().to_string();
-            match outcome {
-                Ok(tool) => registry.add(tool, &source),
-                Err(e) => registry.problem(&source, e.to_string()),
-            }
-        }
-    }
-
-    /// [`Loader::component_file`] of every path, on up to one thread per core.
-    fn in_parallel(&self, paths: &[PathBuf]) -> Vec<Result<LoadedTool, LoadError>> {
+    /// [`Loader::component_file`] of every path, on up to one thread per
+    /// core, with each file's content hash (none if it could not be read).
+    pub(super) fn files_in_parallel(&self, paths: &[PathBuf]) -> Vec<(Option<String>, Result<LoadedTool, LoadError>)> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len());
         if threads <= 1 {
-            return paths.iter().map(|p| self.component_file(p)).collect();
+            return paths.iter().map(|p| self.read_and_load(p)).collect();
         }
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<Result<LoadedTool, LoadError>>>> =
-            paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        type Slot = std::sync::Mutex<Option<(Option<String>, Result<LoadedTool, LoadError>)>>;
+        let slots: Vec<Slot> = paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(path) = paths.get(i) else { return };
-                        let outcome = self.component_file(path);
+                        let outcome = self.read_and_load(path);
                         *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                     }
                 });
@@ -106,31 +83,50 @@ impl Loader<'_> {
             .map(|slot| {
                 slot.into_inner()
                     .unwrap_or_else(|e| e.into_inner())
-                    .unwrap_or_else(|| Err(LoadError::Compile("its loader thread stopped".into())))
+                    .unwrap_or_else(|| (None, Err(LoadError::Compile("its loader thread stopped".into()))))
             })
             .collect()
     }
 
     /// Loads a third-party component file: size and header check, compile
     /// (cached, within [`COMPILE_TIMEOUT`]), shape check, link, describe. A
-    /// third-party tool is granted nothing.
+    /// third-party tool is granted what it requested and the operator granted.
     pub fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        self.read_and_load(path).1
+    }
+
+    /// [`Loader::component_file`], with the hash of the bytes it read.
+    fn read_and_load(&self, path: &Path) -> (Option<String>, Result<LoadedTool, LoadError>) {
         let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
-        let size = std::fs::metadata(path).map_err(cannot_read)?.len();
+        let size = match std::fs::metadata(path) {
+            Ok(meta) => meta.len(),
+            Err(e) => return (None, Err(cannot_read(e))),
+        };
         if size > MAX_COMPONENT_BYTES {
-            return Err(LoadError::TooLarge(format!(
-                "is {} MiB; components of at most {} MiB are loaded",
-                size >> 20,
-                MAX_COMPONENT_BYTES >> 20
-            )));
+            return (
+                None,
+                Err(LoadError::TooLarge(format!(
+                    "is {} MiB; components of at most {} MiB are loaded",
+                    size >> 20,
+                    MAX_COMPONENT_BYTES >> 20
+                ))),
+            );
         }
-        let bytes = std::fs::read(path).map_err(cannot_read)?;
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => return (None, Err(cannot_read(e))),
+        };
+        let hash = cache::content_hash(&bytes);
+        let outcome = self.component_bytes(path, bytes, &hash);
+        (Some(hash), outcome)
+    }
+
+    fn component_bytes(&self, path: &Path, bytes: Vec<u8>, hash: &str) -> Result<LoadedTool, LoadError> {
         contract::check_header(&bytes)?;
         let requests = contract::requests::read(&bytes)?;
-        let hash = cache::content_hash(&bytes);
         let engine = self.sandbox.engine();
-        let component = compile_within(engine, bytes, &hash, self.cache_dir, COMPILE_TIMEOUT)?;
-        let mut tool = self.load(&component, &hash, Origin::Plugin(path.to_path_buf()), requests)?;
+        let component = compile_within(engine, bytes, hash, self.cache_dir, COMPILE_TIMEOUT)?;
+        let mut tool = self.load(&component, hash, Origin::Plugin(path.to_path_buf()), requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);

@@ -27,6 +27,12 @@ impl Registry {
     /// built-ins are registered first, so on a clash the built-in wins); a
     /// clashing alias is dropped with a problem noted.
     pub fn add(&mut self, tool: LoadedTool, source: &str) {
+        self.add_shared(Arc::new(tool), source);
+    }
+
+    /// [`Registry::add`] of a tool another registry may hold too (a reload
+    /// keeps the tools whose files did not change).
+    pub fn add_shared(&mut self, tool: Arc<LoadedTool>, source: &str) {
         if let Some(&i) = self.names.get(&tool.spec.name) {
             let holder = &self.tools[i];
             let kind = if holder.origin == Origin::Builtin { "built-in" } else { "tool" };
@@ -54,7 +60,7 @@ impl Registry {
         for warning in &tool.warnings {
             self.problem(source, format!("`{}` is loaded, but {warning}", tool.spec.name));
         }
-        self.tools.push(Arc::new(tool));
+        self.tools.push(tool);
     }
 
     /// Notes a component that could not be loaded.
@@ -66,6 +72,15 @@ impl Registry {
     /// The tool called `name` (or with that alias).
     pub fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.names.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// A registry of the built-ins of this one (what a reload starts from).
+    pub fn builtins_only(&self) -> Registry {
+        let mut registry = Registry::default();
+        for tool in self.tools.iter().filter(|t| t.origin == Origin::Builtin) {
+            registry.add_shared(Arc::clone(tool), &format!("builtin:{}", tool.spec.name));
+        }
+        registry
     }
 
     /// Every registered tool, enabled or not, in registration order.

@@ -519,7 +519,8 @@ fn sibling_error(what: &str) -> String {
 
 /// `Tool(the first 40 characters of its command, address or path…)`.
 fn describe(host: &Host, tool_use: &ToolUse) -> String {
-    let label = host.tool(&tool_use.name).and_then(|t| t.spec.inputs.label_in(&tool_use.input)).unwrap_or("");
+    let tool = host.tool(&tool_use.name);
+    let label = tool.as_ref().and_then(|t| t.spec.inputs.label_in(&tool_use.input)).unwrap_or("");
     let short: String = label.chars().take(40).collect();
     let ellipsis = if label.chars().count() > 40 { "…" } else { "" };
     format!("{}({short}{ellipsis})", tool_use.name)

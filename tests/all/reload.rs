@@ -1,0 +1,271 @@
+//! Hot loading: the plugins directory watched (library, `run`; `serve` is in
+//! mcp.rs), components added, replaced, broken and removed while calls run.
+
+use crate::support::spawn_piped;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::sync::mpsc;
+use std::time::Duration;
+use toolhost::registry::ToolsChanged;
+use toolhost::{CallOptions, Host, ToolUse};
+use toolhost_tests::{ECHO, SLEEPER, Sandbox, shared_cache_dir};
+
+/// Long enough for a debounced reload that compiles a component on a
+/// loaded 2-core machine (a cached compile takes milliseconds).
+const WAIT: Duration = Duration::from_secs(60);
+
+fn host(sb: &Sandbox, watch: bool) -> Host {
+    Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()))
+        .watch_plugins(watch)
+        .build()
+        .expect("host")
+}
+
+fn tool_use(name: &str, input: Value) -> ToolUse {
+    ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
+}
+
+/// The reload events of `host`, as a channel with timeouts.
+fn changes(host: &Host) -> mpsc::Receiver<ToolsChanged> {
+    let mut rx = host.tools_changed();
+    let (tx, out) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(change) = rx.blocking_recv() {
+            if tx.send(change).is_err() {
+                return;
+            }
+        }
+    });
+    out
+}
+
+fn next(changes: &mpsc::Receiver<ToolsChanged>, what: &str) -> ToolsChanged {
+    changes.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no reload within {WAIT:?} after {what}"))
+}
+
+/// A component's bytes with one more custom section: the same tool, other
+/// bytes (a new version, as far as the host can tell).
+fn with_custom_section(wasm: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(payload);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Writes `bytes` as `name` in the plugins directory the way an installer
+/// should: a hidden temporary file renamed into place.
+fn put(sb: &Sandbox, name: &str, bytes: &[u8]) {
+    let temp = sb.plugins.join(format!(".{name}.partial"));
+    std::fs::write(&temp, bytes).expect("write");
+    std::fs::rename(&temp, sb.plugins.join(name)).expect("rename");
+}
+
+fn echo(host: &Host) -> toolhost::ToolResult {
+    host.call(&host.ephemeral_session(), &tool_use("Echo", json!({"text": "hi"})), &CallOptions::default())
+}
+
+#[test]
+fn reload_adds_replaces_keeps_a_good_version_and_removes() {
+    let sb = Sandbox::new();
+    let host = host(&sb, false);
+    assert!(host.reload_plugins().is_none(), "nothing changed yet");
+    let r = echo(&host);
+    assert!(r.is_error && r.text().contains("No such tool available: Echo"), "{r:?}");
+
+    let wasm = std::fs::read(ECHO).unwrap();
+    put(&sb, "echo.wasm", &wasm);
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!((change.added, change.removed, change.replaced), (vec!["Echo".to_string()], vec![], vec![]));
+    assert_eq!(echo(&host).text(), "hi");
+    // The alias came with it.
+    assert!(host.tool("Parrot").is_some());
+    // Touched but the same bytes: nothing to tell.
+    put(&sb, "echo.wasm", &wasm);
+    assert!(host.reload_plugins().is_none(), "the same bytes are no change");
+
+    // A new version (other bytes, here a request more).
+    let old = host.tool("Echo").unwrap();
+    put(&sb, "echo.wasm", &with_custom_section(&wasm, "toolhost:requests", br#"{"env": ["ECHO_VERSION"]}"#));
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!(change.replaced, ["Echo"]);
+    let new = host.tool("Echo").unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&old, &new));
+    assert_eq!(new.requests.env, ["ECHO_VERSION"]);
+    assert!(old.requests.env.is_empty(), "a held version does not change");
+
+    // A broken new version is rejected; the one before keeps serving.
+    put(&sb, "echo.wasm", b"\0asm\x0d\0\x01\0not a component");
+    let change = host.reload_plugins().expect("the rejection is told");
+    assert!(!change.tools_changed(), "{change:?}");
+    assert_eq!(change.problems.len(), 1, "{change:?}");
+    let problem = &change.problems[0];
+    assert!(problem.contains("echo.wasm") && problem.contains("keeps serving"), "{problem}");
+    assert_eq!(echo(&host).text(), "hi");
+    assert!(std::sync::Arc::ptr_eq(&host.tool("Echo").unwrap(), &new));
+    assert!(host.problems().iter().any(|p| p.source.ends_with("echo.wasm") && p.message.contains("rejected")));
+    // Reloading again does not load the same broken bytes again.
+    assert!(host.reload_plugins().is_none());
+
+    // Fixed: served again, the problem gone.
+    put(&sb, "echo.wasm", &wasm);
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!(change.replaced, ["Echo"]);
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+
+    // Removed: no longer offered, calls get the no-such-tool error.
+    std::fs::remove_file(sb.plugins.join("echo.wasm")).unwrap();
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!(change.removed, ["Echo"]);
+    assert!(host.pool().iter().all(|t| t.spec.name != "Echo"));
+    let r = echo(&host);
+    assert!(r.is_error && r.text().contains("No such tool available: Echo"), "{r:?}");
+}
+
+#[test]
+fn a_new_broken_component_is_a_problem_and_others_load() {
+    let sb = Sandbox::new();
+    let host = host(&sb, false);
+    put(&sb, "broken.wasm", b"not wasm at all");
+    put(&sb, "echo.wasm", &std::fs::read(ECHO).unwrap());
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!(change.added, ["Echo"]);
+    assert!(change.problems.iter().any(|p| p.contains("broken.wasm") && p.contains("not a WebAssembly file")));
+    assert_eq!(echo(&host).text(), "hi");
+}
+
+#[test]
+fn a_watching_host_reloads_and_running_calls_finish_on_their_version() {
+    let sb = Sandbox::new();
+    let host = host(&sb, true);
+    assert!(host.watching());
+    let changes = changes(&host);
+
+    put(&sb, "sleeper.wasm", &std::fs::read(SLEEPER).unwrap());
+    let change = next(&changes, "adding sleeper.wasm");
+    assert_eq!(change.added, ["Sleeper"]);
+
+    // A call runs while its component is removed: it finishes, on the
+    // version it started with; the next call finds no such tool.
+    let running = {
+        let host = host.clone();
+        std::thread::spawn(move || {
+            let input = json!({"label": "long", "ms": 1500, "safe": true});
+            host.call(&host.ephemeral_session(), &tool_use("Sleeper", input), &CallOptions::default())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(sb.plugins.join("sleeper.wasm")).unwrap();
+    let change = next(&changes, "removing sleeper.wasm");
+    assert_eq!(change.removed, ["Sleeper"]);
+    let r = running.join().unwrap();
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.text().contains("\"label\":\"long\""), "{}", r.text());
+    let r = host.call(
+        &host.ephemeral_session(),
+        &tool_use("Sleeper", json!({"label": "x", "safe": true})),
+        &CallOptions::default(),
+    );
+    assert!(r.is_error && r.text().contains("No such tool available: Sleeper"), "{r:?}");
+
+    // A burst of writes (a copy in pieces) is one reload, of the whole file.
+    let wasm = std::fs::read(ECHO).unwrap();
+    let mut file = std::fs::File::create(sb.plugins.join("echo.wasm")).unwrap();
+    for chunk in wasm.chunks(wasm.len() / 4 + 1) {
+        file.write_all(chunk).unwrap();
+        file.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(file);
+    // (A machine too loaded to write within the quiet time may reload a
+    // part first: that is a rejected file, then the whole one loads.)
+    let mut change = next(&changes, "writing echo.wasm");
+    while change.added.is_empty() {
+        assert!(!change.tools_changed(), "{change:?}");
+        change = next(&changes, "writing echo.wasm");
+    }
+    assert_eq!(change.added, ["Echo"], "{change:?}");
+    assert_eq!(echo(&host).text(), "hi");
+}
+
+/// Reads `run`'s stdout lines until one satisfies `want`.
+fn read_until(lines: &mpsc::Receiver<Value>, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        let line = lines.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no line {what} within {WAIT:?}"));
+        if want(&line) {
+            return line;
+        }
+    }
+}
+
+#[test]
+fn run_writes_tools_changed_and_serves_the_new_tool() {
+    let sb = Sandbox::new();
+    let mut child = spawn_piped(&sb, &["run"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str::<Value>(&line).expect("a JSON line"));
+        }
+    });
+    // The host is up once it answers a call.
+    let mut send = |line: Value| writeln!(stdin, "{line}").and_then(|()| stdin.flush()).expect("write stdin");
+    let call = |id: &str| json!({"type": "tool_use", "id": id, "name": "Echo", "input": {"text": id}});
+    send(call("before"));
+    let r = read_until(&lines, "for `before`", |l| l["tool_use_id"] == "before");
+    assert_eq!(r["is_error"], true, "{r}");
+
+    std::fs::copy(ECHO, sb.plugins.join("echo.wasm")).unwrap();
+    let line = read_until(&lines, "tools_changed", |l| l["type"] == "tools_changed");
+    assert_eq!(line["added"], json!(["Echo"]), "{line}");
+    send(call("after"));
+    let r = read_until(&lines, "for `after`", |l| l["tool_use_id"] == "after");
+    assert_eq!((r["is_error"].as_bool(), crate::support::content_text(&r)), (Some(false), "after".into()), "{r}");
+
+    std::fs::remove_file(sb.plugins.join("echo.wasm")).unwrap();
+    let line = read_until(&lines, "tools_changed", |l| l["type"] == "tools_changed");
+    assert_eq!(line["removed"], json!(["Echo"]), "{line}");
+    send(call("gone"));
+    let r = read_until(&lines, "for `gone`", |l| l["tool_use_id"] == "gone");
+    assert!(crate::support::content_text(&r).contains("No such tool available: Echo"), "{r}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn run_no_watch_loads_once() {
+    let sb = Sandbox::new();
+    let mut child = spawn_piped(&sb, &["run", "--no-watch"]);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "tool_use", "id": "a", "name": "Read", "input": {"file_path": "/nope"}}))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::copy(ECHO, sb.plugins.join("echo.wasm")).unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(stdin, "{}", json!({"type": "tool_use", "id": "b", "name": "Echo", "input": {"text": "x"}})).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("tools_changed"), "{text}");
+    assert!(text.contains("No such tool available: Echo"), "{text}");
+}
