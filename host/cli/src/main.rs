@@ -206,6 +206,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => false,
     };
     builder = builder.watch_plugins(watch);
+    if std::io::stderr().is_terminal() {
+        builder = builder.compile_progress(Arc::new(show_compile));
+    }
     // Asks go to the user when there is one at a terminal.
     // (`run` reads its calls from stdin, so it never prompts.)
     let prompts = matches!(cli.command, Command::Call { .. });
@@ -578,6 +581,20 @@ fn describe_roles(roles: &toolhost::registry::InputRoles) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// A long compile at a terminal: one line, rewritten each second.
+fn show_compile(p: &toolhost::registry::CompileProgress) {
+    let mb = p.bytes as f64 / (1 << 20) as f64;
+    let secs = p.elapsed.as_secs_f64();
+    let line = if p.done {
+        format!("\rtoolhost: compiled {} ({mb:.1} MiB) in {secs:.1} s; later starts use the cache\x1b[K\n", p.source)
+    } else {
+        format!("\rtoolhost: compiling {} ({mb:.1} MiB, first load only): {secs:.0} s\x1b[K", p.source)
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(line.as_bytes());
+    let _ = err.flush();
 }
 
 fn fresh_id() -> String {

@@ -13,6 +13,7 @@ mod policy;
 mod process;
 mod progress;
 pub mod requests;
+pub mod scan;
 mod scope;
 mod session;
 mod shape;

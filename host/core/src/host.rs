@@ -7,7 +7,7 @@ use crate::policy::rules::{Catalog, ContentKind, Places};
 use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::Confinement;
-use crate::registry::{LoadError, LoadedTool, Loader, PluginSet, Problem, Registry, ToolsChanged};
+use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, PluginSet, Problem, Registry, ToolsChanged};
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
 use crate::session::{Session, SessionError};
 use std::path::{Path, PathBuf};
@@ -55,6 +55,7 @@ pub struct HostBuilder {
     confinement: Confinement,
     settings: Option<Settings>,
     watch: bool,
+    compile_progress: Option<CompileSink>,
 }
 
 impl HostBuilder {
@@ -131,6 +132,14 @@ impl HostBuilder {
         self
     }
 
+    /// Told about compiles that take long (over a second: the first load of
+    /// a large component, the built-ins at a first start): once a second
+    /// while one runs, and when it is done. They are also logged (info).
+    pub fn compile_progress(mut self, sink: CompileSink) -> Self {
+        self.compile_progress = Some(sink);
+        self
+    }
+
     /// Permission rules, hooks, the audit log, the mode and more working
     /// directories, from settings files (see [`crate::policy::settings::load`]).
     /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
@@ -177,6 +186,7 @@ impl HostBuilder {
             session: &scratch_session,
             grants: &settings.tool_grants,
             project: &cwd,
+            progress: self.compile_progress.as_ref(),
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
         let mut plugins = PluginSet::default();
@@ -212,6 +222,7 @@ impl HostBuilder {
             scratch_session,
             changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
             watcher: Mutex::new(None),
+            compile_progress: self.compile_progress,
         });
         if self.watch
             && let Some(dir) = &inner.plugins_dir
@@ -336,6 +347,7 @@ struct Inner {
     changes: tokio::sync::broadcast::Sender<ToolsChanged>,
     /// Watching the plugins directory, when asked to.
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    compile_progress: Option<CompileSink>,
 }
 
 impl Host {
@@ -502,6 +514,7 @@ impl Inner {
             session: &self.scratch_session,
             grants: &self.tool_grants,
             project: &self.pipeline.dirs().cwd,
+            progress: self.compile_progress.as_ref(),
         }
     }
 }

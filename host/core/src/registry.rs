@@ -11,7 +11,7 @@ mod schema;
 mod tool;
 
 pub use cache::content_hash;
-pub use load::Loader;
+pub use load::{CompileProgress, CompileSink, Loader};
 pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
 pub use pool::{Problem, Registry};
 pub use schema::Schema;
@@ -21,4 +21,10 @@ pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, Pat
 #[cfg(test)]
 pub(crate) fn builtin_wasm_for_tests() -> &'static [u8] {
     builtins::EMBEDDED[0].wasm
+}
+
+/// Every built-in component's bytes, for unit tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn builtin_wasm_all_for_tests() -> Vec<&'static [u8]> {
+    builtins::EMBEDDED.iter().map(|e| e.wasm).collect()
 }

@@ -13,7 +13,7 @@ pub struct Version(pub u64, pub u64, pub u64);
 impl Version {
     pub const HOST: Version = CONTRACT;
 
-    fn parse(s: &str) -> Option<Version> {
+    pub(super) fn parse(s: &str) -> Option<Version> {
         let mut parts = s.split('.').map(|p| p.split(['-', '+']).next().unwrap_or(p).parse::<u64>().ok());
         Some(Version(parts.next()??, parts.next()??, parts.next()??))
     }
@@ -85,6 +85,13 @@ pub enum ShapeError {
     ContractMismatch { guest: Version },
     #[error("imports `{0}`, which toolhost does not provide")]
     UnknownImport(String),
+    #[error("imports what toolhost does not provide: {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; "))]
+    MissingImports(Vec<super::scan::Missing>),
+    #[error(
+        "uses the component-model async ABI ({0}), which toolhost does not run: build the tool for WASI 0.2 \
+         (wasm32-wasip2) with synchronous exports and imports (no `async` in its WIT bindings)"
+    )]
+    AsyncAbi(&'static str),
 }
 
 fn list(items: &[String]) -> String {

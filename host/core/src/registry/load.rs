@@ -31,17 +31,37 @@ pub struct Loader<'a> {
     pub grants: &'a BTreeMap<String, Requests>,
     /// The project directory requested and granted paths are relative to.
     pub project: &'a Path,
+    /// Told about compiles that take long (see [`CompileProgress`]).
+    pub progress: Option<&'a CompileSink>,
 }
+
+/// A compile that takes long (the first load of a large component): told
+/// once a second while it runs, and once when it is done.
+#[derive(Clone, Debug)]
+pub struct CompileProgress {
+    /// The file, or `built-in NAME`.
+    pub source: String,
+    /// The component's size.
+    pub bytes: usize,
+    pub elapsed: Duration,
+    pub done: bool,
+}
+
+/// Receives [`CompileProgress`].
+pub type CompileSink = Arc<dyn Fn(&CompileProgress) + Send + Sync>;
+
+/// A compile shorter than this is not reported.
+const REPORT_AFTER: Duration = Duration::from_secs(1);
 
 impl Loader<'_> {
     /// Loads the built-in tools embedded in the binary. A built-in that does
     /// not load is a fault of the build: its name and why.
     pub fn builtins(&self, registry: &mut Registry) -> Result<(), (String, LoadError)> {
-        let engine = self.sandbox.engine();
         for embedded in builtins::EMBEDDED {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
-            let component = cache::compile(engine, embedded.wasm, embedded.sha256, self.cache_dir)
-                .map_err(|e| fail(LoadError::Compile(format!("{e:#}"))))?;
+            let source = format!("built-in {}", embedded.crate_dir);
+            let wasm = embedded.wasm.to_vec();
+            let component = self.compile(&source, wasm, embedded.sha256, COMPILE_TIMEOUT).map_err(fail)?;
             let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
             let mut tool = self.load(&component, embedded.sha256, Origin::Builtin, requests).map_err(fail)?;
             // Its requests are granted as a third-party tool's are, on top
@@ -123,9 +143,10 @@ impl Loader<'_> {
 
     fn component_bytes(&self, path: &Path, bytes: Vec<u8>, hash: &str) -> Result<LoadedTool, LoadError> {
         contract::check_header(&bytes)?;
+        // What it imports and which contract it serves, before compiling.
+        contract::scan::check(&contract::scan::outline(&bytes)?)?;
         let requests = contract::requests::read(&bytes)?;
-        let engine = self.sandbox.engine();
-        let component = compile_within(engine, bytes, hash, self.cache_dir, COMPILE_TIMEOUT)?;
+        let component = self.compile(&path.display().to_string(), bytes, hash, COMPILE_TIMEOUT)?;
         let mut tool = self.load(&component, hash, Origin::Plugin(path.to_path_buf()), requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
@@ -247,17 +268,48 @@ pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// Deepest nesting of an input or output schema; deeper ones are refused.
 pub const MAX_SCHEMA_DEPTH: usize = 32;
 
+impl Loader<'_> {
+    /// [`compile_within`], reporting a compile that takes long to
+    /// [`Loader::progress`] and the log.
+    fn compile(&self, source: &str, wasm: Vec<u8>, hash: &str, timeout: Duration) -> Result<Component, LoadError> {
+        let bytes = wasm.len();
+        let started = std::time::Instant::now();
+        let mut reported = false;
+        let mut tick = |elapsed: Duration| {
+            if !reported {
+                tracing::info!(source, bytes, "compiling (only its first load compiles)");
+                reported = true;
+            }
+            if let Some(sink) = self.progress {
+                sink(&CompileProgress { source: source.to_string(), bytes, elapsed, done: false });
+            }
+        };
+        let engine = self.sandbox.engine();
+        let out = compile_within(engine, wasm, hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
+        if reported {
+            tracing::info!(source, took_ms = started.elapsed().as_millis() as u64, ok = out.is_ok(), "compiled");
+            if let Some(sink) = self.progress {
+                sink(&CompileProgress { source: source.to_string(), bytes, elapsed: started.elapsed(), done: true });
+            }
+        }
+        out
+    }
+}
+
 /// Compiles `wasm` (through the cache) on a thread of its own, waiting at
-/// most `timeout`. Compiling cannot be interrupted: a compile that takes too
-/// long goes on in the background (and is cached for the next start) while
-/// the component is reported as skipped.
+/// most `timeout`, calling `tick` with the time so far every `every`. Compiling cannot be interrupted: a compile that takes too long
+/// goes on in the background (and is cached for the next start) while the
+/// component is reported as skipped.
 fn compile_within(
     engine: &wasmtime::Engine,
     wasm: Vec<u8>,
     hash: &str,
     dir: Option<&Path>,
     timeout: Duration,
+    every: Duration,
+    tick: &mut dyn FnMut(Duration),
 ) -> Result<Component, LoadError> {
+    use std::sync::mpsc::RecvTimeoutError;
     let (engine, dir, hash) = (engine.clone(), dir.map(Path::to_path_buf), hash.to_string());
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
@@ -267,14 +319,22 @@ fn compile_within(
             let _ = tx.send(out);
         })
         .map_err(|e| LoadError::Compile(format!("could not start a compile thread: {e}")))?;
-    match rx.recv_timeout(timeout) {
-        Ok(out) => out.map_err(|e| LoadError::Compile(format!("{e:#}"))),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(LoadError::TimedOut(format!(
-            "took longer than {} s to compile and was skipped; the compile goes on and is cached, so the next start may load it",
-            timeout.as_secs()
-        ))),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            Err(LoadError::Compile("the compiler stopped without an answer".into()))
+    let started = std::time::Instant::now();
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        match rx.recv_timeout(every.min(left)) {
+            Ok(out) => return out.map_err(|e| LoadError::Compile(format!("{e:#}"))),
+            Err(RecvTimeoutError::Timeout) if started.elapsed() < timeout => tick(started.elapsed()),
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(LoadError::TimedOut(format!(
+                    "took longer than {} s to compile and was skipped; the compile goes on and is cached, so the next \
+                     start may load it",
+                    timeout.as_secs()
+                )));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(LoadError::Compile("the compiler stopped without an answer".into()));
+            }
         }
     }
 }
@@ -452,10 +512,23 @@ mod tests {
     fn a_compile_past_its_limit_is_reported_not_waited_for() {
         let engine = wasmtime::Engine::new(&crate::sandbox::base_config()).unwrap();
         let wasm = builtins::EMBEDDED[0].wasm.to_vec();
-        match compile_within(&engine, wasm, "no-cache", None, Duration::ZERO) {
+        match compile_within(&engine, wasm, "no-cache", None, Duration::ZERO, REPORT_AFTER, &mut |_| {}) {
             Err(LoadError::TimedOut(message)) => assert!(message.contains("to compile and was skipped"), "{message}"),
             other => panic!("expected a timeout, got {:?}", other.map(|_| "a component")),
         }
+    }
+
+    #[test]
+    fn a_long_compile_is_told_while_it_runs() {
+        let engine = wasmtime::Engine::new(&crate::sandbox::base_config()).unwrap();
+        let largest = builtins::EMBEDDED.iter().max_by_key(|e| e.wasm.len()).unwrap();
+        let mut ticks = Vec::new();
+        let every = Duration::from_millis(1);
+        let out =
+            compile_within(&engine, largest.wasm.to_vec(), "x", None, COMPILE_TIMEOUT, every, &mut |t| ticks.push(t));
+        assert!(out.is_ok());
+        assert!(!ticks.is_empty(), "a compile of {} bytes took under a millisecond", largest.wasm.len());
+        assert!(ticks.windows(2).all(|w| w[0] <= w[1]), "{ticks:?}");
     }
 
     #[test]
