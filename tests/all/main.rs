@@ -24,4 +24,5 @@ mod run;
 mod scheduler;
 mod third_party;
 mod tools_list;
+mod toolsearch;
 mod webfetch;

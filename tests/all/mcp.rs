@@ -627,4 +627,25 @@ mod rmcp_client {
             assert!(gone.await.expect("join"), "the session's background process outlived the session");
         });
     }
+
+    #[test]
+    fn deferred_tools_are_listed_in_full_and_callable_without_toolsearch() {
+        let sb = Sandbox::new();
+        sb.install(toolhost_tests::ECHO);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+            cmd.args(["--settings", r#"{"deferToolsAfter": 0}"#, "serve"]);
+            let client = Client::default().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("init");
+            let tools = client.list_all_tools().await.expect("tools/list");
+            assert!(tools.iter().all(|t| t.name != "ToolSearch"), "ToolSearch is not for MCP clients");
+            let echo = tools.iter().find(|t| t.name == "Echo").expect("Echo listed");
+            assert!(echo.input_schema.get("properties").is_some(), "listed in full: {echo:?}");
+            let deferred = echo.meta.as_ref().and_then(|m| m.get("toolhost/deferred").cloned());
+            assert_eq!(deferred, Some(serde_json::json!(true)), "{echo:?}");
+            let r = client.call_tool(call("Echo", serde_json::json!({"text": "direct"}))).await.expect("call");
+            assert_eq!((r.is_error, text(&r)), (Some(false), "direct".to_string()));
+            client.cancel().await.expect("close");
+        });
+    }
 }

@@ -250,11 +250,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
     let pool = host.pool();
+    let deferred = host.deferred_tools();
     let mut out = std::io::stdout().lock();
     if as_json {
+        // A deferred tool by name only: the model loads it with ToolSearch.
         let list: Vec<_> = pool
             .iter()
-            .map(|t| json!({"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.input_schema}))
+            .map(|t| match deferred.contains(&t.spec.name) {
+                true => json!({"name": t.spec.name, "deferred": true}),
+                false => {
+                    json!({"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.input_schema})
+                }
+            })
             .collect();
         serde_json::to_writer_pretty(&mut out, &list)?;
         writeln!(out)?;
@@ -265,7 +272,8 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
                 toolhost::Origin::Builtin => String::new(),
                 toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
             };
-            writeln!(out, "{:width$}  {}{origin}", t.spec.name, t.spec.description)?;
+            let mark = if deferred.contains(&t.spec.name) { "  (deferred: loaded with ToolSearch)" } else { "" };
+            writeln!(out, "{:width$}  {}{origin}{mark}", t.spec.name, t.spec.description)?;
             if !t.requests.is_empty() {
                 for line in capability_lines(t, host.call_limits()) {
                     writeln!(out, "{:width$}    {line}", "")?;

@@ -211,6 +211,7 @@ impl HostBuilder {
             mode,
             approver: self.approver,
             confinement: self.confinement,
+            defer_after: settings.defer_tools_after.unwrap_or(crate::registry::DEFAULT_DEFER_AFTER),
         });
         let inner = Arc::new(Inner {
             pipeline,
@@ -378,12 +379,31 @@ impl Host {
 
     /// The pool offered to the model, in its stable order: enabled tools
     /// that no deny rule names wholesale.
+    ///
+    /// Deferred tools ([`Host::deferred_tools`]) are in it too: a front
+    /// offering tools to a model gives those by name only, and lists
+    /// ToolSearch (which is in the pool only while some tool is deferred).
     pub fn pool(&self) -> Vec<Arc<LoadedTool>> {
         let pipeline = &self.inner.pipeline;
         let rules = pipeline.policy().rules();
-        let mut pool = pipeline.registry().pool();
-        pool.retain(|t| rules.denies_tool(&t.spec.name).is_none());
+        let registry = pipeline.registry();
+        let searching = !pipeline.deferred(&registry).is_empty();
+        let mut pool = registry.pool();
+        pool.retain(|t| {
+            rules.denies_tool(&t.spec.name).is_none() && (searching || t.spec.name != crate::registry::TOOL_SEARCH)
+        });
         pool
+    }
+
+    /// The tools of the pool offered to the model by name only (in pool
+    /// order): those that ask to be deferred, and the third-party tools
+    /// beyond `deferToolsAfter` (default 30). The model loads one with
+    /// ToolSearch before calling it; calling one it has not loaded in its
+    /// session is an error that says so.
+    pub fn deferred_tools(&self) -> Vec<String> {
+        let pipeline = &self.inner.pipeline;
+        let deferred = pipeline.deferred(&pipeline.registry());
+        self.pool().into_iter().map(|t| t.spec.name.clone()).filter(|n| deferred.contains(n)).collect()
     }
 
     /// The tool called `name` (or with that alias), enabled or not.

@@ -13,7 +13,7 @@ mod tool;
 pub use cache::content_hash;
 pub use load::{CompileProgress, CompileSink, Loader};
 pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
-pub use pool::{Problem, Registry};
+pub use pool::{DEFAULT_DEFER_AFTER, Problem, Registry, TOOL_SEARCH};
 pub use schema::Schema;
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 

@@ -52,8 +52,15 @@ pub struct Session {
     /// The results directory is known to exist (checked at open, set when a
     /// result is persisted), so calls need not look on every call.
     has_results: AtomicBool,
+    /// Every deferred tool counts as discovered (a front that listed every
+    /// tool in full, as the MCP server does).
+    all_discovered: AtomicBool,
     state: Mutex<State>,
 }
+
+/// The session entry listing the deferred tools ToolSearch loaded (a JSON
+/// list of names); in the shared namespace, which only built-ins reach.
+const DISCOVERED: &str = "toolhost:discovered";
 
 #[derive(Debug, Default)]
 struct State {
@@ -75,6 +82,7 @@ impl Session {
             id,
             persistent: false,
             has_results: AtomicBool::new(false),
+            all_discovered: AtomicBool::new(false),
             state: Mutex::default(),
         }
     }
@@ -84,7 +92,14 @@ impl Session {
         validate_id(id)?;
         let dir = data_dir.join("sessions").join(id);
         let has_results = AtomicBool::new(dir.join("tool-results").is_dir());
-        let session = Session { dir, id: id.to_string(), persistent: true, has_results, state: Mutex::default() };
+        let session = Session {
+            dir,
+            id: id.to_string(),
+            persistent: true,
+            has_results,
+            all_discovered: AtomicBool::new(false),
+            state: Mutex::default(),
+        };
         let entries = session.read_disk()?;
         let mut state = session.lock();
         state.bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
@@ -95,6 +110,37 @@ impl Session {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Whether the deferred tool `name` was loaded by ToolSearch in this
+    /// session (kept with the session's state).
+    pub fn is_discovered(&self, name: &str) -> bool {
+        self.all_discovered.load(Ordering::Relaxed) || self.discovered().iter().any(|n| n == name)
+    }
+
+    /// The deferred tools loaded in this session.
+    pub fn discovered(&self) -> Vec<String> {
+        self.get(DISCOVERED).and_then(|v| serde_json::from_str(&v).ok()).unwrap_or_default()
+    }
+
+    /// Marks `names` as loaded.
+    pub fn discover(&self, names: &[String]) {
+        let mut all = self.discovered();
+        let before = all.len();
+        all.extend(names.iter().filter(|n| !n.is_empty()).cloned());
+        all.sort();
+        all.dedup();
+        if all.len() != before {
+            let text = serde_json::to_string(&all).unwrap_or_default();
+            if let Err(e) = self.set(DISCOVERED, &text, None) {
+                tracing::warn!(error = ?e, "could not record the tools ToolSearch loaded");
+            }
+        }
+    }
+
+    /// Every deferred tool counts as loaded from now on.
+    pub fn discover_all(&self) {
+        self.all_discovered.store(true, Ordering::Relaxed);
     }
 
     /// The session's own directory (created on demand).

@@ -64,6 +64,9 @@ impl McpSession {
     /// A new session over `host`. Call inside a tokio runtime.
     pub fn new(host: Host, config: ServeConfig) -> McpSession {
         let session = host.ephemeral_session();
+        // The client gets every tool in full (see `tools`), so none needs
+        // loading with ToolSearch first.
+        session.discover_all();
         let executor = Executor::with_config(
             host.clone(),
             Arc::clone(&session),
@@ -81,10 +84,15 @@ impl McpSession {
     }
 
     /// The tool list: the pool in its order, with schemas and the hints the
-    /// tools declare for every input.
+    /// tools declare for every input. Deferred tools are listed in full too,
+    /// marked `_meta["toolhost/deferred"]`: an MCP client decides itself
+    /// what its model sees at once (Claude Code defers MCP tools behind its
+    /// own tool search), so toolhost's ToolSearch is not listed.
     pub fn tools(host: &Host) -> Vec<Tool> {
+        let deferred = host.deferred_tools();
         host.pool()
             .iter()
+            .filter(|t| t.spec.name != toolhost::registry::TOOL_SEARCH)
             .map(|t| {
                 let schema = match &t.spec.input_schema {
                     Value::Object(o) => o.clone(),
@@ -106,6 +114,11 @@ impl McpSession {
                         annotations = annotations.destructive(destructive);
                     }
                     tool = tool.with_annotations(annotations);
+                }
+                if deferred.contains(&t.spec.name) {
+                    let mut meta = rmcp::model::MetaObject::new();
+                    meta.insert("toolhost/deferred".into(), json!(true));
+                    tool.meta = Some(meta);
                 }
                 tool
             })

@@ -11,7 +11,7 @@ use crate::policy::{
     self, Answer, Approver, AskRequest, AuditRecord, Decision, Facts, PermissionMode, Policy, Source, ToolCheck,
 };
 use crate::process::{Approval, BackgroundRegistry, Confinement};
-use crate::registry::{InputRoles, LoadedTool, PathAccess, Registry};
+use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, TOOL_SEARCH};
 use crate::sandbox::{CallLimits, Grants, GuestFault, Instance, Sandbox};
 use crate::session::Session;
 use crate::shell;
@@ -62,6 +62,8 @@ pub(crate) struct Parts {
     pub mode: PermissionMode,
     pub approver: Option<Arc<dyn Approver>>,
     pub confinement: Confinement,
+    /// Third-party tools offered in full before the rest are deferred.
+    pub defer_after: usize,
 }
 
 /// Everything one call needs, built once per host.
@@ -83,6 +85,7 @@ pub(crate) struct Pipeline {
     /// What the user granted tools while the host runs ("allow always" at a
     /// capability fault), in place of their grants from loading.
     granted: RwLock<HashMap<String, Arc<Grants>>>,
+    defer_after: usize,
 }
 
 impl Pipeline {
@@ -100,7 +103,29 @@ impl Pipeline {
             approver: parts.approver,
             confinement: parts.confinement,
             granted: RwLock::new(HashMap::new()),
+            defer_after: parts.defer_after,
         }
+    }
+
+    /// The tools of `registry` offered by name only.
+    pub fn deferred(&self, registry: &Registry) -> std::collections::BTreeSet<String> {
+        registry.deferred(self.defer_after)
+    }
+
+    /// What ToolSearch searches: each deferred tool's name, one-line
+    /// description, search hint, full description and input schema.
+    fn deferred_catalog(&self, registry: &Registry) -> Value {
+        let deferred = self.deferred(registry);
+        let tools = registry.pool().into_iter().filter(|t| deferred.contains(&t.spec.name)).map(|t| {
+            serde_json::json!({
+                "name": t.spec.name,
+                "description": t.spec.description,
+                "prompt": t.spec.prompt,
+                "search_hint": t.spec.search_hint,
+                "input_schema": t.spec.input_schema,
+            })
+        });
+        Value::Array(tools.collect())
     }
 
     /// What the user granted `tool` since the host started, if anything.
@@ -261,6 +286,19 @@ impl Pipeline {
                 ),
             );
         }
+        // A deferred tool is called once ToolSearch loaded its definition
+        // (without it, the model guessed its parameters).
+        if self.deferred(&registry).contains(name) && !session.is_discovered(name) {
+            span.record("decision", "deny (deferred, not loaded)");
+            return ToolResult::error(
+                id,
+                format!(
+                    "<tool_use_error>{name} is a deferred tool: its definition has not been loaded in this \
+                     conversation, so its parameters are not known to you. Load it first: call {TOOL_SEARCH} with \
+                     query \"select:{name}\", then call {name} again.</tool_use_error>"
+                ),
+            );
+        }
         // 2. Schema, and the paths the tool declares: inside the directories
         // it may use, as written and as resolved.
         if let Err(message) = tool.input_schema().check(name, &tool_use.input) {
@@ -348,6 +386,7 @@ impl Pipeline {
             context: Vec::new(),
             stop: None,
             approver: options.approver.clone().or_else(|| self.approver.clone()),
+            catalog: (tool.origin == Origin::Builtin && name == TOOL_SEARCH).then(|| self.deferred_catalog(&registry)),
         };
         let outcome = run.steps();
         run.instance.captured.log(name, id);
@@ -356,6 +395,13 @@ impl Pipeline {
         let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));
         let peak = run.instance.store.data().limits.used as u64;
         result.usage = Some(super::Usage { peak_memory_bytes: peak, ..Default::default() });
+        // What ToolSearch loaded is callable from now on in this session.
+        if run.catalog.is_some() && !result.is_error {
+            let matches = result.structured.as_ref().and_then(|s| s["matches"].as_array());
+            let names: Vec<String> =
+                matches.into_iter().flatten().filter_map(|n| n.as_str().map(String::from)).collect();
+            session.discover(&names);
+        }
         run.finish(result)
     }
 
@@ -417,6 +463,8 @@ struct Run<'p> {
     stop: Option<String>,
     /// Who answers an ask: the call's own approver, else the host's.
     approver: Option<Arc<dyn Approver>>,
+    /// For ToolSearch: the deferred tools, added to its input at `call`.
+    catalog: Option<Value>,
 }
 
 impl Run<'_> {
@@ -557,6 +605,12 @@ impl Run<'_> {
     fn call_guest(&mut self) -> wasmtime::Result<Result<ToolOutput, WitToolError>> {
         let limit = self.limits.timeout;
         self.instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        if let (Some(catalog), Value::Object(input)) = (&self.catalog, &self.input) {
+            let mut input = input.clone();
+            input.insert("deferred".into(), catalog.clone());
+            let text = Value::Object(input).to_string();
+            return self.instance.guest.call(&mut self.instance.store, &text, &self.ctx);
+        }
         self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)
     }
 

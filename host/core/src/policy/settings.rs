@@ -120,6 +120,9 @@ pub struct Settings {
     /// `maxToolConcurrency`: calls the scheduler runs at once (strongest
     /// layer that sets it).
     pub max_tool_concurrency: Option<usize>,
+    /// `deferToolsAfter`: third-party tools beyond this many are offered by
+    /// name only, for ToolSearch to load (strongest layer that sets it).
+    pub defer_tools_after: Option<usize>,
     /// Where "allow always" writes rules.
     pub local_file: Option<PathBuf>,
     /// The files that were read, with their layer.
@@ -146,6 +149,8 @@ struct FileShape {
     audit_log: Option<String>,
     #[serde(default)]
     max_tool_concurrency: Option<usize>,
+    #[serde(default)]
+    defer_tools_after: Option<usize>,
     #[serde(default)]
     tool_grants: std::collections::BTreeMap<String, Requests>,
 }
@@ -285,6 +290,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     let mut modes: Vec<(Layer, PermissionMode)> = Vec::new();
     let mut audit: Vec<(Layer, PathBuf)> = Vec::new();
     let mut concurrency: Vec<(Layer, usize)> = Vec::new();
+    let mut defer: Vec<(Layer, usize)> = Vec::new();
     // Read once, when a workspace file needs it.
     let mut trust_store: Option<TrustStore> = None;
 
@@ -410,6 +416,9 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             }
             concurrency.push((layer, n));
         }
+        if let Some(n) = shape.defer_tools_after {
+            defer.push((layer, n));
+        }
     }
     let origin: Arc<str> = Arc::from("command line");
     for (behavior, text) in &sources.command_line_rules {
@@ -431,6 +440,8 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     settings.audit_log = audit.into_iter().next().map(|(_, p)| p);
     concurrency.sort_by_key(|(l, _)| *l);
     settings.max_tool_concurrency = concurrency.first().map(|(_, n)| *n);
+    defer.sort_by_key(|(l, _)| *l);
+    settings.defer_tools_after = defer.first().map(|(_, n)| *n);
     Ok(settings)
 }
 

@@ -2,8 +2,15 @@
 //! model is offered, in a byte-stable order).
 
 use super::tool::{LoadedTool, Origin};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+
+/// The built-in that loads deferred tools.
+pub const TOOL_SEARCH: &str = "ToolSearch";
+
+/// Third-party tools offered in full before the rest are deferred, unless
+/// the settings' `deferToolsAfter` says otherwise.
+pub const DEFAULT_DEFER_AFTER: usize = 30;
 
 /// A component that could not be registered, and why; or one registered
 /// with part of its declaration cut.
@@ -90,6 +97,29 @@ impl Registry {
 
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// The tools offered to the model by name only, for ToolSearch to load:
+    /// those that ask to be deferred (`should-defer`), and the third-party
+    /// tools after the first `after` in pool order; never one that asks to
+    /// be always loaded (`always-load`), nor ToolSearch itself.
+    pub fn deferred(&self, after: usize) -> BTreeSet<String> {
+        let mut third_party = 0;
+        let mut out = BTreeSet::new();
+        for tool in self.pool() {
+            let spec = &tool.spec;
+            if spec.always_load || spec.name == TOOL_SEARCH {
+                continue;
+            }
+            let beyond = tool.origin != Origin::Builtin && {
+                third_party += 1;
+                third_party > after
+            };
+            if spec.should_defer || beyond {
+                out.insert(spec.name.clone());
+            }
+        }
+        out
     }
 
     /// The pool offered to the model: enabled tools, the built-ins sorted by
