@@ -269,3 +269,34 @@ fn run_no_watch_loads_once() {
     assert!(!text.contains("tools_changed"), "{text}");
     assert!(text.contains("No such tool available: Echo"), "{text}");
 }
+
+#[test]
+fn a_reload_reads_the_grants_again() {
+    use std::sync::{Arc, Mutex};
+    let sb = Sandbox::new();
+    let grants: Arc<Mutex<Value>> = Arc::new(Mutex::new(json!({})));
+    let source: toolhost::GrantsSource = {
+        let grants = Arc::clone(&grants);
+        Arc::new(move || serde_json::from_value(grants.lock().unwrap().clone()).map_err(|e| e.to_string()))
+    };
+    let host = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()))
+        .tool_grants_source(source)
+        .build()
+        .expect("host");
+    // It imports the files capability: without the grant it does not load.
+    put(&sb, "thief.wasm", &std::fs::read(toolhost_tests::FILES_THIEF).unwrap());
+    let change = host.reload_plugins().expect("a change");
+    assert!(change.added.is_empty() && change.problems.iter().any(|p| p.contains("not granted")), "{change:?}");
+    // Granted in the settings meanwhile (as `toolhost install` does): the
+    // next reload loads it, though the file did not change.
+    *grants.lock().unwrap() = json!({"Thief": {"workspace": "read-write"}});
+    let change = host.reload_plugins().expect("a change");
+    assert_eq!(change.added, ["Thief"], "{change:?}");
+    assert!(host.tool("Thief").unwrap().grants.files.workspace().is_some());
+    // Nothing changed since: nothing to tell, nothing loaded again.
+    assert!(host.reload_plugins().is_none());
+}

@@ -190,7 +190,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ignored.join(", ")
         );
     }
+    // A reload reads the grants again: a component installed with new
+    // grants while `serve` runs gets them.
+    let grants_source: toolhost::GrantsSource = {
+        let (sources, workspace) = (sources.clone(), workspace.clone());
+        Arc::new(move || {
+            toolhost::policy::settings::load(&sources, &workspace).map(|s| s.tool_grants).map_err(|e| e.to_string())
+        })
+    };
     let mut builder = Host::builder()
+        .tool_grants_source(grants_source)
         .plugins_dir(plugins)
         .settings(settings)
         .allocator(cli.allocator)

@@ -11,7 +11,7 @@ use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, PluginSet, Pro
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
 use crate::session::{Session, SessionError};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Default memory limit of one call.
@@ -56,7 +56,13 @@ pub struct HostBuilder {
     settings: Option<Settings>,
     watch: bool,
     compile_progress: Option<CompileSink>,
+    grants_source: Option<GrantsSource>,
 }
+
+/// Reads the operator's `toolGrants` afresh (see
+/// [`HostBuilder::tool_grants_source`]).
+pub type GrantsSource = Arc<dyn Fn() -> Result<ToolGrants, String> + Send + Sync>;
+type ToolGrants = std::collections::BTreeMap<String, crate::contract::Requests>;
 
 impl HostBuilder {
     /// The workspace: the directory file tools work in. Default: the current
@@ -140,6 +146,14 @@ impl HostBuilder {
         self
     }
 
+    /// Where a reload reads `toolGrants` again (the settings files), so a
+    /// component installed with new grants while the host runs gets them.
+    /// Default: the grants of [`HostBuilder::settings`], fixed.
+    pub fn tool_grants_source(mut self, source: GrantsSource) -> Self {
+        self.grants_source = Some(source);
+        self
+    }
+
     /// Permission rules, hooks, the audit log, the mode and more working
     /// directories, from settings files (see [`crate::policy::settings::load`]).
     /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
@@ -216,7 +230,8 @@ impl HostBuilder {
         let inner = Arc::new(Inner {
             pipeline,
             data_dir,
-            tool_grants: settings.tool_grants,
+            tool_grants: RwLock::new(settings.tool_grants),
+            grants_source: self.grants_source,
             cache_dir,
             plugins_dir: self.plugins_dir,
             plugins: Mutex::new(plugins),
@@ -334,7 +349,8 @@ pub struct Host {
 struct Inner {
     pipeline: Pipeline,
     /// `toolGrants` from the settings, for loading plugins.
-    tool_grants: std::collections::BTreeMap<String, crate::contract::Requests>,
+    tool_grants: RwLock<ToolGrants>,
+    grants_source: Option<GrantsSource>,
     /// Where sessions and persisted results live.
     data_dir: PathBuf,
     cache_dir: Option<PathBuf>,
@@ -431,7 +447,14 @@ impl Host {
         let dir = inner.plugins_dir.as_deref()?;
         let mut plugins = inner.plugins.lock().unwrap_or_else(|e| e.into_inner());
         let started = Instant::now();
-        let fresh = match PluginSet::scan(&inner.loader(), dir, &plugins) {
+        if let Some(source) = &inner.grants_source {
+            match source() {
+                Ok(grants) => *inner.tool_grants.write().unwrap_or_else(|e| e.into_inner()) = grants,
+                Err(e) => tracing::warn!(error = %e, "cannot read toolGrants again; the grants stay as they were"),
+            }
+        }
+        let grants = inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let fresh = match PluginSet::scan(&inner.loader(&grants), dir, &plugins) {
             Ok(set) => set,
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot read the plugins directory; the tools stay as they were");
@@ -522,17 +545,18 @@ impl Host {
     /// registering it: what `toolhost check` reports.
     /// Compiles through the cache, like a start.
     pub fn check_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
-        self.inner.loader().component_file(path)
+        let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
+        self.inner.loader(&grants).component_file(path)
     }
 }
 
 impl Inner {
-    fn loader(&self) -> Loader<'_> {
+    fn loader<'a>(&'a self, grants: &'a ToolGrants) -> Loader<'a> {
         Loader {
             sandbox: self.pipeline.sandbox(),
             cache_dir: self.cache_dir.as_deref(),
             session: &self.scratch_session,
-            grants: &self.tool_grants,
+            grants,
             project: &self.pipeline.dirs().cwd,
             progress: self.compile_progress.as_ref(),
         }

@@ -40,7 +40,7 @@ pub mod shell;
 
 pub use contract::{Progress, ProgressSink};
 pub use fsx::{default_cache_dir, default_data_dir, default_plugins_dir};
-pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, Host, HostBuilder, HostError};
+pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};

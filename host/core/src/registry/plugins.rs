@@ -22,6 +22,8 @@ pub struct PluginSet {
 struct PluginFile {
     stamp: Stamp,
     hash: String,
+    /// The operator's grants it was loaded under (a change loads it again).
+    grants: String,
     outcome: Outcome,
 }
 
@@ -97,8 +99,9 @@ impl PluginSet {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
             let stamp = Stamp::of(&meta);
             match previous.files.get(&path) {
-                Some(known) if known.stamp == stamp => {
-                    files.insert(path, PluginFile { stamp, hash: known.hash.clone(), outcome: known.outcome.clone() });
+                Some(known) if known.stamp == stamp && known.grants == grant_key(&known.outcome, loader) => {
+                    let (hash, outcome, grants) = (known.hash.clone(), known.outcome.clone(), known.grants.clone());
+                    files.insert(path, PluginFile { stamp, hash, grants, outcome });
                 }
                 _ => fresh.push((path, stamp)),
             }
@@ -108,8 +111,14 @@ impl PluginSet {
         for ((path, stamp), (hash, outcome)) in fresh.into_iter().zip(loaded) {
             let before = previous.files.get(&path);
             let outcome = match (outcome, before) {
-                // The same bytes touched again: what they gave before.
-                (_, Some(known)) if hash.as_deref() == Some(known.hash.as_str()) => known.outcome.clone(),
+                // The same bytes touched again, under the same grants: what
+                // they gave before.
+                (_, Some(known))
+                    if hash.as_deref() == Some(known.hash.as_str())
+                        && known.grants == grant_key(&known.outcome, loader) =>
+                {
+                    known.outcome.clone()
+                }
                 (Ok(tool), _) => Outcome::Loaded(Arc::new(tool)),
                 (Err(e), Some(known)) => match known.serving() {
                     Some(serving) => {
@@ -120,7 +129,8 @@ impl PluginSet {
                 },
                 (Err(e), None) => Outcome::Failed(e.to_string()),
             };
-            files.insert(path, PluginFile { stamp, hash: hash.unwrap_or_default(), outcome });
+            let grants = grant_key(&outcome, loader);
+            files.insert(path, PluginFile { stamp, hash: hash.unwrap_or_default(), grants, outcome });
         }
         Ok(PluginSet { files })
     }
@@ -167,6 +177,18 @@ impl PluginFile {
             Outcome::Failed(_) => None,
         }
     }
+}
+
+/// The grants an outcome depends on: its tool's own, or, for a file that
+/// did not load (perhaps for want of a grant), all of them.
+fn grant_key(outcome: &Outcome, loader: &Loader<'_>) -> String {
+    let text = match outcome {
+        Outcome::Loaded(tool) | Outcome::Rejected { serving: tool, .. } => {
+            serde_json::to_string(&loader.grants.get(&tool.spec.name))
+        }
+        Outcome::Failed(_) => serde_json::to_string(loader.grants),
+    };
+    text.unwrap_or_default()
 }
 
 fn rejected(why: &str) -> String {
