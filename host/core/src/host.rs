@@ -187,7 +187,7 @@ impl HostBuilder {
             approver: self.approver,
             confinement: self.confinement,
         });
-        Ok(Host { inner: Arc::new(Inner { pipeline, data_dir, tool_grants: settings.tool_grants }) })
+        Ok(Host { inner: Arc::new(Inner { pipeline, data_dir, cache_dir, tool_grants: settings.tool_grants }) })
     }
 }
 
@@ -232,6 +232,8 @@ struct Inner {
     tool_grants: std::collections::BTreeMap<String, crate::contract::Requests>,
     /// Where sessions and persisted results live.
     data_dir: PathBuf,
+    /// Where compiled components are cached, for `review_component`.
+    cache_dir: Option<PathBuf>,
 }
 
 impl Host {
@@ -337,5 +339,23 @@ impl Host {
             project: &self.inner.pipeline.dirs().cwd,
         };
         loader.component_file(path)
+    }
+
+    /// Loads a component file the way a plugin would be loaded, through the
+    /// host's compile cache (so the next start finds it compiled and
+    /// described), granting it everything it requests whatever the settings
+    /// grant, without registering it: what `toolhost install` shows the
+    /// operator before they grant anything. A component importing a
+    /// capability it does not request is refused: no grant could load it.
+    pub fn review_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        let session = self.ephemeral_session();
+        let loader = Loader {
+            sandbox: self.inner.pipeline.sandbox(),
+            cache_dir: self.inner.cache_dir.as_deref(),
+            session: &session,
+            grants: &self.inner.tool_grants,
+            project: &self.inner.pipeline.dirs().cwd,
+        };
+        loader.component_file_as_requested(path)
     }
 }

@@ -113,8 +113,31 @@ impl Loader<'_> {
 
     /// Loads a third-party component file: size and header check, compile
     /// (cached, within [`COMPILE_TIMEOUT`]), shape check, link, describe. A
-    /// third-party tool is granted nothing.
+    /// third-party tool is granted what `toolGrants` grant it by its name,
+    /// and nothing else.
     pub fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        let mut tool = self.ungranted_file(path)?;
+        // What it gets: requested ∩ granted, granted by its name.
+        let none = Requests::default();
+        let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
+        self.grant(&mut tool, granted)?;
+        Ok(tool)
+    }
+
+    /// [`Loader::component_file`] granting the tool everything it requests,
+    /// whatever `toolGrants` say: the most an operator can grant it, for
+    /// reviewing a component before granting it anything. A component that
+    /// imports a capability it does not request is still refused (no grant
+    /// could ever load it).
+    pub fn component_file_as_requested(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        let mut tool = self.ungranted_file(path)?;
+        let requested = tool.requests.clone();
+        self.grant(&mut tool, &requested)?;
+        Ok(tool)
+    }
+
+    /// A component file loaded and described, granted nothing yet.
+    fn ungranted_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
         let size = std::fs::metadata(path).map_err(cannot_read)?.len();
         if size > MAX_COMPONENT_BYTES {
@@ -130,12 +153,7 @@ impl Loader<'_> {
         let hash = cache::content_hash(&bytes);
         let engine = self.sandbox.engine();
         let component = compile_within(engine, bytes, &hash, self.cache_dir, COMPILE_TIMEOUT)?;
-        let mut tool = self.load(&component, &hash, Origin::Plugin(path.to_path_buf()), requests)?;
-        // What it gets: requested ∩ granted, granted by its name.
-        let none = Requests::default();
-        let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
-        self.grant(&mut tool, granted)?;
-        Ok(tool)
+        self.load(&component, &hash, Origin::Plugin(path.to_path_buf()), requests)
     }
 
     /// Gives `tool` what it requested and `granted` grants, and refuses it
