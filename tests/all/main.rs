@@ -13,6 +13,7 @@ mod grants;
 mod hooks;
 mod host_errors;
 mod in_process;
+mod install;
 mod limits;
 mod mcp;
 mod modes;

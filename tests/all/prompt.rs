@@ -9,7 +9,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -17,25 +16,6 @@ use std::time::{Duration, Instant};
 
 /// How long any one wait may take before the test fails instead of hanging.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A new pseudo-terminal: (master, slave), both close-on-exec so that other
-/// tests' children do not inherit them (`Stdio` clears the flag on the
-/// descriptors it installs in our child).
-fn openpty() -> (File, OwnedFd) {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the out-pointers; the
-    // name, termios and window size arguments may be null.
-    let rc =
-        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    for fd in [master, slave] {
-        // SAFETY: fd is a descriptor openpty just opened and we own.
-        let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        assert_eq!(rc, 0, "fcntl: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are open and owned by nobody else.
-    unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
-}
 
 /// A `toolhost call NAME INPUT --json` running with stdin and stderr on a pty.
 struct Prompted {

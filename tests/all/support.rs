@@ -1,6 +1,7 @@
 //! Running the binary and reading its answers.
 
 use serde_json::Value;
+use std::os::fd::FromRawFd as _;
 use std::sync::Once;
 pub use toolhost_tests::Sandbox;
 
@@ -118,4 +119,23 @@ pub fn call(sb: &Sandbox, name: &str, input: &Value, extra: &[&str]) -> Run {
 /// A path as the JSON string the model would send.
 pub fn p(path: &std::path::Path) -> String {
     path.display().to_string()
+}
+
+/// A new pseudo-terminal: (master, slave), both close-on-exec so that other
+/// tests' children do not inherit them (`Stdio` clears the flag on the
+/// descriptors it installs in our child).
+pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the out-pointers; the
+    // name, termios and window size arguments may be null.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // SAFETY: fd is a descriptor openpty just opened and we own.
+        let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        assert_eq!(rc, 0, "fcntl: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are open and owned by nobody else.
+    unsafe { (std::fs::File::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) }
 }

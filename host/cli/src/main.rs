@@ -2,6 +2,7 @@
 //! and the MCP server (`toolhost-mcp`).
 
 mod input;
+mod install;
 mod prompt;
 
 use anyhow::Context as _;
@@ -140,6 +141,28 @@ enum Command {
         /// The component file
         file: PathBuf,
     },
+    /// Install a tool component into the plugins directory: check its
+    /// SHA-256 and signature, show what it requests, and grant what you
+    /// answer yes to (in the workspace's .toolhost/settings.local.json)
+    Install {
+        /// The component file; FILE.minisig beside it is its signature
+        file: PathBuf,
+        /// Refuse the file unless its SHA-256 is this (64 hex digits)
+        #[arg(long, value_name = "HEX", value_parser = install::parse_sha256)]
+        sha256: Option<String>,
+        /// Grant everything it requests without asking (for scripts)
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove an installed tool from the plugins directory, and its grants
+    /// from the workspace's .toolhost/settings.local.json
+    Uninstall {
+        /// The tool's name (or its file's name without .wasm)
+        name: String,
+        /// Keep toolGrants.NAME in the workspace's local settings
+        #[arg(long)]
+        keep_grants: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -162,11 +185,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let plugins = match (&cli.command, cli.plugins.clone()) {
-        // `check` looks at one file; it loads no other plugin.
-        (Command::Check { .. }, _) => None,
-        (_, Some(dir)) => Some(dir),
-        (_, None) => Some(toolhost::default_plugins_dir()),
+    let plugins_dir = cli.plugins.clone().unwrap_or_else(toolhost::default_plugins_dir);
+    let plugins = match &cli.command {
+        // `check` looks at one file; `install` and `uninstall` look at the
+        // plugins directory's files one by one. None loads the plugins.
+        Command::Check { .. } | Command::Install { .. } | Command::Uninstall { .. } => None,
+        _ => Some(plugins_dir.clone()),
     };
     let workspace = match &cli.workspace {
         Some(w) => w.clone(),
@@ -201,7 +225,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut builder = Host::builder()
         .tool_grants_source(grants_source)
         .plugins_dir(plugins)
-        .settings(settings)
+        .settings(settings.clone())
         .allocator(cli.allocator)
         .timeout(Duration::from_millis(cli.timeout_ms))
         .memory_limit(cli.memory_mib << 20)
@@ -228,10 +252,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for problem in host.problems() {
         eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
     }
+    let installer = || install::Installer { host: &host, settings: &settings, dir: &plugins_dir };
     match cli.command {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
+        Command::Install { file, sha256, yes } => installer().install(&file, sha256.as_deref(), yes),
+        Command::Uninstall { name, keep_grants } => installer().uninstall(&name, keep_grants),
         Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
         }

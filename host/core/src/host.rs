@@ -548,6 +548,17 @@ impl Host {
         let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
         self.inner.loader(&grants).component_file(path)
     }
+
+    /// Loads a component file the way a plugin would be loaded, through the
+    /// host's compile cache (so the next start finds it compiled and
+    /// described), granting it everything it requests whatever the settings
+    /// grant, without registering it: what `toolhost install` shows the
+    /// operator before they grant anything. A component importing a
+    /// capability it does not request is refused: no grant could load it.
+    pub fn review_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
+        self.inner.loader(&grants).component_file_as_requested(path)
+    }
 }
 
 impl Inner {

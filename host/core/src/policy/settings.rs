@@ -136,6 +136,11 @@ pub struct Settings {
     /// `toolGrants`: what the operator grants each third-party tool, every
     /// layer's grants together, directories made absolute.
     pub tool_grants: std::collections::BTreeMap<String, Requests>,
+    /// `trustedPluginKeys` of the user and managed files, each with the file
+    /// it is written in: the minisign public keys (base64) whose signature
+    /// `toolhost install` requires. Other layers' keys are ignored with a
+    /// warning: a workspace must not choose whose signatures are trusted.
+    pub trusted_plugin_keys: Vec<(String, String)>,
 }
 
 #[derive(Deserialize, Default)]
@@ -153,6 +158,8 @@ struct FileShape {
     defer_tools_after: Option<usize>,
     #[serde(default)]
     tool_grants: std::collections::BTreeMap<String, Requests>,
+    #[serde(default)]
+    trusted_plugin_keys: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -407,6 +414,16 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             }
             settings.tool_grants.entry(tool).or_default().add(&grant);
         }
+        let keys = std::mem::take(&mut shape.trusted_plugin_keys);
+        match layer {
+            Layer::Managed | Layer::User => {
+                settings.trusted_plugin_keys.extend(keys.into_iter().map(|k| (k, label.clone())))
+            }
+            Layer::CommandLine | Layer::Local | Layer::Project if !keys.is_empty() => {
+                tracing::warn!(file = %label, "trustedPluginKeys only counts in user or managed settings")
+            }
+            Layer::CommandLine | Layer::Local | Layer::Project => {}
+        }
         if let Some(n) = shape.max_tool_concurrency {
             if n == 0 {
                 return Err(invalid(format!(
@@ -486,8 +503,9 @@ pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
         if !allow.iter().any(|r| r.as_str() == Some(rule)) {
             allow.push(serde_json::Value::String(rule.to_string()));
         }
-        Ok(())
+        Ok(true)
     })
+    .map(drop)
 }
 
 /// Adds `grant` to `toolGrants.TOOL` in `file` (created if missing), keeping
@@ -509,19 +527,41 @@ pub fn add_tool_grant(file: &Path, tool: &str, grant: &Requests) -> Result<(), S
             list.dedup();
         }
         grants.insert(tool.to_string(), serde_json::to_value(&merged).unwrap_or_default());
-        Ok(())
+        Ok(true)
+    })
+    .map(drop)
+}
+
+/// Removes `toolGrants.TOOL` from `file` (and `toolGrants` once empty),
+/// keeping the rest of the file; whether there was one (a missing file, or
+/// one without it, is left as it is).
+pub fn remove_tool_grant(file: &Path, tool: &str) -> Result<bool, SettingsError> {
+    if !file.exists() {
+        return Ok(false);
+    }
+    edit_json(file, |root, invalid| {
+        let Some(grants) = root.get_mut("toolGrants") else { return Ok(false) };
+        let grants = grants.as_object_mut().ok_or_else(|| invalid("`toolGrants` is not an object"))?;
+        if grants.shift_remove(tool).is_none() {
+            return Ok(false);
+        }
+        if grants.is_empty() {
+            root.shift_remove("toolGrants");
+        }
+        Ok(true)
     })
 }
 
 /// Reads `file` as a JSON object (an empty or missing file is `{}`), lets
-/// `edit` change it, and writes it back atomically.
+/// `edit` change it, and writes it back atomically when `edit` says it
+/// changed it; whether it did.
 fn edit_json(
     file: &Path,
     edit: impl FnOnce(
         &mut serde_json::Map<String, serde_json::Value>,
         &dyn Fn(&str) -> SettingsError,
-    ) -> Result<(), SettingsError>,
-) -> Result<(), SettingsError> {
+    ) -> Result<bool, SettingsError>,
+) -> Result<bool, SettingsError> {
     let name = file.display().to_string();
     let mut value: serde_json::Value = match std::fs::read_to_string(file) {
         Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
@@ -532,14 +572,17 @@ fn edit_json(
     };
     let invalid = |message: &str| SettingsError::Invalid { file: name.clone(), message: message.to_string() };
     let root = value.as_object_mut().ok_or_else(|| invalid("is not a JSON object"))?;
-    edit(root, &invalid)?;
+    if !edit(root, &invalid)? {
+        return Ok(false);
+    }
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|source| SettingsError::Read { file: name.clone(), source })?;
     }
     let write = |e: std::io::Error| SettingsError::Read { file: name.clone(), source: e };
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
-    crate::fsx::replace_file(file, text.as_bytes()).map_err(write)
+    crate::fsx::replace_file(file, text.as_bytes()).map_err(write)?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -684,5 +727,44 @@ mod tests {
         // What it wrote loads as a grant.
         let loaded: Requests = serde_json::from_value(v["toolGrants"]["T"].clone()).unwrap();
         crate::contract::requests::check(&loaded).unwrap();
+    }
+
+    #[test]
+    fn trusted_plugin_keys_count_in_user_and_managed_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let keys = |k: &str| format!(r#"{{"trustedPluginKeys": ["{k}"]}}"#);
+        let sources = Sources {
+            managed: Some(write(d, "managed.json", &keys("M"))),
+            user: Some(write(d, "user.json", &keys("U"))),
+            project: Some(write(d, "w/.toolhost/settings.json", &keys("P"))),
+            local: Some(write(d, "w/.toolhost/settings.local.json", &keys("L"))),
+            command_line_files: vec![keys("C")],
+            trust_store: None,
+            ..Sources::default()
+        };
+        let s = load(&sources, &d.join("w")).unwrap();
+        let found: Vec<(&str, bool)> =
+            s.trusted_plugin_keys.iter().map(|(k, file)| (k.as_str(), file.ends_with(".json"))).collect();
+        assert_eq!(found, [("M", true), ("U", true)]);
+    }
+
+    #[test]
+    fn a_removed_grant_leaves_the_rest_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".toolhost/settings.local.json");
+        assert!(!remove_tool_grant(&file, "T").unwrap());
+        assert!(!file.exists(), "a missing file is not created");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let text = r#"{"permissions": {"allow": ["Read"]}, "toolGrants": {"T": {"env": ["B"]}, "U": {"env": ["C"]}}}"#;
+        std::fs::write(&file, text).unwrap();
+        assert!(!remove_tool_grant(&file, "V").unwrap());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "nothing to remove: not rewritten");
+        assert!(remove_tool_grant(&file, "T").unwrap());
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!({"permissions": {"allow": ["Read"]}, "toolGrants": {"U": {"env": ["C"]}}}));
+        assert!(remove_tool_grant(&file, "U").unwrap());
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!({"permissions": {"allow": ["Read"]}}), "an empty toolGrants goes too");
     }
 }

@@ -115,8 +115,21 @@ impl Loader<'_> {
         self.read_and_load(path).1
     }
 
+    /// [`Loader::component_file`] granting the tool everything it requests,
+    /// whatever `toolGrants` say: the most an operator can grant it, for
+    /// reviewing a component before granting it anything. A component that
+    /// imports a capability it does not request is still refused (no grant
+    /// could ever load it).
+    pub fn component_file_as_requested(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+        self.read_and(path, true).1
+    }
+
     /// [`Loader::component_file`], with the hash of the bytes it read.
     fn read_and_load(&self, path: &Path) -> (Option<String>, Result<LoadedTool, LoadError>) {
+        self.read_and(path, false)
+    }
+
+    fn read_and(&self, path: &Path, as_requested: bool) -> (Option<String>, Result<LoadedTool, LoadError>) {
         let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
         let size = match std::fs::metadata(path) {
             Ok(meta) => meta.len(),
@@ -137,11 +150,17 @@ impl Loader<'_> {
             Err(e) => return (None, Err(cannot_read(e))),
         };
         let hash = cache::content_hash(&bytes);
-        let outcome = self.component_bytes(path, bytes, &hash);
+        let outcome = self.component_bytes(path, bytes, &hash, as_requested);
         (Some(hash), outcome)
     }
 
-    fn component_bytes(&self, path: &Path, bytes: Vec<u8>, hash: &str) -> Result<LoadedTool, LoadError> {
+    fn component_bytes(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+        hash: &str,
+        as_requested: bool,
+    ) -> Result<LoadedTool, LoadError> {
         contract::check_header(&bytes)?;
         // What it imports and which contract it serves, before compiling.
         contract::scan::check(&contract::scan::outline(&bytes)?)?;
@@ -150,7 +169,10 @@ impl Loader<'_> {
         let mut tool = self.load(&component, hash, Origin::Plugin(path.to_path_buf()), requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
-        let granted = self.grants.get(&tool.spec.name).unwrap_or(&none);
+        let granted = match as_requested {
+            true => &tool.requests.clone(),
+            false => self.grants.get(&tool.spec.name).unwrap_or(&none),
+        };
         self.grant(&mut tool, granted)?;
         Ok(tool)
     }

@@ -1,0 +1,502 @@
+//! `toolhost install FILE` and `toolhost uninstall NAME`: putting a
+//! third-party component into the plugins directory once the operator has
+//! seen what it is and what it requests, and taking it out again.
+//!
+//! Installing, in order; a refusal exits 1 with nothing copied or granted:
+//! 1. the file's SHA-256 is compared with `--sha256`;
+//! 2. when trusted keys are configured, `FILE.minisig` must verify against
+//!    one of them;
+//! 3. a copy of the checked bytes is loaded the way the host loads a plugin,
+//!    granted all it requests, through the compile cache (so the next start
+//!    finds it compiled and described);
+//! 4. the review: the tool, its contract and capabilities, what it requests,
+//!    what `toolGrants` already give it;
+//! 5. what it requests and lacks is granted as the operator answers at a
+//!    terminal (all of it with `--yes`, nothing without a terminal), in
+//!    `toolGrants.NAME` of the workspace's local settings;
+//! 6. the checked bytes become `NAME.wasm` in the plugins directory by an
+//!    atomic rename (a watcher never sees half a component), with the
+//!    signature beside them, replacing the tool's earlier component.
+
+mod verify;
+
+pub use verify::parse_sha256;
+
+use anyhow::Context as _;
+use serde_json::json;
+use std::io::{IsTerminal, Write};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use toolhost::contract::{Capability, Requests};
+use toolhost::policy::settings::{self, TrustStore, describe_grant};
+use toolhost::{FileAccess, Host, LoadedTool, Origin, Settings};
+use verify::TrustedKey;
+
+/// The file beside the plugins' components that holds the operator's
+/// trusted keys, in the configuration directory.
+const KEYS_FILE: &str = "trusted-keys";
+
+/// What install and uninstall work with.
+pub struct Installer<'a> {
+    /// Started without plugins: it loads the files to look at one by one.
+    pub host: &'a Host,
+    pub settings: &'a Settings,
+    /// The plugins directory.
+    pub dir: &'a Path,
+}
+
+/// A component file in the plugins directory, and the name of its tool (or
+/// why it does not load).
+struct Installed {
+    path: PathBuf,
+    name: Result<String, String>,
+}
+
+impl Installer<'_> {
+    /// `toolhost install FILE [--sha256 HEX] [--yes]`.
+    pub fn install(&self, file: &Path, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
+        let refuse = |why: String| -> anyhow::Result<ExitCode> {
+            eprintln!("toolhost: not installing {}: {why}", file.display());
+            Ok(ExitCode::FAILURE)
+        };
+        let bytes = match std::fs::read(file) {
+            Ok(bytes) => bytes,
+            Err(e) => return refuse(format!("cannot read it: {e}")),
+        };
+        println!("file:            {}", file.display());
+        let signature = match self.vouch(file, &bytes, pinned)? {
+            Ok(signature) => signature,
+            Err(why) => return refuse(why),
+        };
+        let (tool, earlier) = match self.load(&bytes)? {
+            Ok(loaded) => loaded,
+            Err(why) => return refuse(why),
+        };
+        let name = &tool.spec.name;
+        let target = self.dir.join(format!("{name}.wasm"));
+        let capabilities: Vec<&str> = tool.shape.capabilities.iter().map(|c| c.name()).collect();
+        println!("tool:            {name}: {}", tool.spec.description);
+        println!("contract:        {}", tool.shape.version);
+        println!(
+            "capabilities:    {}",
+            if capabilities.is_empty() { "(none)".into() } else { capabilities.join(", ") }
+        );
+        println!("requests:        {}", describe_grant(&tool.requests));
+        for warning in &tool.warnings {
+            println!("warning:         {warning}");
+        }
+        for e in &earlier {
+            println!("replacing:       {} (the installed {name})", e.display());
+        }
+        self.grant(&tool, yes)?;
+        self.put(&bytes, signature.as_deref(), &target)?;
+        for e in earlier.iter().filter(|e| **e != target) {
+            remove(e)?;
+            remove(&beside(e, "minisig"))?;
+        }
+        println!("installed:       {name} as {}", target.display());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// Checks `bytes` (read from `file`) against the pinned hash and, with
+    /// trusted keys, against the signature beside `file`; returns the
+    /// signature's text (if any) or why the file is refused.
+    fn vouch(&self, file: &Path, bytes: &[u8], pinned: Option<&str>) -> anyhow::Result<Result<Option<String>, String>> {
+        let hash = toolhost::registry::content_hash(bytes);
+        match pinned {
+            Some(pinned) if pinned != hash => {
+                return Ok(Err(format!("its SHA-256 is {hash}, not {pinned} as --sha256 requires")));
+            }
+            Some(_) => println!("sha256:          {hash} (as pinned)"),
+            None => println!("sha256:          {hash} (not pinned: --sha256 HEX checks it)"),
+        }
+        let signature_file = beside(file, "minisig");
+        let signature = match std::fs::read_to_string(&signature_file) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Ok(Err(format!("cannot read its signature {}: {e}", signature_file.display()))),
+        };
+        let keys = self.trusted_keys()?;
+        match (&signature, keys.is_empty()) {
+            (Some(_), true) => println!(
+                "signature:       not checked: no trusted keys are configured ({} is not verified)",
+                signature_file.display()
+            ),
+            (None, true) => println!("signature:       not checked: no trusted keys are configured, and it has none"),
+            (None, false) => {
+                let keys: Vec<&str> = keys.iter().map(|k| k.origin.as_str()).collect();
+                return Ok(Err(format!(
+                    "it has no signature ({} is missing), and with trusted keys configured ({}) \
+                     a component is installed only signed by one of them",
+                    signature_file.display(),
+                    keys.join("; ")
+                )));
+            }
+            (Some(text), false) => match verify::verify(bytes, text, &keys) {
+                Ok(verified) => println!(
+                    "signature:       verified: signed with the trusted key {} ({}); trusted comment: {}",
+                    verified.key.text, verified.key.origin, verified.trusted_comment
+                ),
+                Err(e) => return Ok(Err(format!("its signature {} {e}", signature_file.display()))),
+            },
+        }
+        Ok(Ok(signature))
+    }
+
+    /// Loads `bytes` as the host loads a plugin (compiling them into the
+    /// cache) and finds the files of the plugins directory holding the same
+    /// tool; or why they are refused.
+    fn load(&self, bytes: &[u8]) -> anyhow::Result<Result<(LoadedTool, Vec<PathBuf>), String>> {
+        // The host loads from a file: a private copy of the bytes checked,
+        // so the component reviewed is the one installed even if FILE
+        // changes meanwhile.
+        let mut copy = tempfile::Builder::new().prefix("toolhost-install-").suffix(".wasm").tempfile()?;
+        copy.write_all(bytes).context("copying the component to a temporary file")?;
+        let tool = match self.host.review_component(copy.path()) {
+            Ok(tool) => tool,
+            Err(e) => return Ok(Err(format!("it does not load as a tool: {e}"))),
+        };
+        let name = &tool.spec.name;
+        if self.host.tool(name).is_some_and(|t| t.origin == Origin::Builtin) {
+            return Ok(Err(format!(
+                "it is the tool `{name}`, and a built-in tool has that name: the built-in would win and it would never be offered"
+            )));
+        }
+        let target = self.dir.join(format!("{name}.wasm"));
+        let installed = self.installed()?;
+        if let Some(other) = installed.iter().find(|i| i.path == target && i.name.as_ref() != Ok(name)) {
+            return Ok(Err(match &other.name {
+                Ok(held) => format!(
+                    "{} holds another tool, `{held}`: uninstall it first (toolhost uninstall {held})",
+                    target.display()
+                ),
+                Err(why) => format!(
+                    "{} is there and does not load ({why}): remove it first (toolhost uninstall {name})",
+                    target.display()
+                ),
+            }));
+        }
+        let earlier = installed.into_iter().filter(|i| i.name.as_ref() == Ok(name)).map(|i| i.path).collect();
+        Ok(Ok((tool, earlier)))
+    }
+
+    /// Shows what `tool` is granted already, grants what it lacks as the
+    /// operator answers (all with `yes`; none without a terminal), in the
+    /// local settings, and says what is left and how to grant it.
+    fn grant(&self, tool: &LoadedTool, yes: bool) -> anyhow::Result<()> {
+        let name = &tool.spec.name;
+        let existing = self.settings.tool_grants.get(name).cloned().unwrap_or_default();
+        println!("already granted: {}", describe_grant(&existing));
+        // What it requests and `toolGrants` do not give it yet, item by item.
+        let project = &self.host.working_dirs()[0];
+        let wanted: Vec<Requests> = items(&tool.requests)
+            .into_iter()
+            .filter(|item| !toolhost::sandbox::intersect(item, &existing, project).1.is_empty())
+            .collect();
+        let answers = if wanted.is_empty() {
+            Vec::new()
+        } else if yes {
+            vec![true; wanted.len()]
+        } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            ask(name, &wanted).context("reading the answers")?
+        } else {
+            println!("(not at a terminal, so nothing is asked and nothing granted; --yes grants it all)");
+            vec![false; wanted.len()]
+        };
+        let (mut granted, mut left) = (Requests::default(), Requests::default());
+        for (item, yes) in wanted.iter().zip(&answers) {
+            if *yes { granted.add(item) } else { left.add(item) }
+        }
+        let local = self.settings.local_file.as_deref();
+        if !granted.is_empty() {
+            let local = local.context("there is no local settings file to write the grants to")?;
+            settings::add_tool_grant(local, name, &granted)?;
+            self.keep_trusted(local);
+            println!("granted:         {} (in toolGrants.{name} of {})", describe_grant(&granted), local.display());
+            if matches!(self.settings.trust, Some((_, false))) {
+                println!(
+                    "note:            {} is not trusted (new, or changed since `toolhost trust`), so its grants \
+                     do not count yet: review it, then run `toolhost trust`",
+                    local.display()
+                );
+            }
+        }
+        if !left.is_empty() {
+            let file = local.map_or("a settings file".into(), |f| f.display().to_string());
+            println!("not granted:     {}", describe_grant(&left));
+            println!("To grant it, add this to {file} (or install again at a terminal, or with --yes):");
+            println!("{}", serde_json::to_string_pretty(&json!({"toolGrants": {name: left}}))?);
+        }
+        let mut will_have = existing;
+        will_have.add(&granted);
+        for lack in refused_imports(tool, &will_have, project) {
+            println!("warning:         {name} will not load until it is granted {lack}");
+        }
+        Ok(())
+    }
+
+    /// `toolhost uninstall NAME [--keep-grants]`.
+    pub fn uninstall(&self, name: &str, keep_grants: bool) -> anyhow::Result<ExitCode> {
+        let installed = self.installed()?;
+        let matching: Vec<&Installed> = installed
+            .iter()
+            .filter(|i| i.name.as_deref() == Ok(name) || i.path.file_stem().is_some_and(|s| s == name))
+            .collect();
+        if matching.is_empty() {
+            if self.host.tool(name).is_some_and(|t| t.origin == Origin::Builtin) {
+                eprintln!(
+                    "toolhost: {name} is a built-in tool, which cannot be uninstalled; to keep it from the model, \
+                     deny it (--deny {name}, or \"{name}\" in permissions.deny of a settings file)"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            let list: Vec<String> = installed
+                .iter()
+                .map(|i| {
+                    let file = i.path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+                    match &i.name {
+                        Ok(tool) => format!("{tool} ({file})"),
+                        Err(_) => format!("{file} (does not load)"),
+                    }
+                })
+                .collect();
+            eprintln!(
+                "toolhost: no installed tool is called {name}; the plugins directory {} holds {}",
+                self.dir.display(),
+                if list.is_empty() { "none".into() } else { list.join(", ") }
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        let mut names = vec![name.to_string()];
+        for i in &matching {
+            remove(&i.path)?;
+            remove(&beside(&i.path, "minisig"))?;
+            println!("removed {}: {}", i.name.as_deref().unwrap_or(name), i.path.display());
+            if let Ok(tool) = &i.name
+                && !names.contains(tool)
+            {
+                names.push(tool.clone());
+            }
+        }
+        if let (false, Some(local)) = (keep_grants, &self.settings.local_file) {
+            for tool in &names {
+                if settings::remove_tool_grant(local, tool)? {
+                    self.keep_trusted(local);
+                    println!("removed toolGrants.{tool} from {}", local.display());
+                }
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// The keys a component must be signed with: `trustedPluginKeys` of the
+    /// user and managed settings, and the keys file of the configuration
+    /// directory. A key that does not read is an error naming where it is.
+    fn trusted_keys(&self) -> anyhow::Result<Vec<TrustedKey>> {
+        let mut keys = Vec::new();
+        for (text, file) in &self.settings.trusted_plugin_keys {
+            keys.push(TrustedKey::parse(text, format!("trustedPluginKeys of {file}")).map_err(anyhow::Error::msg)?);
+        }
+        let file = toolhost::fsx::config_dir().join(KEYS_FILE);
+        match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                keys.extend(verify::parse_key_file(&text, &file.display().to_string()).map_err(anyhow::Error::msg)?)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading the trusted keys {}", file.display())),
+        }
+        Ok(keys)
+    }
+
+    /// The `*.wasm` files of the plugins directory (as the host picks them),
+    /// each with its tool's name.
+    fn installed(&self) -> anyhow::Result<Vec<Installed>> {
+        let entries = match std::fs::read_dir(self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading the plugins directory {}", self.dir.display())),
+        };
+        let mut paths: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
+        paths.sort();
+        Ok(paths
+            .into_iter()
+            .map(|path| {
+                let name = self.host.review_component(&path).map(|t| t.spec.name).map_err(|e| e.to_string());
+                Installed { path, name }
+            })
+            .collect())
+    }
+
+    /// Writes `bytes` as `target` (and the signature beside it, or removes a
+    /// stale one): into a temporary file of the plugins directory whose name
+    /// the host does not load, flushed to disk, then renamed over `target`.
+    fn put(&self, bytes: &[u8], signature: Option<&str>, target: &Path) -> anyhow::Result<()> {
+        let written = |e: std::io::Error| anyhow::Error::new(e).context(format!("writing {}", target.display()));
+        std::fs::create_dir_all(self.dir)
+            .with_context(|| format!("creating the plugins directory {}", self.dir.display()))?;
+        // Before the component: a watcher that sees it sees its signature.
+        let signature_target = beside(target, "minisig");
+        match signature {
+            Some(text) => toolhost::fsx::replace_file(&signature_target, text.as_bytes()).map_err(written)?,
+            None => remove(&signature_target)?,
+        }
+        let mut staged =
+            tempfile::Builder::new().prefix(".installing-").suffix(".tmp").tempfile_in(self.dir).map_err(written)?;
+        staged.write_all(bytes).map_err(written)?;
+        staged.as_file().sync_all().map_err(written)?;
+        // Plugins are read by whoever runs toolhost: as `cp` would leave them.
+        staged.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(written)?;
+        staged.persist(target).map_err(|e| written(e.error))?;
+        std::fs::File::open(self.dir).and_then(|d| d.sync_all()).map_err(written)?;
+        Ok(())
+    }
+
+    /// The local settings were changed by the operator's own answer: if
+    /// they trusted the file, it stays trusted (as "allow always" keeps it).
+    fn keep_trusted(&self, file: &Path) {
+        if let Some((store, true)) = &self.settings.trust {
+            let mut trusted = TrustStore::load(store);
+            if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
+                eprintln!(
+                    "toolhost: warning: could not record {} as trusted in {}: {e}",
+                    file.display(),
+                    store.display()
+                );
+            }
+        }
+    }
+}
+
+/// What `requests` asks for, one grant per item: the working directories,
+/// each directory, host and variable, the process capability, memory, time.
+fn items(requests: &Requests) -> Vec<Requests> {
+    // Every field named, so that a new kind of request is not left out.
+    let Requests { workspace, directories, hosts, env, process, memory_mib, timeout_ms } = requests;
+    let one = Requests::default;
+    let mut items: Vec<Requests> = workspace.map(|a| Requests { workspace: Some(a), ..one() }).into_iter().collect();
+    items.extend(directories.iter().map(|d| Requests { directories: vec![d.clone()], ..one() }));
+    items.extend(hosts.iter().map(|h| Requests { hosts: vec![h.clone()], ..one() }));
+    items.extend(env.iter().map(|e| Requests { env: vec![e.clone()], ..one() }));
+    items.extend(process.then(|| Requests { process: true, ..one() }));
+    items.extend(memory_mib.map(|m| Requests { memory_mib: Some(m), ..one() }));
+    items.extend(timeout_ms.map(|t| Requests { timeout_ms: Some(t), ..one() }));
+    items
+}
+
+/// Asks the operator which of `wanted` to grant, on standard error (the
+/// terminal, also when the review on stdout goes to a file): all, none, or
+/// item by item. Anything but a yes is a no.
+fn ask(name: &str, wanted: &[Requests]) -> std::io::Result<Vec<bool>> {
+    eprintln!("\n{name} requests, and is not granted yet:");
+    for (n, item) in wanted.iter().enumerate() {
+        eprintln!("  {}. {}", n + 1, describe_grant(item));
+    }
+    let answer = prompt(&format!("Grant {name} all of this? [y] all, [n] none, [c] choose one by one (default: n) "))?;
+    match answer.as_str() {
+        "y" | "yes" => Ok(vec![true; wanted.len()]),
+        "c" | "choose" => wanted
+            .iter()
+            .map(|item| {
+                prompt(&format!("  grant {}? [y/N] ", describe_grant(item))).map(|a| matches!(a.as_str(), "y" | "yes"))
+            })
+            .collect(),
+        _ => Ok(vec![false; wanted.len()]),
+    }
+}
+
+/// Prints `question` and reads one answer line, trimmed and lowercase (end
+/// of input: an empty answer).
+fn prompt(question: &str) -> std::io::Result<String> {
+    let mut err = std::io::stderr();
+    write!(err, "{question}")?;
+    err.flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim().to_ascii_lowercase())
+}
+
+/// The grants `tool` would lack to load at all, given `granted`: a
+/// capability it imports needs what its requests ask for it (the loader
+/// refuses it otherwise).
+fn refused_imports(tool: &LoadedTool, granted: &Requests, project: &Path) -> Vec<&'static str> {
+    let (grants, _) = toolhost::sandbox::intersect(&tool.requests, granted, project);
+    tool.shape
+        .capabilities
+        .iter()
+        .filter_map(|cap| match cap {
+            Capability::Files => {
+                (grants.files != FileAccess::ReadWrite).then_some("the working directories (read-write)")
+            }
+            Capability::Process => (!grants.process).then_some("the process capability"),
+            Capability::Progress
+            | Capability::Session
+            | Capability::Output
+            | Capability::Shell
+            | Capability::Policy => None,
+        })
+        .collect()
+}
+
+/// `path` with `.EXTENSION` appended (`tool.wasm` → `tool.wasm.minisig`).
+fn beside(path: &Path, extension: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(extension);
+    PathBuf::from(name)
+}
+
+/// Removes `path` if it is there.
+fn remove(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost::contract::{DirAccess, DirRequest};
+
+    #[test]
+    fn every_request_is_an_item_of_its_own() {
+        let requests = Requests {
+            workspace: Some(DirAccess::ReadOnly),
+            directories: vec![DirRequest { path: "data".into(), access: DirAccess::ReadWrite }],
+            hosts: vec!["example.com:443".into(), "*.docs.rs".into()],
+            env: vec!["TOKEN".into()],
+            process: true,
+            memory_mib: Some(64),
+            timeout_ms: Some(5000),
+        };
+        let described: Vec<String> = items(&requests).iter().map(describe_grant).collect();
+        assert_eq!(
+            described,
+            [
+                "the working directories (read-only)",
+                "directory data (read-write)",
+                "host example.com:443",
+                "host *.docs.rs",
+                "variable TOKEN",
+                "the process capability",
+                "memory 64 MiB",
+                "time 5000 ms",
+            ]
+        );
+        let mut again = Requests::default();
+        for item in items(&requests) {
+            again.add(&item);
+        }
+        assert_eq!(again, requests, "the items add up to the requests");
+        assert!(items(&Requests::default()).is_empty());
+    }
+
+    #[test]
+    fn a_signature_sits_beside_its_file() {
+        assert_eq!(beside(Path::new("/p/tool.wasm"), "minisig"), Path::new("/p/tool.wasm.minisig"));
+    }
+}

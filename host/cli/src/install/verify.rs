@@ -1,0 +1,185 @@
+//! What `toolhost install` checks before it loads a file: the SHA-256 the
+//! operator pinned, and the minisign signature beside the file against the
+//! keys they trust, verified in this process (no `minisign` program needed).
+
+use minisign_verify::{Error, PublicKey, Signature};
+use std::fmt;
+
+/// `--sha256 HEX`: 64 hex digits in any case, returned lowercase (as
+/// [`toolhost::registry::content_hash`] writes them).
+pub fn parse_sha256(text: &str) -> Result<String, String> {
+    let hex = text.trim();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex.to_ascii_lowercase())
+    } else {
+        Err(format!("`{text}` is not a SHA-256: 64 hex digits, as `sha256sum FILE` prints them"))
+    }
+}
+
+/// A minisign public key the operator trusts, and where it is written.
+pub struct TrustedKey {
+    /// The key as written (base64, `RW…`).
+    pub text: String,
+    /// The settings file, or the keys file and its line.
+    pub origin: String,
+    key: PublicKey,
+}
+
+impl TrustedKey {
+    /// A key in minisign's base64 form (the second line of a `.pub` file).
+    pub fn parse(text: &str, origin: String) -> Result<TrustedKey, String> {
+        let text = text.trim();
+        match PublicKey::from_base64(text) {
+            Ok(key) => Ok(TrustedKey { text: text.to_string(), origin, key }),
+            Err(e) => Err(format!("{origin}: `{text}` is not a minisign public key ({e})")),
+        }
+    }
+}
+
+/// The keys of a trusted-keys file, `origin` naming it: one base64 minisign
+/// public key per line. Blank lines, `#` comments and minisign's
+/// `untrusted comment:` lines are skipped, so `minisign.pub` files can be
+/// appended as they are. A line that is not a key is an error naming it.
+pub fn parse_key_file(text: &str, origin: &str) -> Result<Vec<TrustedKey>, String> {
+    let mut keys = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("untrusted comment:") {
+            continue;
+        }
+        keys.push(TrustedKey::parse(line, format!("{origin}: line {}", n + 1))?);
+    }
+    Ok(keys)
+}
+
+/// Why a signature does not vouch for a file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SignatureError {
+    /// Not a minisign signature file.
+    Unreadable(String),
+    /// Made with a key none of the trusted keys is.
+    UnknownKey,
+    /// Made with a trusted key, but not over these bytes (or tampered with).
+    Mismatch { key: String },
+    /// A legacy (not pre-hashed) signature, which is not accepted.
+    Legacy { key: String },
+}
+
+impl fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureError::Unreadable(why) => write!(f, "is not a minisign signature ({why})"),
+            SignatureError::UnknownKey => f.write_str("was made with a key that is not one of the trusted keys"),
+            SignatureError::Mismatch { key } => write!(
+                f,
+                "does not match the file: the file was changed after it was signed, or the signature was \
+                 (the signature names the trusted key {key})"
+            ),
+            SignatureError::Legacy { key } => write!(
+                f,
+                "is a legacy minisign signature (not pre-hashed), which toolhost does not accept: sign the file \
+                 again with a current minisign (`minisign -S -m FILE`) (the signature names the trusted key {key})"
+            ),
+        }
+    }
+}
+
+/// A signature that verified: the key that made it, and its trusted comment.
+pub struct Verified<'a> {
+    pub key: &'a TrustedKey,
+    pub trusted_comment: String,
+}
+
+/// Checks that `signature` (a `.minisig` file's text) was made over `bytes`
+/// with one of `keys`.
+pub fn verify<'a>(bytes: &[u8], signature: &str, keys: &'a [TrustedKey]) -> Result<Verified<'a>, SignatureError> {
+    let signature = Signature::decode(signature).map_err(|e| SignatureError::Unreadable(e.to_string()))?;
+    // minisign-verify checks the key id first: at most one key gets past it
+    // (short of two trusted keys sharing an id, where any that verifies will do).
+    let mut refused = SignatureError::UnknownKey;
+    for trusted in keys {
+        match trusted.key.verify(bytes, &signature, false) {
+            Ok(()) => {
+                return Ok(Verified { key: trusted, trusted_comment: signature.trusted_comment().to_string() });
+            }
+            Err(Error::UnexpectedKeyId) => {}
+            Err(Error::UnexpectedAlgorithm) => refused = SignatureError::Legacy { key: trusted.text.clone() },
+            Err(
+                Error::InvalidSignature
+                | Error::InvalidEncoding
+                | Error::IoError(_)
+                | Error::UnsupportedAlgorithm
+                | Error::UnsupportedLegacyMode,
+            ) => refused = SignatureError::Mismatch { key: trusted.text.clone() },
+        }
+    }
+    Err(refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A fresh key pair: the public key in base64, and a signer.
+    fn key_pair() -> (String, impl Fn(&[u8]) -> String) {
+        let pair = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let public = pair.pk.to_base64();
+        let sign = move |bytes: &[u8]| {
+            minisign::sign(Some(&pair.pk), &pair.sk, Cursor::new(bytes), Some("file:tool.wasm"), None)
+                .unwrap()
+                .to_string()
+        };
+        (public, sign)
+    }
+
+    #[test]
+    fn pinned_hashes_are_64_hex_digits_in_any_case() {
+        let upper = "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855";
+        assert_eq!(parse_sha256(upper).unwrap(), upper.to_ascii_lowercase());
+        assert_eq!(parse_sha256(&format!(" {} ", upper.to_ascii_lowercase())).unwrap(), upper.to_ascii_lowercase());
+        for bad in ["", "e3b0", &format!("{upper}00"), &upper.replace('E', "g"), "sha256:e3b0"] {
+            let e = parse_sha256(bad).unwrap_err();
+            assert!(e.contains("is not a SHA-256"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn key_files_take_minisign_pub_files_and_name_a_bad_line() {
+        let (a, _) = key_pair();
+        let (b, _) = key_pair();
+        let text = format!(
+            "# release keys\nuntrusted comment: minisign public key 1234\n{a}\n\n  {b}  \nuntrusted comment: x\n"
+        );
+        let keys = parse_key_file(&text, "/k").unwrap();
+        let found: Vec<(&str, &str)> = keys.iter().map(|k| (k.text.as_str(), k.origin.as_str())).collect();
+        assert_eq!(found, [(a.as_str(), "/k: line 3"), (b.as_str(), "/k: line 5")]);
+        assert!(parse_key_file("", "/k").unwrap().is_empty());
+        let e = parse_key_file(&format!("{a}\nRWQnot-a-key\n"), "/k").err().unwrap();
+        assert!(e.starts_with("/k: line 2: `RWQnot-a-key` is not a minisign public key"), "{e}");
+    }
+
+    #[test]
+    fn a_signature_verifies_only_with_its_key_over_its_bytes() {
+        let (public, sign) = key_pair();
+        let (other, sign_other) = key_pair();
+        let keys = vec![
+            TrustedKey::parse(&other, "settings".into()).unwrap(),
+            TrustedKey::parse(&public, "keys file".into()).unwrap(),
+        ];
+        let file = b"\0asm a component".as_slice();
+        let signature = sign(file);
+        let verified = verify(file, &signature, &keys).unwrap();
+        assert_eq!((verified.key.origin.as_str(), verified.trusted_comment.as_str()), ("keys file", "file:tool.wasm"));
+        assert_eq!(
+            verify(b"\0asm a changed component", &signature, &keys).err(),
+            Some(SignatureError::Mismatch { key: public.clone() })
+        );
+        assert_eq!(verify(file, &sign_other(file), &keys[1..]).err(), Some(SignatureError::UnknownKey));
+        assert_eq!(verify(file, &signature, &[]).err(), Some(SignatureError::UnknownKey));
+        // The trusted comment is signed too.
+        let forged = signature.replace("file:tool.wasm", "file:other.wasm");
+        assert_eq!(verify(file, &forged, &keys).err(), Some(SignatureError::Mismatch { key: public }));
+        assert!(matches!(verify(file, "not a signature", &keys), Err(SignatureError::Unreadable(_))));
+    }
+}
