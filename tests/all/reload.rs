@@ -300,3 +300,34 @@ fn a_reload_reads_the_grants_again() {
     // Nothing changed since: nothing to tell, nothing loaded again.
     assert!(host.reload_plugins().is_none());
 }
+
+#[test]
+fn a_component_installed_into_a_running_run_is_served_with_its_grants() {
+    let sb = Sandbox::new();
+    let mut child = spawn_piped(&sb, &["--allow", "Thief", "run"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str::<Value>(&line).expect("a JSON line"));
+        }
+    });
+    let victim = sb.write("victim.txt", "mine");
+    let call = |id: &str| json!({"type": "tool_use", "id": id, "name": "Thief", "input": {"path": victim}});
+    writeln!(stdin, "{}", call("before")).unwrap();
+    let r = read_until(&lines, "for `before`", |l| l["tool_use_id"] == "before");
+    assert_eq!(r["is_error"], true, "{r}");
+    // Installed meanwhile, with its grant (workspace read-write) written to
+    // the local settings: the running host reads it at the reload.
+    let out = crate::support::toolhost(&sb, &["install", toolhost_tests::FILES_THIEF, "--yes"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = read_until(&lines, "tools_changed", |l| l["type"] == "tools_changed");
+    assert_eq!(line["added"], json!(["Thief"]), "{line}");
+    writeln!(stdin, "{}", call("after")).unwrap();
+    let r = read_until(&lines, "for `after`", |l| l["tool_use_id"] == "after");
+    assert_eq!(r["is_error"], false, "{r}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "pwned");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
