@@ -331,3 +331,94 @@ fn a_component_installed_into_a_running_run_is_served_with_its_grants() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// Calls from several threads while the component is replaced (between two
+/// versions) and, for a moment, removed: every call of the served tool
+/// succeeds, each on one version; calls while it is gone get the
+/// no-such-tool error and nothing else; no call is lost.
+#[test]
+fn soak_ten_thousand_calls_through_fifty_reloads() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let sb = Sandbox::new();
+    let host = host(&sb, false);
+    let wasm = std::fs::read(ECHO).unwrap();
+    let versions = [with_custom_section(&wasm, "soak", b"a"), with_custom_section(&wasm, "soak", b"b")];
+    put(&sb, "echo.wasm", &versions[0]);
+    host.reload_plugins().expect("loaded");
+    let (ok, gone) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let callers: Vec<_> = (0..4)
+        .map(|t| {
+            let (host, ok, gone) = (host.clone(), Arc::clone(&ok), Arc::clone(&gone));
+            std::thread::spawn(move || {
+                let session = host.ephemeral_session();
+                for i in 0..2_500 {
+                    let text = format!("{t}-{i}");
+                    let r = host.call(&session, &tool_use("Echo", json!({"text": text})), &CallOptions::default());
+                    match (r.is_error, r.text()) {
+                        (false, out) if out == text => ok.fetch_add(1, Ordering::Relaxed),
+                        (true, out) if out.contains("No such tool available: Echo") => {
+                            gone.fetch_add(1, Ordering::Relaxed)
+                        }
+                        other => panic!("call {text}: {other:?}"),
+                    };
+                }
+            })
+        })
+        .collect();
+    let mut reloads = 0;
+    while reloads < 50 {
+        reloads += 1;
+        if reloads == 25 {
+            std::fs::remove_file(sb.plugins.join("echo.wasm")).unwrap();
+            assert_eq!(host.reload_plugins().expect("removed").removed, ["Echo"]);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        put(&sb, "echo.wasm", &versions[reloads % 2]);
+        let change = host.reload_plugins().expect("a change");
+        assert!(change.problems.is_empty(), "{change:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for caller in callers {
+        caller.join().expect("a caller panicked");
+    }
+    let (ok, gone) = (ok.load(Ordering::Relaxed), gone.load(Ordering::Relaxed));
+    assert_eq!(ok + gone, 10_000, "calls lost");
+    assert!(ok > 0, "no call was served");
+}
+
+/// `run` with a stream of calls while the component is replaced again and
+/// again: every call has exactly one result, and every one succeeds.
+#[test]
+fn run_keeps_serving_a_stream_of_calls_through_replacements() {
+    let sb = Sandbox::new();
+    let wasm = std::fs::read(ECHO).unwrap();
+    let versions = [with_custom_section(&wasm, "stream", b"a"), with_custom_section(&wasm, "stream", b"b")];
+    put(&sb, "echo.wasm", &versions[0]);
+    let mut child = spawn_piped(&sb, &["run"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        stdout.lines().map_while(Result::ok).map(|l| serde_json::from_str::<Value>(&l).unwrap()).collect::<Vec<_>>()
+    });
+    for i in 0..300 {
+        let line =
+            json!({"type": "tool_use", "id": format!("c{i}"), "name": "Echo", "input": {"text": format!("c{i}")}});
+        writeln!(stdin, "{line}").unwrap();
+        if i % 20 == 10 {
+            put(&sb, "echo.wasm", &versions[(i / 20 + 1) % 2]);
+        }
+        // Calls keep coming; now and then quiet long enough for a reload.
+        std::thread::sleep(Duration::from_millis(if i % 20 == 15 { 250 } else { 2 }));
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = reader.join().unwrap();
+    let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 300, "a call has no result, or two");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["tool_use_id"], format!("c{i}"), "in order");
+        assert_eq!((r["is_error"].as_bool(), crate::support::content_text(r)), (Some(false), format!("c{i}")), "{r}");
+    }
+    assert!(lines.iter().any(|l| l["type"] == "tools_changed" && l["replaced"] == json!(["Echo"])), "no reload seen");
+}

@@ -143,4 +143,22 @@ mod tests {
         assert_eq!(read_spec(&path), None);
         assert_eq!(read_spec(&dir.path().join("missing")), None);
     }
+
+    #[test]
+    fn a_corrupt_compiled_entry_is_compiled_again_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::new(&crate::sandbox::base_config()).unwrap();
+        let wasm = crate::registry::builtin_wasm_for_tests();
+        let hash = content_hash(wasm);
+        compile(&engine, wasm, &hash, Some(dir.path())).unwrap();
+        let entry = dir.path().join("components").join(format!("{}.cwasm", key(&engine, &hash)));
+        let good = std::fs::read(&entry).unwrap();
+        for corrupt in [b"garbage".to_vec(), good[..good.len() / 2].to_vec(), Vec::new()] {
+            std::fs::write(&entry, &corrupt).unwrap();
+            compile(&engine, wasm, &hash, Some(dir.path())).expect("compiled again");
+            assert_ne!(std::fs::read(&entry).unwrap(), corrupt, "the bad entry was not replaced");
+            // SAFETY: the entry was written by `compile` just now.
+            unsafe { Component::deserialize_file(&engine, &entry) }.expect("a usable entry");
+        }
+    }
 }
