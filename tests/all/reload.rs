@@ -47,36 +47,11 @@ fn next(changes: &mpsc::Receiver<ToolsChanged>, what: &str) -> ToolsChanged {
     changes.recv_timeout(WAIT).unwrap_or_else(|_| panic!("no reload within {WAIT:?} after {what}"))
 }
 
-/// A component's bytes with one more custom section: the same tool, other
-/// bytes (a new version, as far as the host can tell).
-fn with_custom_section(wasm: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            out.push(if n == 0 { byte } else { byte | 0x80 });
-            if n == 0 {
-                return;
-            }
-        }
-    }
-    let mut body = Vec::new();
-    leb(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    let mut out = wasm.to_vec();
-    out.push(0);
-    leb(body.len(), &mut out);
-    out.extend_from_slice(&body);
-    out
-}
+use toolhost_tests::with_custom_section;
 
-/// Writes `bytes` as `name` in the plugins directory the way an installer
-/// should: a hidden temporary file renamed into place.
+/// Writes `bytes` as `name` in the plugins directory, atomically.
 fn put(sb: &Sandbox, name: &str, bytes: &[u8]) {
-    let temp = sb.plugins.join(format!(".{name}.partial"));
-    std::fs::write(&temp, bytes).expect("write");
-    std::fs::rename(&temp, sb.plugins.join(name)).expect("rename");
+    toolhost_tests::put_atomically(&sb.plugins.join(name), bytes);
 }
 
 fn echo(host: &Host) -> toolhost::ToolResult {

@@ -113,3 +113,36 @@ impl Default for Sandbox {
         Self::new()
     }
 }
+
+/// A component's bytes with one more custom section: the same tool, other
+/// bytes (a new version, as far as a host can tell).
+pub fn with_custom_section(wasm: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(payload);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Writes `bytes` as `file` the way an installer should: a hidden
+/// temporary file beside it, renamed into place.
+pub fn put_atomically(file: &Path, bytes: &[u8]) {
+    let name = file.file_name().and_then(|n| n.to_str()).expect("a file name");
+    let temp = file.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&temp, bytes).expect("write");
+    std::fs::rename(&temp, file).expect("rename");
+}

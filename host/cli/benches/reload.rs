@@ -21,6 +21,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 use toolhost::Host;
+use toolhost_tests::{put_atomically as put, with_custom_section};
 
 const TOOLHOST: &str = env!("CARGO_BIN_EXE_toolhost");
 
@@ -45,7 +46,7 @@ fn main() {
     }
     let echo = std::fs::read(toolhost_tests::ECHO).expect("echo");
     let echo_file = plugins.join(Path::new(toolhost_tests::ECHO).file_name().expect("name"));
-    let versions = [with_section(&echo, b"a"), with_section(&echo, b"b")];
+    let versions = [with_custom_section(&echo, "bench", b"a"), with_custom_section(&echo, "bench", b"b")];
     let build = |watch: bool| {
         Host::builder()
             .workspace(&workspace)
@@ -83,7 +84,7 @@ fn main() {
     });
     let fresh = common::time(1, 10, || {
         n += 1;
-        put(&echo_file, &with_section(&echo, format!("fresh {n} {:?}", Instant::now()).as_bytes()));
+        put(&echo_file, &with_custom_section(&echo, "bench", format!("fresh {n} {:?}", Instant::now()).as_bytes()));
         assert_eq!(host.reload_plugins().expect("a change").replaced, ["Echo"]);
     });
     drop(host);
@@ -118,33 +119,4 @@ fn main() {
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-/// `wasm` with one more custom section: other bytes, the same tool.
-fn with_section(wasm: &[u8], payload: &[u8]) -> Vec<u8> {
-    let name = b"bench";
-    let mut body = vec![name.len() as u8];
-    body.extend_from_slice(name);
-    body.extend_from_slice(payload);
-    let mut out = wasm.to_vec();
-    out.push(0);
-    let mut n = body.len();
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        out.push(if n == 0 { byte } else { byte | 0x80 });
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&body);
-    out
-}
-
-/// Writes `bytes` as `file` the way an installer should: a hidden temporary
-/// file renamed into place.
-fn put(file: &Path, bytes: &[u8]) {
-    let temp = file.with_file_name(format!(".{}.partial", file.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
-    std::fs::write(&temp, bytes).expect("write");
-    std::fs::rename(&temp, file).expect("rename");
 }

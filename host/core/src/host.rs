@@ -418,7 +418,8 @@ impl Host {
     /// session is an error that says so.
     pub fn deferred_tools(&self) -> Vec<String> {
         let pipeline = &self.inner.pipeline;
-        let deferred = pipeline.deferred(&pipeline.registry());
+        let registry = pipeline.registry();
+        let deferred = pipeline.deferred(&registry);
         self.pool().into_iter().map(|t| t.spec.name.clone()).filter(|n| deferred.contains(n)).collect()
     }
 

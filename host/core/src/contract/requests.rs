@@ -101,45 +101,17 @@ pub enum RequestsError {
 /// `toolhost:requests` section, at the top level or in a core module inside;
 /// none means the tool requests nothing.
 pub fn read(component: &[u8]) -> Result<Requests, RequestsError> {
-    use wasmparser::{Chunk, Parser, Payload};
-    let unreadable = |e: wasmparser::BinaryReaderError| RequestsError::Unreadable(e.to_string());
-    // Every section of the component and the modules inside it, but not
-    // the function bodies: code sections are skipped whole (walking them
-    // cost over a millisecond for the built-ins at every start).
-    let (mut data, mut parser, mut outer) = (component, Parser::new(0), Vec::new());
     let mut found: Option<&[u8]> = None;
-    loop {
-        let payload = match parser.parse(data, true).map_err(unreadable)? {
-            Chunk::Parsed { consumed, payload } => {
-                data = &data[consumed..];
-                payload
+    super::scan::walk(component, RequestsError::Unreadable, |payload, _| match payload {
+        wasmparser::Payload::CustomSection(section) if section.name() == SECTION => {
+            if found.is_some() {
+                return Err(RequestsError::Repeated);
             }
-            // Not with `eof` set: a short input is an error instead.
-            Chunk::NeedMoreData(_) => return Err(RequestsError::Unreadable("the component is cut short".into())),
-        };
-        match payload {
-            Payload::CustomSection(section) if section.name() == SECTION => {
-                if found.is_some() {
-                    return Err(RequestsError::Repeated);
-                }
-                found = Some(section.data());
-            }
-            Payload::CodeSectionStart { size, .. } => {
-                parser.skip_section();
-                data = data
-                    .get(size as usize..)
-                    .ok_or_else(|| RequestsError::Unreadable("a code section is cut short".into()))?;
-            }
-            Payload::ModuleSection { parser: inner, .. } | Payload::ComponentSection { parser: inner, .. } => {
-                outer.push(std::mem::replace(&mut parser, inner));
-            }
-            Payload::End(_) => match outer.pop() {
-                Some(p) => parser = p,
-                None => break,
-            },
-            _ => {}
+            found = Some(section.data());
+            Ok(())
         }
-    }
+        _ => Ok(()),
+    })?;
     match found {
         None => Ok(Requests::default()),
         Some(data) => parse(data),

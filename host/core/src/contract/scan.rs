@@ -36,21 +36,50 @@ impl std::fmt::Display for Missing {
     }
 }
 
-/// Reads the outline of `component`, skipping function bodies.
-pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
-    use wasmparser::{CanonicalFunction, CanonicalOption, Chunk, Parser, Payload};
-    let invalid = |e: wasmparser::BinaryReaderError| ShapeError::Invalid(e.to_string());
+/// Visits every section of `component` and of the modules and components
+/// inside it, but not the function bodies: code sections are skipped whole
+/// (walking them cost over a millisecond for the built-ins at every start).
+/// `visit` is told whether a section is at the top level; `unreadable`
+/// makes the error for bytes that do not parse.
+pub(super) fn walk<'a, E>(
+    component: &'a [u8],
+    unreadable: impl Fn(String) -> E,
+    mut visit: impl FnMut(wasmparser::Payload<'a>, bool) -> Result<(), E>,
+) -> Result<(), E> {
+    use wasmparser::{Chunk, Parser, Payload};
     let (mut data, mut parser, mut outer) = (component, Parser::new(0), Vec::new());
-    let mut out = Outline::default();
     loop {
-        let payload = match parser.parse(data, true).map_err(invalid)? {
+        let payload = match parser.parse(data, true).map_err(|e| unreadable(e.to_string()))? {
             Chunk::Parsed { consumed, payload } => {
                 data = &data[consumed..];
                 payload
             }
-            Chunk::NeedMoreData(_) => return Err(ShapeError::Invalid("the component is cut short".into())),
+            // Not with `eof` set: a short input is an error instead.
+            Chunk::NeedMoreData(_) => return Err(unreadable("the component is cut short".into())),
         };
-        let top = outer.is_empty();
+        match payload {
+            Payload::CodeSectionStart { size, .. } => {
+                parser.skip_section();
+                data = data.get(size as usize..).ok_or_else(|| unreadable("a code section is cut short".into()))?;
+            }
+            Payload::ModuleSection { parser: inner, .. } | Payload::ComponentSection { parser: inner, .. } => {
+                outer.push(std::mem::replace(&mut parser, inner));
+            }
+            Payload::End(_) => match outer.pop() {
+                Some(p) => parser = p,
+                None => return Ok(()),
+            },
+            other => visit(other, outer.is_empty())?,
+        }
+    }
+}
+
+/// Reads the outline of `component`, skipping function bodies.
+pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
+    use wasmparser::{CanonicalFunction, CanonicalOption, Payload};
+    let invalid = |e: wasmparser::BinaryReaderError| ShapeError::Invalid(e.to_string());
+    let mut out = Outline::default();
+    walk(component, ShapeError::Invalid, |payload, top| {
         match payload {
             Payload::ComponentImportSection(reader) if top => {
                 for import in reader {
@@ -90,22 +119,10 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
                     }
                 }
             }
-            Payload::CodeSectionStart { size, .. } => {
-                parser.skip_section();
-                data = data
-                    .get(size as usize..)
-                    .ok_or_else(|| ShapeError::Invalid("a code section is cut short".into()))?;
-            }
-            Payload::ModuleSection { parser: inner, .. } | Payload::ComponentSection { parser: inner, .. } => {
-                outer.push(std::mem::replace(&mut parser, inner));
-            }
-            Payload::End(_) => match outer.pop() {
-                Some(p) => parser = p,
-                None => break,
-            },
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -151,17 +168,7 @@ const TOOLHOST: &[&str] = &["types", "progress", "session", "output", "files", "
 /// provide is named, with its fix where one is known; a component using the
 /// async ABI is refused with what to build instead.
 pub fn check(outline: &Outline) -> Result<(), ShapeError> {
-    let tool_prefix = format!("{PACKAGE}/tool@");
-    let version = outline
-        .exports
-        .iter()
-        .find_map(|name| name.strip_prefix(&tool_prefix))
-        .map(|v| Version::parse(v).ok_or_else(|| ShapeError::Invalid(format!("unreadable contract version `{v}`"))))
-        .transpose()?
-        .ok_or_else(|| ShapeError::NoToolExport(outline.exports.clone()))?;
-    if !CONTRACT.supports(version) {
-        return Err(ShapeError::ContractMismatch { guest: version });
-    }
+    super::shape::contract_version(&outline.exports)?;
     let missing: Vec<Missing> = outline.imports.iter().filter_map(|i| missing(i)).collect();
     if !missing.is_empty() {
         return Err(ShapeError::MissingImports(missing));

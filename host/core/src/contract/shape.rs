@@ -121,20 +121,27 @@ pub fn check_header(bytes: &[u8]) -> Result<(), ShapeError> {
     }
 }
 
-/// Reads the contract version and capabilities from a compiled component.
-pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
-    let ty = component.component_type();
-    let exports: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+/// The contract version of the `tool` export among `exports`, if this host
+/// serves it.
+pub(super) fn contract_version(exports: &[String]) -> Result<Version, ShapeError> {
     let tool_prefix = format!("{PACKAGE}/tool@");
     let version = exports
         .iter()
         .find_map(|name| name.strip_prefix(&tool_prefix))
         .map(|v| Version::parse(v).ok_or_else(|| ShapeError::Invalid(format!("unreadable contract version `{v}`"))))
         .transpose()?
-        .ok_or_else(|| ShapeError::NoToolExport(exports.clone()))?;
+        .ok_or_else(|| ShapeError::NoToolExport(exports.to_vec()))?;
     if !Version::HOST.supports(version) {
         return Err(ShapeError::ContractMismatch { guest: version });
     }
+    Ok(version)
+}
+
+/// Reads the contract version and capabilities from a compiled component.
+pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let version = contract_version(&exports)?;
     let mut capabilities = Vec::new();
     let mut imports = Vec::new();
     for (name, _) in ty.imports(engine) {

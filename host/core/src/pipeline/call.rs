@@ -108,7 +108,7 @@ impl Pipeline {
     }
 
     /// The tools of `registry` offered by name only.
-    pub fn deferred(&self, registry: &Registry) -> std::collections::BTreeSet<String> {
+    pub fn deferred<'r>(&self, registry: &'r Registry) -> &'r std::collections::BTreeSet<String> {
         registry.deferred(self.defer_after)
     }
 

@@ -27,6 +27,9 @@ pub struct Registry {
     tools: Vec<Arc<LoadedTool>>,
     names: HashMap<String, usize>,
     problems: Vec<Problem>,
+    /// The deferred tools, worked out on first use (the registry does not
+    /// change once built; a reload builds a new one).
+    deferred: std::sync::OnceLock<(usize, BTreeSet<String>)>,
 }
 
 impl Registry {
@@ -103,7 +106,13 @@ impl Registry {
     /// those that ask to be deferred (`should-defer`), and the third-party
     /// tools after the first `after` in pool order; never one that asks to
     /// be always loaded (`always-load`), nor ToolSearch itself.
-    pub fn deferred(&self, after: usize) -> BTreeSet<String> {
+    pub fn deferred(&self, after: usize) -> &BTreeSet<String> {
+        let (known_after, known) = self.deferred.get_or_init(|| (after, self.work_out_deferred(after)));
+        debug_assert_eq!(*known_after, after, "one host defers after one count");
+        known
+    }
+
+    fn work_out_deferred(&self, after: usize) -> BTreeSet<String> {
         let mut third_party = 0;
         let mut out = BTreeSet::new();
         for tool in self.pool() {
