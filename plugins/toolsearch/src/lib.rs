@@ -61,8 +61,11 @@ impl Tool for ToolSearch {
     fn is_read_only(_: &ToolSearchInput) -> bool {
         true
     }
+    // It changes what the session may call, so the calls after it in a
+    // stream wait for it and see what it loaded (run concurrently, whether a
+    // following call found its tool loaded would be a race).
     fn is_concurrency_safe(_: &ToolSearchInput) -> bool {
-        true
+        false
     }
     // Reading the tool list needs no approval.
     fn check_permissions(_: &ToolSearchInput, _: &Context) -> Permission {
