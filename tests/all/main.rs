@@ -23,6 +23,7 @@ mod prompt;
 mod reload;
 mod run;
 mod scheduler;
+mod startup;
 mod third_party;
 mod tools_list;
 mod toolsearch;

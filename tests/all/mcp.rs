@@ -648,4 +648,84 @@ mod rmcp_client {
             client.cancel().await.expect("close");
         });
     }
+
+    /// Counts `notifications/tools/list_changed`.
+    #[derive(Clone, Default)]
+    struct Watcher {
+        changes: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl rmcp::ClientHandler for Watcher {
+        async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+            self.changes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn serve_answers_a_stream_of_calls_through_replacements_additions_and_removals() {
+        let sb = Sandbox::new();
+        let wasm = std::fs::read(toolhost_tests::ECHO).unwrap();
+        let versions = [
+            toolhost_tests::with_custom_section(&wasm, "stream", b"a"),
+            toolhost_tests::with_custom_section(&wasm, "stream", b"b"),
+        ];
+        let put = |name: &str, bytes: &[u8]| toolhost_tests::put_atomically(&sb.plugins.join(name), bytes);
+        put("echo.wasm", &versions[0]);
+        let sleeper = std::fs::read(toolhost_tests::SLEEPER).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+            cmd.arg("serve");
+            let watcher = Watcher::default();
+            let client =
+                Arc::new(watcher.clone().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("init"));
+            // Four callers, one call at a time each, for as long as the
+            // directory changes under them.
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let callers: Vec<_> = (0..4)
+                .map(|c| {
+                    let (client, done) = (Arc::clone(&client), Arc::clone(&done));
+                    tokio::spawn(async move {
+                        let mut out = Vec::new();
+                        for i in 0.. {
+                            if done.load(std::sync::atomic::Ordering::SeqCst) {
+                                break;
+                            }
+                            let text_in = format!("c{c}-{i}");
+                            let r = client.call_tool(call("Echo", serde_json::json!({"text": text_in}))).await;
+                            out.push((text_in, r.map(|r| (r.is_error, text(&r))).map_err(|e| e.to_string())));
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        out
+                    })
+                })
+                .collect();
+            for step in 0..12 {
+                tokio::time::sleep(Duration::from_millis(if step % 3 == 2 { 300 } else { 40 })).await;
+                put("echo.wasm", &versions[(step + 1) % 2]);
+                match step % 4 {
+                    1 => put("sleeper.wasm", &sleeper),
+                    3 => drop(std::fs::remove_file(sb.plugins.join("sleeper.wasm"))),
+                    _ => {}
+                }
+            }
+            // The last changes land while the calls go on.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            let mut calls = 0;
+            for caller in callers {
+                for (text_in, r) in caller.await.expect("caller") {
+                    assert_eq!(r, Ok((Some(false), text_in.clone())), "the call {text_in}");
+                    calls += 1;
+                }
+            }
+            assert!(calls >= 100, "only {calls} calls");
+            // Each pause of 300 ms let a reload through, at least.
+            let changes = watcher.changes.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(changes >= 4, "{changes} notifications/tools/list_changed through twelve changes");
+            let names: Vec<String> =
+                client.list_all_tools().await.expect("tools/list").iter().map(|t| t.name.to_string()).collect();
+            assert!(names.contains(&"Echo".to_string()), "{names:?}");
+        });
+    }
 }

@@ -66,15 +66,45 @@ fn main() {
     assert!(host.problems().is_empty(), "{:?}", host.problems());
     let loaded = host.pool().len();
 
-    let restart = common::time(2, 20, || {
+    // Whole processes: the floor (`--version`), the built-ins alone, the
+    // plugins above, and twenty plugins (those, and fourteen copies of Echo
+    // renamed in their bytes: fourteen more components, names and cache
+    // entries).
+    let many = root.join("plugins-20");
+    std::fs::create_dir_all(&many).expect("bench dir");
+    for guest in guests {
+        let name = Path::new(guest).file_name().expect("name");
+        std::fs::copy(guest, many.join(name)).expect("copy guest");
+    }
+    for i in 1..=14 {
+        let (name, alias) = (format!("E{i:02}o"), format!("P{i:02}rot"));
+        // The name is in the code too: LLVM writes a 4-byte string as one
+        // `i32.const`.
+        let bytes = renamed(&echo, &i32_const(b"Echo"), &i32_const(name.as_bytes()));
+        let bytes = renamed(&renamed(&bytes, b"Echo", name.as_bytes()), b"Parrot", alias.as_bytes());
+        std::fs::write(many.join(format!("echo-{i:02}.wasm")), bytes).expect("write copy");
+    }
+    let empty = root.join("no-plugins");
+    std::fs::create_dir_all(&empty).expect("bench dir");
+    let tools = |dir: &Path| {
         let out = Command::new(TOOLHOST)
-            .args(["--workspace", path(&workspace), "--plugins", path(&plugins), "tools"])
+            .args(["--workspace", path(&workspace), "--plugins", path(dir), "tools"])
             .env("TOOLHOST_CACHE_DIR", &cache)
             .env("TOOLHOST_DATA_DIR", root.join("data"))
             .output()
             .expect("toolhost tools");
-        assert!(out.status.success());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8").lines().count()
+    };
+    let listed = tools(&many); // compiles and describes the copies once
+    assert_eq!(listed, tools(&many));
+    let floor = common::time(2, 30, || {
+        assert!(Command::new(TOOLHOST).arg("--version").output().expect("toolhost --version").status.success());
     });
+    let builtins_only = common::time(2, 30, || assert!(tools(&empty) > 0));
+    let restart = common::time(2, 30, || assert!(tools(&plugins) > 0));
+    let twenty = common::time(2, 30, || assert_eq!(tools(&many), listed));
     let unchanged = common::time(5, 200, || assert!(host.reload_plugins().is_none()));
     let mut n = 1;
     let cached = common::time(2, 40, || {
@@ -110,11 +140,45 @@ fn main() {
     println!("{loaded} tools ({} plugins), all cached\n", guests.len());
     println!("| what | median | p10–p90 | over a restart |");
     println!("|---|---|---|---|");
+    row("process floor: `toolhost --version`", &floor);
+    row("start: `toolhost tools`, built-ins only", &builtins_only);
     row("restart: `toolhost tools`, a new process", &restart);
+    row(&format!("start: `toolhost tools`, 20 cached plugins ({listed} lines)"), &twenty);
     row("`reload_plugins`, nothing changed", &unchanged);
     row("`reload_plugins`, one component replaced (cached version)", &cached);
     row("`reload_plugins`, one component replaced (new bytes, compiled)", &fresh);
     row("watching host: file renamed in → `tools_changed` (150 ms debounce)", &watched);
+}
+
+/// The instruction `i32.const` of four bytes read as a little-endian number.
+fn i32_const(four: &[u8]) -> Vec<u8> {
+    let mut value = i64::from(i32::from_le_bytes(four.try_into().expect("four bytes")));
+    let mut out = vec![0x41];
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0) {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// `bytes` with every `from` replaced by `to` (of the same length).
+fn renamed(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i + from.len() <= out.len() {
+        if &out[i..i + from.len()] == from {
+            out[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 fn path(p: &Path) -> &str {

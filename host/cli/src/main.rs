@@ -234,11 +234,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         builder = builder.workspace(w);
     }
     // The long-running fronts pick up plugins as they come and go.
-    let watch = match cli.command {
-        Command::Run { no_watch, .. } | Command::Serve { no_watch, .. } => !no_watch,
-        _ => false,
+    let (watch, long_running) = match cli.command {
+        Command::Run { no_watch, .. } | Command::Serve { no_watch, .. } => (!no_watch, true),
+        _ => (false, false),
     };
-    builder = builder.watch_plugins(watch);
+    // They also link the tools while waiting for their first calls; a
+    // one-shot command links only the tool it calls.
+    builder = builder.watch_plugins(watch).link_in_background(long_running);
     if std::io::stderr().is_terminal() {
         builder = builder.compile_progress(Arc::new(show_compile));
     }

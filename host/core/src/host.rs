@@ -55,6 +55,7 @@ pub struct HostBuilder {
     confinement: Confinement,
     settings: Option<Settings>,
     watch: bool,
+    link_in_background: bool,
     compile_progress: Option<CompileSink>,
     grants_source: Option<GrantsSource>,
 }
@@ -138,6 +139,17 @@ impl HostBuilder {
         self
     }
 
+    /// Link the tools a start found compiled and described in the cache on
+    /// a thread of their own after the start, instead of at each one's first
+    /// use. A start reads neither such a component nor its compiled form
+    /// (it costs a stat and a small file), so the first call of each would
+    /// otherwise link it (about a millisecond per megabyte of component).
+    /// Worth it for a long-running front; default: no.
+    pub fn link_in_background(mut self, link: bool) -> Self {
+        self.link_in_background = link;
+        self
+    }
+
     /// Told about compiles that take long (over a second: the first load of
     /// a large component, the built-ins at a first start): once a second
     /// while one runs, and when it is done. They are also logged (info).
@@ -201,6 +213,7 @@ impl HostBuilder {
             grants: &settings.tool_grants,
             project: &cwd,
             progress: self.compile_progress.as_ref(),
+            link_later: true,
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
         let mut plugins = PluginSet::default();
@@ -240,6 +253,9 @@ impl HostBuilder {
             watcher: Mutex::new(None),
             compile_progress: self.compile_progress,
         });
+        if self.link_in_background {
+            link_in_background(&inner);
+        }
         if self.watch
             && let Some(dir) = &inner.plugins_dir
         {
@@ -265,6 +281,34 @@ const LONGEST_BURST: Duration = Duration::from_secs(2);
 /// Watches `dir` (created if missing) on a thread of its own: each burst of
 /// changes to component files reloads the directory once. The thread ends
 /// with the watcher, which ends with the host.
+/// Links every tool of the registry not linked yet, on a thread of its own
+/// (one that stops if the host goes away). A call meanwhile links its own
+/// tool, or waits for this thread to finish linking it.
+fn link_in_background(inner: &Arc<Inner>) {
+    let host: Weak<Inner> = Arc::downgrade(inner);
+    let tools: Vec<Arc<LoadedTool>> = inner.pipeline.registry().pool().into_iter().filter(|t| !t.is_linked()).collect();
+    if tools.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("toolhost-link".into()).spawn(move || {
+        let started = Instant::now();
+        for tool in &tools {
+            let Some(inner) = host.upgrade() else { return };
+            if let Err(e) = tool.pre(inner.pipeline.sandbox()) {
+                tracing::warn!(tool = %tool.spec.name, error = %e, "could not link a tool; its calls will fail");
+            }
+        }
+        tracing::debug!(
+            tools = tools.len(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "linked in the background"
+        );
+    });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "no thread to link in the background; tools link at their first use");
+    }
+}
+
 fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, String> {
     use notify::Watcher as _;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create it: {e}"))?;
@@ -455,7 +499,8 @@ impl Host {
             }
         }
         let grants = inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let fresh = match PluginSet::scan(&inner.loader(&grants), dir, &plugins) {
+        // A reload links what it loads: the new tools are ready when told.
+        let fresh = match PluginSet::scan(&inner.loader(&grants, false), dir, &plugins) {
             Ok(set) => set,
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot read the plugins directory; the tools stay as they were");
@@ -547,7 +592,7 @@ impl Host {
     /// Compiles through the cache, like a start.
     pub fn check_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
-        self.inner.loader(&grants).component_file(path)
+        self.inner.loader(&grants, false).component_file(path)
     }
 
     /// Loads a component file the way a plugin would be loaded, through the
@@ -558,12 +603,13 @@ impl Host {
     /// capability it does not request is refused: no grant could load it.
     pub fn review_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
-        self.inner.loader(&grants).component_file_as_requested(path)
+        self.inner.loader(&grants, false).component_file_as_requested(path)
     }
 }
 
 impl Inner {
-    fn loader<'a>(&'a self, grants: &'a ToolGrants) -> Loader<'a> {
+    /// A loader for reloads (`link_later`) or for checking one component.
+    fn loader<'a>(&'a self, grants: &'a ToolGrants, link_later: bool) -> Loader<'a> {
         Loader {
             sandbox: self.pipeline.sandbox(),
             cache_dir: self.cache_dir.as_deref(),
@@ -571,6 +617,7 @@ impl Inner {
             grants,
             project: &self.pipeline.dirs().cwd,
             progress: self.compile_progress.as_ref(),
+            link_later,
         }
     }
 }

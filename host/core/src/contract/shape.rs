@@ -7,7 +7,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// A contract version (`major.minor.patch`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Version(pub u64, pub u64, pub u64);
 
 impl Version {
@@ -31,7 +31,7 @@ impl fmt::Display for Version {
 }
 
 /// A host capability a component can import beyond WASI.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Capability {
     /// `progress`: report progress and log. Every tool may.
     Progress,
@@ -99,7 +99,7 @@ fn list(items: &[String]) -> String {
 }
 
 /// What a component is, as far as the host cares.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shape {
     /// The contract version of its `tool` export.
     pub version: Version,

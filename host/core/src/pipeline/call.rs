@@ -234,8 +234,8 @@ impl Pipeline {
         let grants = since.as_deref().unwrap_or(&tool.grants);
         let base = grants.limits(self.sandbox.limits());
         let limits = CallLimits { timeout: base.timeout.min(CLASSIFY_TIMEOUT), ..base };
-        self.sandbox
-            .instantiate(&tool.pre, grants, scope, limits)
+        tool.pre(&self.sandbox)
+            .and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits))
             .and_then(|mut i| {
                 let text = tool_use.input.to_string();
                 i.guest.is_concurrency_safe(&mut i.store, &text)
@@ -251,8 +251,8 @@ impl Pipeline {
         let tool = registry.resolve(tool)?;
         let scope = self.scratch_scope(tool, String::new());
         let _running = self.sandbox.running();
-        let mut instance =
-            self.sandbox.instantiate(&tool.pre, &Grants::default(), scope, self.sandbox.limits()).ok()?;
+        let pre = tool.pre(&self.sandbox).ok()?;
+        let mut instance = self.sandbox.instantiate(pre, &Grants::default(), scope, self.sandbox.limits()).ok()?;
         instance.guest.is_enabled(&mut instance.store).ok()
     }
 
@@ -332,7 +332,7 @@ impl Pipeline {
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;
-            self.sandbox.instantiate(&tool.pre, grants, scope, limits).map_err(|e| {
+            tool.pre(&self.sandbox).and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits)).map_err(|e| {
                 tracing::error!(error = %format!("{e:#}"), "could not instantiate");
                 format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
             })
@@ -591,7 +591,8 @@ impl Run<'_> {
         self.instance.captured.log(&name, self.id);
         let scope = self.instance.store.data().call.again();
         let limits = grants.limits(self.pipeline.sandbox.limits());
-        self.instance = self.pipeline.sandbox.instantiate(&self.tool.pre, &grants, scope, limits)?;
+        let pre = self.tool.pre(&self.pipeline.sandbox)?;
+        self.instance = self.pipeline.sandbox.instantiate(pre, &grants, scope, limits)?;
         self.limits = limits;
         let output = self.call_guest()?;
         Ok(Some(match output {

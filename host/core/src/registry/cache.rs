@@ -39,23 +39,48 @@ pub fn key(engine: &Engine, content: &str) -> String {
     hex(&h.0.finalize())
 }
 
+/// Whether a compiled form of the component with content hash `content` is
+/// in the cache (whether it is usable is known once it is read).
+pub fn has_compiled(engine: &Engine, content: &str, dir: &Path) -> bool {
+    component_path(dir, engine, content).exists()
+}
+
+/// Where the compiled form of the component with content hash `content` is kept.
+fn component_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
+    dir.join("components").join(format!("{}.cwasm", key(engine, content)))
+}
+
+/// The artifact cached for the component whose SHA-256 is `content`, if
+/// there is a usable one. A missing, unreadable or stale entry is `None` (it
+/// only costs a compile).
+pub fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
+    let path = component_path(dir, engine, content);
+    if !path.exists() {
+        return None;
+    }
+    // SAFETY: the file is one this host wrote into its own cache directory,
+    // named by the hash of the component and of the engine configuration;
+    // wasmtime also checks the engine compatibility recorded in it.
+    match unsafe { Component::deserialize_file(engine, &path) } {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry");
+            None
+        }
+    }
+}
+
 /// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or
 /// compiles it and caches the result. Cache failures only cost time: a
 /// missing, unreadable or stale entry is compiled afresh; an unwritable cache
 /// directory means compiling at every start.
 pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
     let Some(dir) = dir else { return Component::new(engine, wasm) };
-    let path = dir.join("components").join(format!("{}.cwasm", key(engine, content)));
-    if path.exists() {
-        // SAFETY: the file is one this host wrote into its own cache directory,
-        // named by the hash of the component and of the engine configuration;
-        // wasmtime also checks the engine compatibility recorded in it.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(c) => return Ok(c),
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry"),
-        }
+    if let Some(component) = cached(engine, content, dir) {
+        return Ok(component);
     }
     let component = Component::new(engine, wasm)?;
+    let path = component_path(dir, engine, content);
     if let Err(e) = store(&path, &component) {
         tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
     }
@@ -67,14 +92,18 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
 /// read with that field's default) is never used.
 ///
 /// [`ToolSpec`]: super::tool::ToolSpec
-const SPEC_FORMAT: u32 = 3;
+const SPEC_FORMAT: u32 = 4;
 
 /// A saved description: the tool's spec as loading made it (caps applied),
-/// and the warnings loading gave.
+/// the warnings loading gave, and the component's shape and requests (so a
+/// start can grant it without reading the component or its compiled form).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Described {
     pub spec: super::tool::ToolSpec,
     pub warnings: Vec<String>,
+    pub shape: crate::contract::Shape,
+    /// Its `toolhost:requests`.
+    pub requests: crate::contract::Requests,
 }
 
 /// Where the description of the component with content hash `content` is kept.
@@ -136,7 +165,13 @@ mod tests {
             cancels_siblings: true,
         };
         let path = dir.path().join("t.spec.json");
-        let described = Described { spec, warnings: vec!["cut".into()] };
+        let shape = crate::contract::Shape {
+            version: crate::contract::Version(1, 1, 0),
+            capabilities: vec![crate::contract::Capability::Files],
+            imports: vec!["wasi:cli/stdout@0.2.6".into()],
+        };
+        let requests = crate::contract::Requests { process: true, ..Default::default() };
+        let described = Described { spec, warnings: vec!["cut".into()], shape, requests };
         write_spec(&path, &described);
         assert_eq!(read_spec(&path), Some(described));
         std::fs::write(&path, b"{not json").unwrap();

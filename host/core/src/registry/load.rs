@@ -5,18 +5,21 @@
 use super::builtins;
 use super::cache;
 use super::pool::Registry;
-use super::tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
+use super::tool::{
+    Hints, InputRoles, LinkLater, Linked, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec, WasmSource,
+};
 use crate::contract::ToolPre;
 use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
-use crate::contract::{self, CallScope, Capability, Namespace, Requests};
+use crate::contract::{self, CallScope, Capability, Namespace, Requests, Version};
 use crate::fsx::Dirs;
-use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, GuestFault, Sandbox};
+use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, GuestFault, HostState, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::Component;
 
@@ -33,6 +36,10 @@ pub struct Loader<'a> {
     pub project: &'a Path,
     /// Told about compiles that take long (see [`CompileProgress`]).
     pub progress: Option<&'a CompileSink>,
+    /// Whether a tool whose compiled form and description are both cached
+    /// is linked at its first use instead of now (a host's start and
+    /// reloads; not a check, which links to find what fails).
+    pub link_later: bool,
 }
 
 /// A compile that takes long (the first load of a large component): told
@@ -57,13 +64,12 @@ impl Loader<'_> {
     /// Loads the built-in tools embedded in the binary. A built-in that does
     /// not load is a fault of the build: its name and why.
     pub fn builtins(&self, registry: &mut Registry) -> Result<(), (String, LoadError)> {
-        for embedded in builtins::EMBEDDED {
+        let loaded = in_parallel(builtins::EMBEDDED, |embedded| {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
             let source = format!("built-in {}", embedded.crate_dir);
-            let wasm = embedded.wasm.to_vec();
-            let component = self.compile(&source, wasm, embedded.sha256, COMPILE_TIMEOUT).map_err(fail)?;
+            let (wasm, from) = (Cow::Borrowed(embedded.wasm), WasmSource::Embedded(embedded.wasm));
             let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
-            let mut tool = self.load(&component, embedded.sha256, Origin::Builtin, requests).map_err(fail)?;
+            let mut tool = self.load(&source, wasm, from, embedded.sha256, Origin::Builtin, requests).map_err(fail)?;
             // Its requests are granted as a third-party tool's are, on top
             // of what a built-in gets by default.
             let mut granted = builtins::granted(&tool.requests);
@@ -71,6 +77,12 @@ impl Loader<'_> {
                 granted.add(more);
             }
             self.grant(&mut tool, &granted).map_err(fail)?;
+            Ok(tool)
+        });
+        for (embedded, tool) in builtins::EMBEDDED.iter().zip(loaded) {
+            let tool = tool.unwrap_or_else(|| {
+                Err((embedded.crate_dir.to_string(), LoadError::Compile("its loader thread stopped".into())))
+            })?;
             registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
         }
         Ok(())
@@ -78,34 +90,25 @@ impl Loader<'_> {
 
     /// [`Loader::component_file`] of every path, on up to one thread per
     /// core, with each file's content hash (none if it could not be read).
-    pub(super) fn files_in_parallel(&self, paths: &[PathBuf]) -> Vec<(Option<String>, Result<LoadedTool, LoadError>)> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len());
-        if threads <= 1 {
-            return paths.iter().map(|p| self.read_and_load(p)).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        type Slot = std::sync::Mutex<Option<(Option<String>, Result<LoadedTool, LoadError>)>>;
-        let slots: Vec<Slot> = paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(path) = paths.get(i) else { return };
-                        let outcome = self.read_and_load(path);
-                        *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-                    }
-                });
+    /// A path may come with the hash of its bytes as an earlier scan read
+    /// them (its stamp unchanged since): if the cache holds that
+    /// component's compiled form and description, the file is not read.
+    pub(super) fn files_in_parallel(
+        &self,
+        paths: &[(PathBuf, Option<String>)],
+    ) -> Vec<(Option<String>, Result<LoadedTool, LoadError>)> {
+        in_parallel(paths, |(path, hash)| {
+            if let Some(hash) = hash
+                && let Some(mut tool) = self.cached(hash, Origin::Plugin(path.clone()), WasmSource::File(path.clone()))
+            {
+                let granted = self.grants.get(&tool.spec.name).cloned().unwrap_or_default();
+                return (Some(hash.clone()), self.grant(&mut tool, &granted).map(|()| tool));
             }
-        });
-        slots
-            .into_iter()
-            .map(|slot| {
-                slot.into_inner()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .unwrap_or_else(|| (None, Err(LoadError::Compile("its loader thread stopped".into()))))
-            })
-            .collect()
+            self.read_and_load(path)
+        })
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or_else(|| (None, Err(LoadError::Compile("its loader thread stopped".into())))))
+        .collect()
     }
 
     /// Loads a third-party component file: size and header check, compile
@@ -165,8 +168,9 @@ impl Loader<'_> {
         // What it imports and which contract it serves, before compiling.
         contract::scan::check(&contract::scan::outline(&bytes)?)?;
         let requests = contract::requests::read(&bytes)?;
-        let component = self.compile(&path.display().to_string(), bytes, hash, COMPILE_TIMEOUT)?;
-        let mut tool = self.load(&component, hash, Origin::Plugin(path.to_path_buf()), requests)?;
+        let (source, from) = (path.display().to_string(), WasmSource::File(path.to_path_buf()));
+        let origin = Origin::Plugin(path.to_path_buf());
+        let mut tool = self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Requests::default();
         let granted = match as_requested {
@@ -200,37 +204,65 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Checks, links and describes `component`, whose content hash is
-    /// `content`. Its description depends only on its bytes: one saved
-    /// beside its compiled form by an earlier start (and checked again) is
-    /// used without instantiating it; otherwise it is asked, and saved.
+    /// The tool whose component has the content hash `content`, linked at
+    /// its first use, when [`Loader::link_later`] and the cache holds its
+    /// compiled form and its description (with its shape and requests):
+    /// neither the component nor its compiled form is read.
+    fn cached(&self, content: &str, origin: Origin, from: WasmSource) -> Option<LoadedTool> {
+        let dir = self.cache_dir.filter(|_| self.link_later)?;
+        let engine = self.sandbox.engine();
+        let known = known_description(&cache::spec_path(dir, engine, content))?;
+        if !Version::HOST.supports(known.shape.version) || !cache::has_compiled(engine, content, dir) {
+            return None;
+        }
+        let cache::Described { spec, warnings, shape, requests } = known;
+        let version = shape.version;
+        let later = LinkLater { cache_dir: dir.to_path_buf(), hash: content.to_string(), version, wasm: from };
+        Some(LoadedTool::new(spec, origin, requests, shape, Linked::later(later), warnings))
+    }
+
+    /// Compiles (through the cache), checks, links and describes the
+    /// component `wasm`, whose content hash is `content`. Its description
+    /// depends only on its bytes: one saved beside its compiled form by an
+    /// earlier load (and checked again) is used without instantiating it;
+    /// otherwise it is asked, and saved. With both in the cache and
+    /// [`Loader::link_later`], the tool is linked at its first use.
     fn load(
         &self,
-        component: &Component,
+        source: &str,
+        wasm: Cow<'static, [u8]>,
+        from: WasmSource,
         content: &str,
         origin: Origin,
         requests: Requests,
     ) -> Result<LoadedTool, LoadError> {
-        let shape = contract::inspect(self.sandbox.engine(), component)?;
-        let pre = self.sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        let pre = ToolPre::new(shape.version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-        let spec_file = self.cache_dir.map(|d| cache::spec_path(d, self.sandbox.engine(), content));
+        if let Some(tool) = self.cached(content, origin.clone(), from) {
+            return Ok(tool);
+        }
+        let engine = self.sandbox.engine();
+        let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, content));
         let known = spec_file.as_deref().and_then(known_description);
-        let described = known.is_none();
+        let component = self.compile(source, wasm, content, COMPILE_TIMEOUT)?;
+        let shape = contract::inspect(engine, &component)?;
+        let pre = link(self.sandbox, &component, shape.version)?;
         let (spec, warnings) = match known {
             Some(known) => (known.spec, known.warnings),
-            None => self.describe(&pre)?,
+            None => {
+                let (spec, warnings) = self.describe(&pre)?;
+                // A new description's schemas compile before it is kept (the
+                // built-ins' are known good, and compiled at first use).
+                if origin != Origin::Builtin {
+                    spec.compile_input().map_err(LoadError::Invalid)?;
+                    spec.compile_output().map_err(LoadError::Invalid)?;
+                }
+                if let Some(file) = &spec_file {
+                    let (spec, warnings, shape) = (spec.clone(), warnings.clone(), shape.clone());
+                    cache::write_spec(file, &cache::Described { spec, warnings, shape, requests: requests.clone() });
+                }
+                (spec, warnings)
+            }
         };
-        let (input, output) = (OnceLock::new(), OnceLock::new());
-        if origin != Origin::Builtin {
-            let _ = input.set(spec.compile_input().map_err(LoadError::Invalid)?);
-            let _ = output.set(spec.compile_output().map_err(LoadError::Invalid)?);
-        }
-        if let (true, Some(file)) = (described, &spec_file) {
-            cache::write_spec(file, &cache::Described { spec: spec.clone(), warnings: warnings.clone() });
-        }
-        let grants = Grants::default();
-        Ok(LoadedTool { spec, origin, grants, requests, missing: Vec::new(), shape, pre, input, output, warnings })
+        Ok(LoadedTool::new(spec, origin, requests, shape, Linked::now(pre), warnings))
     }
 
     /// Instantiates the tool once, without capabilities, to read its `info`
@@ -293,7 +325,18 @@ pub const MAX_SCHEMA_DEPTH: usize = 32;
 impl Loader<'_> {
     /// [`compile_within`], reporting a compile that takes long to
     /// [`Loader::progress`] and the log.
-    fn compile(&self, source: &str, wasm: Vec<u8>, hash: &str, timeout: Duration) -> Result<Component, LoadError> {
+    fn compile(
+        &self,
+        source: &str,
+        wasm: Cow<'static, [u8]>,
+        hash: &str,
+        timeout: Duration,
+    ) -> Result<Component, LoadError> {
+        // A compiled form in the cache is read here; only a compile needs a
+        // thread of its own (and the bytes copied to it).
+        if let Some(component) = self.cache_dir.and_then(|dir| cache::cached(self.sandbox.engine(), hash, dir)) {
+            return Ok(component);
+        }
         let bytes = wasm.len();
         let started = std::time::Instant::now();
         let mut reported = false;
@@ -307,7 +350,7 @@ impl Loader<'_> {
             }
         };
         let engine = self.sandbox.engine();
-        let out = compile_within(engine, wasm, hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
+        let out = compile_within(engine, wasm.into_owned(), hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
         if reported {
             tracing::info!(source, took_ms = started.elapsed().as_millis() as u64, ok = out.is_ok(), "compiled");
             if let Some(sink) = self.progress {
@@ -359,6 +402,67 @@ fn compile_within(
             }
         }
     }
+}
+
+/// `component` linked against the sandbox's linker, as a tool serving the
+/// contract `version`.
+fn link(sandbox: &Sandbox, component: &Component, version: Version) -> Result<ToolPre<HostState>, LoadError> {
+    let pre = sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    ToolPre::new(version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
+}
+
+/// Links a tool loaded with [`Linked::later`]: its compiled form from the
+/// cache, or, if that went missing or stale since, compiled again from its
+/// bytes (a file's only while they still have the hash it was loaded with).
+pub(super) fn link_later(sandbox: &Sandbox, later: &LinkLater) -> Result<ToolPre<HostState>, LoadError> {
+    let engine = sandbox.engine();
+    let component = match cache::cached(engine, &later.hash, &later.cache_dir) {
+        Some(component) => component,
+        None => {
+            let bytes = match &later.wasm {
+                WasmSource::Embedded(bytes) => Cow::Borrowed(*bytes),
+                WasmSource::File(path) => {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| LoadError::Compile(format!("cannot read {}: {e}", path.display())))?;
+                    if cache::content_hash(&bytes) != later.hash {
+                        return Err(LoadError::Compile(format!(
+                            "{} changed since it was loaded; it is loaded again when the plugins directory is next read",
+                            path.display()
+                        )));
+                    }
+                    Cow::Owned(bytes)
+                }
+            };
+            cache::compile(engine, &bytes, &later.hash, Some(&later.cache_dir))
+                .map_err(|e| LoadError::Compile(format!("{e:#}")))?
+        }
+    };
+    tracing::debug!(hash = %later.hash, "linked at first use");
+    link(sandbox, &component, later.version)
+}
+
+/// `f` of every item, on up to one thread per core, in the items' order
+/// (`None` for an item whose thread panicked).
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    if threads <= 1 {
+        return items.iter().map(|item| Some(f(item))).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<R>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { return };
+                    let out = f(item);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                }
+            });
+        }
+    });
+    slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
 }
 
 /// `text` cut to `max` characters, noting the cut in `warnings`.

@@ -9,7 +9,7 @@ use super::tool::LoadedTool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Every component file of the plugins directory, as last loaded.
 #[derive(Default)]
@@ -21,6 +21,9 @@ pub struct PluginSet {
 /// them gave.
 struct PluginFile {
     stamp: Stamp,
+    /// Whether `stamp` was [`Stamp::settled`] when the file was read: only
+    /// then does an equal stamp later mean the same bytes.
+    settled: bool,
     hash: String,
     /// The operator's grants it was loaded under (a change loads it again).
     grants: String,
@@ -39,21 +42,100 @@ enum Outcome {
 }
 
 /// What the file system says of a file, to skip reading one that did not
-/// change (size and modification time, and the inode on Unix).
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// change: its size, modification and change times, and where it is (on
+/// Unix, device and inode). A write or a rename over it changes the change
+/// time or the inode, and no program can set the change time back, so equal
+/// stamps mean the bytes read before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Stamp {
     len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
+    modified: Option<(u64, u32)>,
+    changed: (i64, i64),
+    inode: (u64, u64),
 }
 
 impl Stamp {
     fn of(meta: &std::fs::Metadata) -> Stamp {
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs(), d.subsec_nanos()));
         #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(meta);
+        let (changed, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            ((meta.ctime(), meta.ctime_nsec()), (meta.dev(), meta.ino()))
+        };
         #[cfg(not(unix))]
-        let inode = 0;
-        Stamp { len: meta.len(), modified: meta.modified().ok(), inode }
+        let (changed, inode) = ((0, 0), (0, 0));
+        Stamp { len: meta.len(), modified, changed, inode }
+    }
+
+    /// Whether the file was last written long enough before `now` that a
+    /// write after now is sure to change the stamp. File times tick
+    /// coarsely (milliseconds), so a file written again in the same tick,
+    /// to the same size, over a reused inode would look unchanged; such a
+    /// recent stamp is not trusted, and the file is read again next time.
+    fn settled(&self, now: SystemTime) -> bool {
+        const MARGIN: Duration = Duration::from_secs(2);
+        let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else { return false };
+        let changed = Duration::new(self.changed.0.max(0) as u64, self.changed.1.clamp(0, 999_999_999) as u32);
+        let modified = self.modified.map_or(Duration::MAX, |(secs, nanos)| Duration::new(secs, nanos));
+        changed.max(modified).saturating_add(MARGIN) < now
+    }
+}
+
+/// The content hash of each plugin file as a start last read it, by path
+/// and stamp, kept in the cache directory: a start whose files did not
+/// change hashes none of them (with their compiled forms and descriptions
+/// cached, it reads none of them either). Only a hint: an entry counts for a
+/// file whose stamp is the same.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct KnownHashes {
+    files: BTreeMap<PathBuf, (Stamp, String)>,
+}
+
+impl KnownHashes {
+    const FILE: &str = "plugin-hashes-v1.json";
+
+    fn read(cache_dir: Option<&Path>) -> KnownHashes {
+        let read = || serde_json::from_slice(&std::fs::read(cache_dir?.join(Self::FILE)).ok()?).ok();
+        read().unwrap_or_default()
+    }
+
+    fn hash(&self, path: &Path, stamp: &Stamp) -> Option<String> {
+        self.files.get(path).filter(|(known, _)| known == stamp).map(|(_, hash)| hash.clone())
+    }
+
+    /// Saves the hashes of `set`'s files (those of `dir`) when they differ
+    /// from these, keeping other directories' unless there are many.
+    fn update(&self, cache_dir: Option<&Path>, dir: &Path, set: &PluginSet) {
+        const MOST: usize = 512;
+        let Some(cache_dir) = cache_dir else { return };
+        let mut files: BTreeMap<PathBuf, (Stamp, String)> = self
+            .files
+            .iter()
+            .filter(|(path, _)| path.parent() != Some(dir))
+            .map(|(path, known)| (path.clone(), known.clone()))
+            .collect();
+        if files.len() + set.files.len() > MOST {
+            files.clear();
+        }
+        files.extend(
+            set.files
+                .iter()
+                .filter(|(_, f)| !f.hash.is_empty())
+                .map(|(path, f)| (path.clone(), (f.stamp, f.hash.clone()))),
+        );
+        if files == self.files {
+            return;
+        }
+        let save = || -> std::io::Result<()> {
+            crate::fsx::replace_file(&cache_dir.join(Self::FILE), &serde_json::to_vec(&KnownHashes { files })?)
+        };
+        if let Err(e) = save() {
+            tracing::debug!(error = %e, "could not save the plugins' hashes");
+        }
     }
 }
 
@@ -95,20 +177,33 @@ impl PluginSet {
     pub fn scan(loader: &Loader<'_>, dir: &Path, previous: &PluginSet) -> Result<PluginSet, std::io::Error> {
         let mut files = BTreeMap::new();
         let mut fresh = Vec::new();
+        let now = SystemTime::now();
         for path in PluginSet::list(dir)? {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
             let stamp = Stamp::of(&meta);
+            let settled = stamp.settled(now);
             match previous.files.get(&path) {
-                Some(known) if known.stamp == stamp && known.grants == grant_key(&known.outcome, loader) => {
+                Some(known)
+                    if known.stamp == stamp && known.settled && known.grants == grant_key(&known.outcome, loader) =>
+                {
                     let (hash, outcome, grants) = (known.hash.clone(), known.outcome.clone(), known.grants.clone());
-                    files.insert(path, PluginFile { stamp, hash, grants, outcome });
+                    files.insert(path, PluginFile { stamp, settled, hash, grants, outcome });
                 }
-                _ => fresh.push((path, stamp)),
+                _ => fresh.push((path, stamp, settled)),
             }
         }
-        let paths: Vec<PathBuf> = fresh.iter().map(|(p, _)| p.clone()).collect();
+        // A start learns the hashes of the files an earlier start read (a
+        // reload knows them from `previous`, and leaves saving the new ones
+        // to the next start).
+        let start = previous.files.is_empty();
+        let known = match start && !fresh.is_empty() {
+            true => KnownHashes::read(loader.cache_dir),
+            false => KnownHashes::default(),
+        };
+        let paths: Vec<(PathBuf, Option<String>)> =
+            fresh.iter().map(|(path, stamp, _)| (path.clone(), known.hash(path, stamp))).collect();
         let loaded = loader.files_in_parallel(&paths);
-        for ((path, stamp), (hash, outcome)) in fresh.into_iter().zip(loaded) {
+        for ((path, stamp, settled), (hash, outcome)) in fresh.into_iter().zip(loaded) {
             let before = previous.files.get(&path);
             let outcome = match (outcome, before) {
                 // The same bytes touched again, under the same grants: what
@@ -130,9 +225,13 @@ impl PluginSet {
                 (Err(e), None) => Outcome::Failed(e.to_string()),
             };
             let grants = grant_key(&outcome, loader);
-            files.insert(path, PluginFile { stamp, hash: hash.unwrap_or_default(), grants, outcome });
+            files.insert(path, PluginFile { stamp, settled, hash: hash.unwrap_or_default(), grants, outcome });
         }
-        Ok(PluginSet { files })
+        let set = PluginSet { files };
+        if start {
+            known.update(loader.cache_dir, dir, &set);
+        }
+        Ok(set)
     }
 
     /// Registers the plugins after `builtins`, in file-name order, noting
@@ -219,5 +318,25 @@ pub fn diff(before: &Registry, after: &Registry, previous: &PluginSet, now: &Plu
             .map(|(name, _)| name.clone())
             .collect(),
         problems: now.new_problems(previous),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_is_trusted_only_once_the_file_is_older_than_the_clock_can_blur() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.wasm");
+        std::fs::write(&path, b"x").unwrap();
+        let stamp = Stamp::of(&std::fs::metadata(&path).unwrap());
+        assert!(!stamp.settled(SystemTime::now()), "just written");
+        assert!(stamp.settled(SystemTime::now() + Duration::from_secs(3)));
+        // Written again: the same size, a new stamp.
+        std::fs::write(&path, b"y").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() + Duration::from_secs(1)).unwrap();
+        assert_ne!(Stamp::of(&std::fs::metadata(&path).unwrap()), stamp);
     }
 }

@@ -1,10 +1,11 @@
-//! A loaded tool: its compiled component ready to instantiate, what it says
-//! about itself, its compiled schemas, and what it was granted.
+//! A loaded tool: its compiled component ready to instantiate (or to link at
+//! its first use), what it says about itself, its compiled schemas, and what
+//! it was granted.
 
 use super::schema::Schema;
 use crate::contract::ToolPre;
-use crate::contract::{Capability, Namespace, Requests, RequestsError, Shape, ShapeError};
-use crate::sandbox::{Grants, HostState};
+use crate::contract::{Capability, Namespace, Requests, RequestsError, Shape, ShapeError, Version};
+use crate::sandbox::{Grants, HostState, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -182,9 +183,9 @@ pub struct LoadedTool {
     /// What it requested and was not granted, one line each.
     pub missing: Vec<String>,
     pub shape: Shape,
-    pub(crate) pre: ToolPre<HostState>,
-    /// Compiled on first use for built-ins (known good; most runs use few of
-    /// them), at load for plugins (so a broken schema is refused at once).
+    pub(crate) linked: Linked,
+    /// Compiled on first use (most runs use few tools); a plugin's new
+    /// description is refused at load if its schemas do not compile.
     pub(super) input: OnceLock<Schema>,
     pub(super) output: OnceLock<Option<Schema>>,
     /// What the loader cut from the tool's declaration, for people.
@@ -192,6 +193,19 @@ pub struct LoadedTool {
 }
 
 impl LoadedTool {
+    pub(crate) fn new(
+        spec: ToolSpec,
+        origin: Origin,
+        requests: Requests,
+        shape: Shape,
+        linked: Linked,
+        warnings: Vec<String>,
+    ) -> LoadedTool {
+        let (input, output) = (OnceLock::new(), OnceLock::new());
+        let (grants, missing) = (Grants::default(), Vec::new());
+        LoadedTool { spec, origin, grants, requests, missing, shape, linked, input, output, warnings }
+    }
+
     /// Built-in tools are trusted to grant permission (`allow`); third-party
     /// tools are not.
     pub fn trusted(&self) -> bool {
@@ -208,12 +222,70 @@ impl LoadedTool {
         self.output.get_or_init(|| self.spec.compile_output().unwrap_or_else(|e| Some(Schema::reject_all(e)))).as_ref()
     }
 
+    /// Its component linked against the host, ready to instantiate: linked
+    /// now if it was not at load (a compiled form read from the cache).
+    pub(crate) fn pre(&self, sandbox: &Sandbox) -> wasmtime::Result<&ToolPre<HostState>> {
+        self.linked.get(sandbox).map_err(|e| wasmtime::Error::msg(e.clone()))
+    }
+
+    /// Whether its component is linked (a start links a component whose
+    /// compiled form and description are cached at its first use).
+    pub fn is_linked(&self) -> bool {
+        self.linked.ready.get().is_some()
+    }
+
     /// The namespace of its session state.
     pub fn namespace(&self) -> Namespace {
         match self.origin {
             Origin::Builtin => Namespace::Shared,
             Origin::Plugin(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
         }
+    }
+}
+
+/// A tool's component linked against the host's linker: at load, or at its
+/// first use when loading found its compiled form and its description in the
+/// cache (a start then reads neither the component nor its compiled form;
+/// a tool never called costs a stat and a small file).
+pub(crate) struct Linked {
+    ready: OnceLock<Result<ToolPre<HostState>, String>>,
+    later: Option<LinkLater>,
+}
+
+/// Where a component linked at its first use comes from.
+pub(crate) struct LinkLater {
+    pub cache_dir: PathBuf,
+    /// The SHA-256 of its bytes.
+    pub hash: String,
+    pub version: Version,
+    /// Its bytes, compiled again if the cached form went missing or stale.
+    pub wasm: WasmSource,
+}
+
+pub(crate) enum WasmSource {
+    Embedded(&'static [u8]),
+    /// A file, used only while its bytes still have the hash loaded.
+    File(PathBuf),
+}
+
+impl Linked {
+    pub(crate) fn now(pre: ToolPre<HostState>) -> Linked {
+        Linked { ready: OnceLock::from(Ok(pre)), later: None }
+    }
+
+    pub(crate) fn later(later: LinkLater) -> Linked {
+        Linked { ready: OnceLock::new(), later: Some(later) }
+    }
+
+    /// The linked component; the first caller links it (others wait for
+    /// it), and a failure stays the answer.
+    fn get(&self, sandbox: &Sandbox) -> Result<&ToolPre<HostState>, &String> {
+        self.ready
+            .get_or_init(|| match &self.later {
+                Some(later) => super::load::link_later(sandbox, later).map_err(|e| e.to_string()),
+                None => Err("it was never linked".into()),
+            })
+            .as_ref()
     }
 }
 
