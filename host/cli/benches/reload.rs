@@ -105,6 +105,23 @@ fn main() {
     let builtins_only = common::time(2, 30, || assert!(tools(&empty) > 0));
     let restart = common::time(2, 30, || assert!(tools(&plugins) > 0));
     let twenty = common::time(2, 30, || assert_eq!(tools(&many), listed));
+    // A start links a cached tool at its first call: that call against a
+    // later one.
+    let echo_use =
+        toolhost::ToolUse { id: "toolu_1".into(), name: "Echo".into(), input: serde_json::json!({"text": "x"}) };
+    let call = |host: &Host| {
+        let started = Instant::now();
+        let r = host.call(&host.ephemeral_session(), &echo_use, &toolhost::CallOptions::default());
+        assert!(!r.is_error, "{r:?}");
+        started.elapsed()
+    };
+    let mut first = Vec::new();
+    for _ in 0..20 {
+        let fresh = build(false);
+        first.push(call(&fresh).as_secs_f64() * 1e6);
+    }
+    let first = common::stats(first);
+    let later = common::stats((0..200).map(|_| call(&host).as_secs_f64() * 1e6).collect());
     let unchanged = common::time(5, 200, || assert!(host.reload_plugins().is_none()));
     let mut n = 1;
     let cached = common::time(2, 40, || {
@@ -144,6 +161,8 @@ fn main() {
     row("start: `toolhost tools`, built-ins only", &builtins_only);
     row("restart: `toolhost tools`, a new process", &restart);
     row(&format!("start: `toolhost tools`, 20 cached plugins ({listed} lines)"), &twenty);
+    row("first call of a tool after a start (linked then)", &first);
+    row("a later call of the same tool", &later);
     row("`reload_plugins`, nothing changed", &unchanged);
     row("`reload_plugins`, one component replaced (cached version)", &cached);
     row("`reload_plugins`, one component replaced (new bytes, compiled)", &fresh);
