@@ -20,6 +20,7 @@ mod modes;
 mod network;
 mod permissions;
 mod prompt;
+mod python;
 mod reload;
 mod run;
 mod scheduler;

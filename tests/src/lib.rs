@@ -8,6 +8,8 @@ use std::process::Command;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+pub mod python;
+
 /// The workspace root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace root").to_path_buf()
