@@ -18,6 +18,7 @@ mod limits;
 mod mcp;
 mod modes;
 mod network;
+mod new;
 mod permissions;
 mod prompt;
 mod python;

@@ -3,6 +3,7 @@
 
 mod input;
 mod install;
+mod new;
 mod prompt;
 
 use anyhow::Context as _;
@@ -154,6 +155,18 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Start a tool project: the source of a small working tool, the WIT and
+    /// the helper it builds against, build.sh (pinned toolchain) and test.sh
+    New {
+        /// The tool's name, as the model will call it (e.g. `WordCount`)
+        name: String,
+        /// The language to write it in
+        #[arg(long, value_enum)]
+        lang: new::Lang,
+        /// Where to create it [default: the name in kebab case, here]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Remove an installed tool from the plugins directory, and its grants
     /// from the workspace's .toolhost/settings.local.json
     Uninstall {
@@ -196,6 +209,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(w) => w.clone(),
         None => std::env::current_dir().context("the current directory")?,
     };
+    if let Command::New { name, lang, dir } = &cli.command {
+        return new::new(name, *lang, dir.as_deref());
+    }
     let mut sources = Sources::standard(&workspace);
     if let Command::Trust = cli.command {
         return trust(&sources);
@@ -282,7 +298,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let http = http.map(|addr| (addr, toolhost_mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
             serve(host, config, http)
         }
-        Command::Trust => unreachable!("handled before the host starts"),
+        Command::Trust | Command::New { .. } => unreachable!("handled before the host starts"),
     }
 }
 
