@@ -37,8 +37,9 @@ pub struct Loader<'a> {
     /// Told about compiles that take long (see [`CompileProgress`]).
     pub progress: Option<&'a CompileSink>,
     /// Whether a tool whose compiled form and description are both cached
-    /// is linked at its first use instead of now (a host's start and
-    /// reloads; not a check, which links to find what fails).
+    /// is linked at its first use instead of now: a host's start. Not a
+    /// reload (its new tools are ready when announced), nor a check (which
+    /// links to find what fails).
     pub link_later: bool,
 }
 
