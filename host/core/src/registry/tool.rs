@@ -228,8 +228,8 @@ impl LoadedTool {
         self.linked.get(sandbox).map_err(|e| wasmtime::Error::msg(e.clone()))
     }
 
-    /// Whether its component is linked (a start links a component whose
-    /// compiled form and description are cached at its first use).
+    /// Whether its component is linked yet (a start leaves a component
+    /// whose compiled form and description are cached to its first use).
     pub fn is_linked(&self) -> bool {
         self.linked.ready.get().is_some()
     }
