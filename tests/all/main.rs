@@ -14,6 +14,7 @@ mod hooks;
 mod host_errors;
 mod in_process;
 mod install;
+mod js;
 mod limits;
 mod mcp;
 mod modes;

@@ -44,29 +44,7 @@ fn python(line: Line) -> PathBuf {
     };
     cell.get_or_init(|| {
         let venv = toolhost_tests::repo_root().join("target").join("mcp-venv").join(line.dir());
-        let python = venv.join("bin").join("python");
-        let marker = venv.join(".installed");
-        if !marker.exists() {
-            let _ = std::fs::remove_dir_all(&venv);
-            let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status();
-            assert!(
-                made.is_ok_and(|s| s.success()),
-                "python3 -m venv {} failed (is python3 installed?)",
-                venv.display()
-            );
-            let out = Command::new(&python)
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", line.requirement()])
-                .output()
-                .expect("run pip");
-            assert!(
-                out.status.success(),
-                "pip install {} failed:\n{}",
-                line.requirement(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::fs::write(&marker, line.requirement()).expect("write marker");
-        }
-        python
+        toolhost_tests::toolchain::venv(&venv, line.requirement())
     })
     .clone()
 }

@@ -34,6 +34,37 @@ fn a_new_python_tool_builds_checks_and_answers() {
 }
 
 #[test]
+fn a_new_js_tool_builds_checks_and_answers() {
+    let sb = Sandbox::new();
+    let dir = sb.root.join("shout-js");
+    let r = toolhost(&sb, &["new", "ShoutJs", "--lang", "js", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    for file in ["app.js", "toolhost.js", "wit/tool.wit", "package.json", "build.sh", "test.sh"] {
+        assert!(dir.join(file).exists(), "no {file}");
+    }
+    // The suite's componentize-qjs (the same pinned version the project's
+    // package.json installs).
+    let modules = toolhost_tests::js::componentizer(toolhost_tests::js::Engine::QuickJs);
+    let program = modules.join(".bin").join("componentize-qjs");
+    project_test(&sb, &dir, &[("COMPONENTIZE_QJS", program.display().to_string())]);
+}
+
+/// The scaffolds pin the toolchains the suite tests the helpers with.
+#[test]
+fn new_projects_pin_the_tested_toolchains() {
+    let sb = Sandbox::new();
+    let (py, js) = (sb.root.join("py"), sb.root.join("js"));
+    assert_eq!(toolhost(&sb, &["new", "P", "--lang", "python", "--dir", py.to_str().unwrap()]).code, 0);
+    assert_eq!(toolhost(&sb, &["new", "J", "--lang", "js", "--dir", js.to_str().unwrap()]).code, 0);
+    let build = std::fs::read_to_string(py.join("build.sh")).unwrap();
+    let pin = format!("componentize-py=={}", toolhost_tests::python::COMPONENTIZE_PY);
+    assert!(build.contains(&pin), "{build}");
+    let package = std::fs::read_to_string(js.join("package.json")).unwrap();
+    let pin = format!("\"componentize-qjs\": \"{}\"", toolhost_tests::js::COMPONENTIZE_QJS);
+    assert!(package.contains(&pin), "{package}");
+}
+
+#[test]
 fn a_new_rust_tool_builds_checks_and_answers() {
     let sb = Sandbox::new();
     let r = toolhost(&sb, &["new", "WordCount", "--lang", "rust"]);

@@ -5,7 +5,6 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -98,18 +97,7 @@ fn calc_through_run_in_order_with_progress() {
         // A classification that raises counts as not concurrency-safe.
         json!({"type": "tool_use", "id": "f", "name": "PyFaults", "input": {"do": "ok"}}),
     ];
-    let mut child = spawn_piped(&sb, &["--allow", "PyFaults", "run"]);
-    let mut stdin = child.stdin.take().unwrap();
-    for line in &lines {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
-    let out: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .map(|l| serde_json::from_str(&l).unwrap())
-        .collect();
-    assert!(child.wait().unwrap().success());
+    let out = run_stream(&sb, &["--allow", "PyFaults"], &lines);
     let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
     let ids: Vec<&str> = results.iter().map(|r| r["tool_use_id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "{out:?}");
@@ -125,60 +113,22 @@ fn calc_through_run_in_order_with_progress() {
 
 #[test]
 fn calc_through_serve_lists_calls_reports_progress_and_fails_cleanly() {
-    use rmcp::ServiceExt as _;
-    use rmcp::model::CallToolRequestParams;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Client {
-        progress: Arc<Mutex<Vec<String>>>,
-    }
-    impl rmcp::ClientHandler for Client {
-        async fn on_progress(
-            &self,
-            params: rmcp::model::ProgressNotificationParam,
-            _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-        ) {
-            self.progress.lock().unwrap().push(params.message.unwrap_or_default());
-        }
-    }
-    fn request(args: Value) -> CallToolRequestParams {
-        let Value::Object(args) = args else { panic!("object") };
-        CallToolRequestParams::new("Calc").with_arguments(args)
-    }
-    fn text(r: &rmcp::model::CallToolResult) -> String {
-        r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
-    }
-
     let sb = Sandbox::new();
     install(&sb, calc(), "calc.wasm");
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
-        cmd.arg("serve");
-        let handler = Client::default();
-        let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn");
-        let client = handler.clone().serve(transport).await.expect("initialize");
+    with_served(&sb, |client, handler| async move {
         let tools = client.list_all_tools().await.expect("tools/list");
         let calc = tools.iter().find(|t| t.name == "Calc").expect("Calc listed");
         assert_eq!(calc.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
         assert!(calc.description.as_deref().is_some_and(|d| d.contains("exactly")), "{calc:?}");
 
-        let r = client.call_tool(request(json!({"expressions": ["a = 2", "a ** 10"]}))).await.expect("call");
-        assert_eq!((r.is_error, text(&r)), (Some(false), "a = 2\n1024".to_string()));
-        let r = client.call_tool(request(json!({"expressions": ["a / 0"]}))).await.expect("call");
-        assert_eq!((r.is_error, text(&r)), (Some(true), "division by zero".to_string()));
-        let r = client.call_tool(request(json!({"expressions": ["1"], "x": 1}))).await.expect("call");
-        assert!(r.is_error == Some(true) && text(&r).contains("unexpected parameter `x`"), "{r:?}");
-        // Progress notifications may trail their result a little.
-        for _ in 0..100 {
-            if handler.progress.lock().unwrap().iter().any(|m| m == "2/2: a ** 10") {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        let progress = handler.progress.lock().unwrap().clone();
+        let r = client.call_tool(mcp_call("Calc", json!({"expressions": ["a = 2", "a ** 10"]}))).await.expect("call");
+        assert_eq!((r.is_error, mcp_text(&r)), (Some(false), "a = 2\n1024".to_string()));
+        let r = client.call_tool(mcp_call("Calc", json!({"expressions": ["a / 0"]}))).await.expect("call");
+        assert_eq!((r.is_error, mcp_text(&r)), (Some(true), "division by zero".to_string()));
+        let r = client.call_tool(mcp_call("Calc", json!({"expressions": ["1"], "x": 1}))).await.expect("call");
+        assert!(r.is_error == Some(true) && mcp_text(&r).contains("unexpected parameter `x`"), "{r:?}");
+        let progress = handler.wait_for("2/2: a ** 10").await;
         assert!(progress.iter().any(|m| m == "2/2: a ** 10"), "{progress:?}");
-        client.cancel().await.expect("close");
+        client
     });
 }

@@ -139,3 +139,94 @@ pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
     // SAFETY: both descriptors are open and owned by nobody else.
     unsafe { (std::fs::File::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) }
 }
+
+/// `toolhost ARGS… run` fed `lines`: every line it wrote, parsed (it must
+/// exit 0).
+pub fn run_stream(sb: &Sandbox, args: &[&str], lines: &[Value]) -> Vec<Value> {
+    use std::io::{BufRead as _, Write as _};
+    let mut all = args.to_vec();
+    all.push("run");
+    let mut child = spawn_piped(sb, &all);
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write a line");
+    }
+    drop(stdin);
+    let out: Vec<Value> = std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .lines()
+        .map_while(Result::ok)
+        .map(|l| serde_json::from_str(&l).expect("a JSON line"))
+        .collect();
+    assert!(child.wait().expect("wait").success(), "{out:?}");
+    out
+}
+
+/// An MCP client (rmcp) that keeps the progress messages it is sent.
+#[derive(Clone, Default)]
+pub struct ProgressClient {
+    pub progress: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for ProgressClient {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params.message.unwrap_or_default());
+    }
+}
+
+impl ProgressClient {
+    /// Waits up to 2 s for a progress message equal to `message` (progress
+    /// may trail its result a little); the messages so far.
+    pub async fn wait_for(&self, message: &str) -> Vec<String> {
+        for _ in 0..100 {
+            if self.progress.lock().unwrap().iter().any(|m| m == message) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        self.progress.lock().unwrap().clone()
+    }
+}
+
+/// Runs `session` against `toolhost serve` in `sb` over stdio, with an rmcp
+/// client that keeps progress, on a runtime of its own; closes it after.
+pub fn with_served<F, Fut>(sb: &Sandbox, session: F)
+where
+    F: FnOnce(rmcp::service::RunningService<rmcp::RoleClient, ProgressClient>, ProgressClient) -> Fut,
+    Fut: std::future::Future<Output = rmcp::service::RunningService<rmcp::RoleClient, ProgressClient>>,
+{
+    with_served_args(sb, &[], session)
+}
+
+/// [`with_served`], with `args` before `serve`.
+pub fn with_served_args<F, Fut>(sb: &Sandbox, args: &[&str], session: F)
+where
+    F: FnOnce(rmcp::service::RunningService<rmcp::RoleClient, ProgressClient>, ProgressClient) -> Fut,
+    Fut: std::future::Future<Output = rmcp::service::RunningService<rmcp::RoleClient, ProgressClient>>,
+{
+    use rmcp::ServiceExt as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(toolhost_command(sb));
+        cmd.args(args).arg("serve");
+        let handler = ProgressClient::default();
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn toolhost serve");
+        let client = handler.clone().serve(transport).await.expect("initialize");
+        let client = session(client, handler).await;
+        client.cancel().await.expect("close");
+    });
+}
+
+/// An MCP `tools/call` of `name` with `args` (a JSON object).
+pub fn mcp_call(name: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
+    let Value::Object(args) = args else { panic!("arguments are an object") };
+    rmcp::model::CallToolRequestParams::new(name).with_arguments(args)
+}
+
+/// The text blocks of an MCP result, joined by newlines.
+pub fn mcp_text(r: &rmcp::model::CallToolResult) -> String {
+    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}

@@ -8,7 +8,9 @@ use std::process::Command;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+pub mod js;
 pub mod python;
+pub mod toolchain;
 
 /// The workspace root.
 pub fn repo_root() -> PathBuf {

@@ -1,4 +1,4 @@
-//! `toolhost new NAME --lang rust|python [--dir DIR]`: a tool project ready
+//! `toolhost new NAME --lang rust|python|js [--dir DIR]`: a tool project ready
 //! to build against the contract this binary serves, with its own copy of
 //! the WIT and the helper (so it builds anywhere, and keeps building against
 //! the contract it was made with), a build script with pinned toolchains,
@@ -12,11 +12,15 @@ use std::process::ExitCode;
 pub enum Lang {
     Rust,
     Python,
+    /// JavaScript, on QuickJS (componentize-qjs).
+    #[value(alias = "javascript")]
+    Js,
 }
 
 /// The contract, and the helpers, as this binary was built with them.
 const WIT: &str = include_str!("../../../wit/tool.wit");
 const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost.py");
+const JS_HELPER: &str = include_str!("../../../sdk/js/toolhost.js");
 const RUST_SDK: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../sdk/src/lib.rs")),
     ("src/context.rs", include_str!("../../../sdk/src/context.rs")),
@@ -29,6 +33,10 @@ const RUST_SDK: &[(&str, &str)] = &[
 /// The componentize-py a Python project builds with (the one the test suite
 /// builds the examples with).
 pub const COMPONENTIZE_PY: &str = "0.25.1";
+
+/// The componentize-qjs a JavaScript project builds with (the one the test
+/// suite builds the examples with).
+pub const COMPONENTIZE_QJS: &str = "0.4.5";
 
 /// The SDK's dependencies, as the workspace pins them (a test checks).
 const SDK_DEPENDENCIES: &str = r#"globset = "0.4"
@@ -47,6 +55,7 @@ pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<ExitCod
     }
     let files = match lang {
         Lang::Python => python(name, &crate_name),
+        Lang::Js => js(name, &crate_name),
         Lang::Rust => rust(name, &crate_name),
     };
     for (path, contents, executable) in &files {
@@ -198,6 +207,84 @@ fi
         script("build.sh", build),
         script("test.sh", test_script(crate_name, &wasm, name)),
         file(".gitignore", ".venv/\n__pycache__/\n*.wasm\n"),
+    ]
+}
+
+fn js(name: &str, crate_name: &str) -> Vec<File> {
+    let wasm = format!("{crate_name}.wasm");
+    let app = format!(
+        r#"// {name}: a toolhost tool in JavaScript (see toolhost.js for what the helper does).
+
+import {{ define, ToolError }} from "./toolhost.js";
+
+export const tool = define({{
+  name: "{name}",
+  description: "Shouts the text it is given.",
+  prompt: "Returns `text` in capitals. Replace this with what the model should know about the tool.",
+  inputSchema: {{
+    type: "object",
+    properties: {{ text: {{ type: "string", description: "What to shout" }} }},
+    required: ["text"],
+  }},
+  // The same answer for every input: declared once, shown to MCP clients.
+  readOnly: true,
+  destructive: false,
+
+  isConcurrencySafe(input) {{
+    return true;
+  }},
+
+  call(input, ctx) {{
+    ctx.progress("shouting");
+    const calls = Number(ctx.session.get("calls", "0")) + 1;
+    ctx.session.set("calls", String(calls)); // kept for the session
+    if (!input.text.trim()) throw new ToolError("give some text to shout", "invalid-input");
+    return input.text.toUpperCase();
+  }},
+}});
+"#
+    );
+    let build = format!(
+        r#"#!/bin/sh
+# Builds {wasm} with componentize-qjs {COMPONENTIZE_QJS} (QuickJS; installed into
+# node_modules by npm on first use; set COMPONENTIZE_QJS to use another
+# installation). `--sync`: synchronous exports, which toolhost runs (the
+# default runtime uses the component-model async ABI, which it refuses).
+set -eu
+cd "$(dirname "$0")"
+if [ -z "${{COMPONENTIZE_QJS:-}}" ]; then
+    if [ ! -x node_modules/.bin/componentize-qjs ]; then
+        npm install --no-audit --no-fund --loglevel=error
+    fi
+    COMPONENTIZE_QJS=node_modules/.bin/componentize-qjs
+fi
+"$COMPONENTIZE_QJS" --wit wit --world plugin --sync --js app.js --output {wasm}
+"#
+    );
+    let package = format!(
+        r#"{{
+  "name": "{package}",
+  "private": true,
+  "type": "module",
+  "scripts": {{
+    "build": "./build.sh",
+    "test": "./test.sh"
+  }},
+  "devDependencies": {{
+    "componentize-qjs": "{COMPONENTIZE_QJS}"
+  }}
+}}
+"#,
+        package = crate_name.replace('_', "-"),
+    );
+    vec![
+        file("app.js", app),
+        file("toolhost.js", JS_HELPER),
+        file("wit/tool.wit", WIT),
+        file("package.json", package),
+        script("build.sh", build),
+        script("test.sh", test_script(crate_name, &wasm, name)),
+        file(".gitignore", "node_modules/\n*.wasm\n"),
     ]
 }
 

@@ -87,11 +87,8 @@ pub enum ShapeError {
     UnknownImport(String),
     #[error("imports what toolhost does not provide: {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; "))]
     MissingImports(Vec<super::scan::Missing>),
-    #[error(
-        "uses the component-model async ABI ({0}), which toolhost does not run: build the tool for WASI 0.2 \
-         (wasm32-wasip2) with synchronous exports and imports (no `async` in its WIT bindings)"
-    )]
-    AsyncAbi(&'static str),
+    #[error("uses the component-model async ABI ({what}), which toolhost does not run: {fix}")]
+    AsyncAbi { what: &'static str, fix: String },
 }
 
 fn list(items: &[String]) -> String {

@@ -1,0 +1,199 @@
+//! Tools written in JavaScript with the SDK's helper (`sdk/js/toolhost.js`),
+//! built by componentize-qjs (QuickJS, `--sync`) and componentize-js
+//! (SpiderMonkey), each pinned and installed from npm on first use, served
+//! through `call`, `run` and `serve`: the example Notes, and a test tool
+//! whose faults the helper must turn into answers.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use toolhost_tests::js::{Engine, js_tool};
+
+/// A JavaScript tool built with `engine` and compiled into the shared cache
+/// once per test process.
+fn built(dir: &str, engine: Engine, cell: &'static OnceLock<PathBuf>) -> &'static Path {
+    cell.get_or_init(|| {
+        let wasm = js_tool(&toolhost_tests::repo_root().join(dir), engine);
+        let sb = Sandbox::new();
+        let r = toolhost(&sb, &["check", wasm.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{r:?}");
+        wasm
+    })
+}
+
+fn notes() -> &'static Path {
+    static CELL: OnceLock<PathBuf> = OnceLock::new();
+    built("sdk/js/examples/notes", Engine::QuickJs, &CELL)
+}
+
+fn faults(engine: Engine) -> &'static Path {
+    static QJS: OnceLock<PathBuf> = OnceLock::new();
+    static SM: OnceLock<PathBuf> = OnceLock::new();
+    let cell = if engine == Engine::QuickJs { &QJS } else { &SM };
+    built("tests/js/faults", engine, cell)
+}
+
+fn install(sb: &Sandbox, wasm: &Path, name: &str) {
+    std::fs::copy(wasm, sb.plugins.join(name)).unwrap();
+}
+
+#[test]
+fn notes_through_call_keeps_notes_per_session_and_fails_cleanly() {
+    let sb = Sandbox::new();
+    install(&sb, notes(), "notes.wasm");
+    let s1 = ["--session", "s1", "--allow", "Notes"];
+    let notes = |input: Value| call(&sb, "Notes", &input, &s1);
+    let saved = notes(json!({"action": "save", "title": "plan", "text": "1. read the tests\n2. fix the parser"}));
+    assert_eq!(saved.assert_ok(), "Saved \"plan\" (35 characters).");
+    notes(json!({"action": "save", "title": "bug", "text": "The parser drops trailing commas."})).assert_ok();
+    assert_eq!(notes(json!({"action": "get", "title": "plan"})).assert_ok(), "1. read the tests\n2. fix the parser");
+    let found = notes(json!({"action": "search", "query": "PARSER trailing"}));
+    assert_eq!(found.assert_ok(), "1 of 2 notes match:\n- bug: The parser drops trailing commas.");
+    assert!(found.stderr.contains("[progress] searched 2/2 notes"), "{}", found.stderr);
+    let listed = notes(json!({"action": "list"}));
+    assert_eq!(listed.assert_ok(), "- bug (33 characters)\n- plan (35 characters)");
+    // The model's mistakes, then the schema's refusals.
+    notes(json!({"action": "get", "title": "plans"}))
+        .assert_error("no note titled \"plans\"; the notes are: bug, plan");
+    notes(json!({"action": "save", "title": "x"})).assert_error("\"save\" needs a \"text\"");
+    notes(json!({"action": "save", "title": "x", "text": "y".repeat(16_001)})).assert_error("at most 16000");
+    notes(json!({"action": "shout"})).assert_error("InputValidationError");
+    notes(json!({"action": "list", "titel": "x"})).assert_error("unexpected parameter `titel`");
+    assert_eq!(notes(json!({"action": "delete", "title": "bug"})).assert_ok(), "Deleted \"bug\".");
+    // Another session sees none of it.
+    let other = call(&sb, "Notes", &json!({"action": "list"}), &["--session", "s2"]);
+    assert_eq!(other.assert_ok(), "There are no notes yet.");
+
+    // Reading calls need no permission; the declaration says which do.
+    let listed = toolhost(&sb, &["tools", "--json"]).json();
+    let tool = listed.as_array().unwrap().iter().find(|t| t["name"] == "Notes").expect("Notes listed");
+    assert_eq!(tool["input_schema"]["additionalProperties"], false, "{tool}");
+    assert_eq!(tool["input_schema"]["required"], json!(["action"]), "{tool}");
+    call(&sb, "Notes", &json!({"action": "save", "title": "t", "text": "x"}), &[]).assert_error("permission");
+}
+
+#[test]
+fn notes_through_run_in_order_reads_beside_each_other() {
+    let sb = Sandbox::new();
+    install(&sb, notes(), "notes.wasm");
+    let use_ = |id: &str, input: Value| json!({"type": "tool_use", "id": id, "name": "Notes", "input": input});
+    let lines = [
+        use_("a", json!({"action": "save", "title": "n1", "text": "alpha beta"})),
+        use_("b", json!({"action": "save", "title": "n2", "text": "beta gamma"})),
+        use_("c", json!({"action": "search", "query": "beta"})),
+        use_("d", json!({"action": "get", "title": "n1"})),
+        use_("e", json!({"action": "get"})),
+        use_("f", json!({"action": "delete", "title": "n1"})),
+        use_("g", json!({"action": "list"})),
+    ];
+    let out = run_stream(&sb, &["--allow", "Notes"], &lines);
+    let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+    let ids: Vec<&str> = results.iter().map(|r| r["tool_use_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f", "g"], "{out:?}");
+    let answer = |i: usize| (results[i]["is_error"].as_bool().unwrap(), content_text(results[i]));
+    assert_eq!(answer(2), (false, "2 of 2 notes match:\n- n1: alpha beta\n- n2: beta gamma".into()));
+    assert_eq!(answer(3), (false, "alpha beta".into()));
+    assert!(answer(4).0 && answer(4).1.contains("needs a \"title\""), "{:?}", answer(4));
+    assert_eq!(answer(6), (false, "- n2 (10 characters)".into()));
+    assert!(out.iter().any(|v| v["type"] == "progress" && v["tool_use_id"] == "c"), "{out:?}");
+}
+
+#[test]
+fn notes_through_serve_lists_calls_reports_progress_and_fails_cleanly() {
+    let sb = Sandbox::new();
+    install(&sb, notes(), "notes.wasm");
+    with_served(&sb, |client, _| async move {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let notes = tools.iter().find(|t| t.name == "Notes").expect("Notes listed");
+        // Read-only for some inputs only: no claim either way.
+        assert_eq!(notes.annotations.as_ref().and_then(|a| a.read_only_hint), None, "{notes:?}");
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "list"}))).await.expect("call");
+        assert_eq!((r.is_error, mcp_text(&r)), (Some(false), "There are no notes yet.".to_string()));
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "get", "title": "x"}))).await.expect("call");
+        assert!(r.is_error == Some(true) && mcp_text(&r).contains("there are no notes yet"), "{r:?}");
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "list", "x": 1}))).await.expect("call");
+        assert!(r.is_error == Some(true) && mcp_text(&r).contains("unexpected parameter `x`"), "{r:?}");
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "search", "query": "q"}))).await.expect("call");
+        assert_eq!((r.is_error, mcp_text(&r)), (Some(false), "No note contains \"q\".".to_string()));
+        client
+    });
+    // Progress, from a search over notes that exist (saving asks, so the
+    // session allows Notes).
+    let sb2 = Sandbox::new();
+    install(&sb2, notes(), "notes.wasm");
+    with_served_args(&sb2, &["--allow", "Notes"], |client, handler| async move {
+        for title in ["a", "b"] {
+            let save = json!({"action": "save", "title": title, "text": "some words"});
+            let r = client.call_tool(mcp_call("Notes", save)).await.expect("call");
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+        }
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "search", "query": "words"}))).await.expect("call");
+        assert!(mcp_text(&r).starts_with("2 of 2 notes match"), "{r:?}");
+        // The structured result, for programs.
+        let r = client.call_tool(mcp_call("Notes", json!({"action": "list"}))).await.expect("call");
+        let titles = r.structured_content.as_ref().map(|s| s["titles"].clone());
+        assert_eq!(titles, Some(json!(["b", "a"])), "{r:?}");
+        let progress = handler.wait_for("searched 2/2 notes").await;
+        assert!(progress.iter().any(|m| m == "searched 2/2 notes"), "{progress:?}");
+        client
+    });
+}
+
+/// What every engine's build of the fault tool must answer.
+fn faults_become_answers(engine: Engine) {
+    let sb = Sandbox::new();
+    install(&sb, faults(engine), "faults.wasm");
+    let allow = ["--allow", "JsFaults"];
+    let faults = |what: &str| call(&sb, "JsFaults", &json!({"do": what}), &allow);
+    // A bug: the exception and where it happened (file, line, function).
+    let text = faults("bug").assert_error("the tool failed with an exception:\nTypeError");
+    assert!(text.contains("app.js:") && text.contains("divide"), "{text}");
+    faults("throw-string").assert_error("a thrown value: not an Error");
+    faults("tool-error").assert_error("the file is gone");
+    faults("too-large").assert_error("session state refused \"big\": value-too-large");
+    let ok = faults("ok");
+    assert_eq!(ok.json()["content"][0], json!({"type": "text", "text": "{\"fine\":true}"}), "{ok:?}");
+    // console goes to the host's log, tagged with the tool; not into the result.
+    let input = json!({"do": "console"}).to_string();
+    let out = toolhost_command(&sb)
+        .env("RUST_LOG", "info")
+        .args(["--allow", "JsFaults", "call", "JsFaults", &input])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "logged");
+    assert!(stderr.contains("a line for the log from JsFaults {\"n\":1}") && stderr.contains("JsFaults"), "{stderr}");
+    assert!(stderr.contains("an error line"), "{stderr}");
+    // A classification that throws answers false: the call runs alone, and
+    // the warning says why.
+    let lines = [json!({"type": "tool_use", "id": "a", "name": "JsFaults", "input": {"do": "ok"}})];
+    let out = run_stream(&sb, &allow, &lines);
+    assert!(out.iter().any(|v| v["type"] == "tool_result" && v["is_error"] == false), "{out:?}");
+}
+
+#[test]
+fn quickjs_faults_become_answers_with_their_stack() {
+    faults_become_answers(Engine::QuickJs);
+}
+
+#[test]
+fn spidermonkey_faults_become_answers_with_their_stack() {
+    faults_become_answers(Engine::SpiderMonkey);
+}
+
+/// A default componentize-qjs build (the async ABI) is refused before any
+/// compile, with the flag that fixes it.
+#[test]
+fn a_default_quickjs_build_is_refused_with_its_fix() {
+    let wasm = js_tool(&toolhost_tests::repo_root().join("tests/js/faults"), Engine::QuickJsAsync);
+    let sb = Sandbox::new();
+    let r = toolhost(&sb, &["check", wasm.to_str().unwrap()]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("async ABI") && r.stdout.contains("componentize-qjs --sync"), "{r:?}");
+    install(&sb, &wasm, "faults.wasm");
+    let tools = toolhost(&sb, &["tools"]);
+    assert!(!tools.stdout.contains("JsFaults"), "{tools:?}");
+    assert!(tools.stderr.contains("componentize-qjs --sync"), "{tools:?}");
+}

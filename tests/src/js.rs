@@ -1,0 +1,97 @@
+//! JavaScript tools for the tests and benchmarks, with the helper in
+//! `sdk/js`: built by componentize-qjs (QuickJS, `--sync`: the default of
+//! `toolhost new --lang js`) or by componentize-js (SpiderMonkey), each
+//! pinned and installed from npm under `target/js-tools` on first use, once
+//! per change of the tool's sources (kept under `target/js-build`).
+
+use crate::toolchain;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The componentize-qjs the tests build with (and `toolhost new` pins).
+pub const COMPONENTIZE_QJS: &str = "0.4.5";
+/// The componentize-js the tests build with.
+pub const COMPONENTIZE_JS: &str = "0.23.0";
+
+/// The JavaScript engine a tool is built with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// componentize-qjs: about 1.6 MB, compiled in under a second.
+    QuickJs,
+    /// componentize-js (StarlingMonkey): about 12 MB. Built with its
+    /// defaults (which import wasi:http; the host links it and grants no
+    /// host).
+    SpiderMonkey,
+    /// componentize-qjs without `--sync`: its default runtime, which uses
+    /// the component-model async ABI (the host refuses it).
+    QuickJsAsync,
+}
+
+impl Engine {
+    fn package(self) -> String {
+        match self {
+            Engine::QuickJs | Engine::QuickJsAsync => format!("componentize-qjs@{COMPONENTIZE_QJS}"),
+            Engine::SpiderMonkey => format!("@bytecodealliance/componentize-js@{COMPONENTIZE_JS}"),
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            Engine::QuickJs | Engine::QuickJsAsync => "qjs",
+            Engine::SpiderMonkey => "spidermonkey",
+        }
+    }
+}
+
+/// The installed `node_modules` of `engine`'s componentizer. Panics, saying
+/// how to install it, when that fails.
+pub fn componentizer(engine: Engine) -> PathBuf {
+    let prefix = crate::repo_root().join("target").join("js-tools").join(engine.dir());
+    toolchain::npm(&prefix, &engine.package())
+}
+
+/// The component built from the JavaScript tool in `dir` (its `app.js`,
+/// importing `./toolhost.js`) with `engine`.
+pub fn js_tool(dir: &Path, engine: Engine) -> PathBuf {
+    let root = crate::repo_root();
+    let sdk = root.join("sdk").join("js");
+    let wit = root.join("wit");
+    let name = format!("{}-{engine:?}", dir.file_name().and_then(|n| n.to_str()).expect("a tool directory"));
+    let modules = componentizer(engine);
+    let pin = engine.package();
+    toolchain::build_once("js-build", &name, &pin, &[&sdk, dir, &wit], &["js", "wit"], |out| {
+        // The app beside the helper, as a project has them.
+        let stage = out.with_extension("src");
+        let _ = std::fs::remove_dir_all(&stage);
+        std::fs::create_dir_all(&stage).expect("staging dir");
+        for source in [dir, &sdk] {
+            for entry in std::fs::read_dir(source).expect("read sources").flatten() {
+                if entry.path().extension().is_some_and(|x| x == "js") {
+                    std::fs::copy(entry.path(), stage.join(entry.file_name())).expect("stage a source");
+                }
+            }
+        }
+        let what = format!("{} for {}", engine.package(), dir.display());
+        match engine {
+            Engine::QuickJs | Engine::QuickJsAsync => {
+                let mut command = Command::new(modules.join(".bin").join("componentize-qjs"));
+                command.arg("--wit").arg(&wit).args(["--world", "plugin"]);
+                if engine == Engine::QuickJs {
+                    command.arg("--sync");
+                }
+                toolchain::run(&what, command.arg("--js").arg(stage.join("app.js")).arg("--output").arg(out))
+            }
+            Engine::SpiderMonkey => toolchain::run(
+                &what,
+                Command::new("node")
+                    .arg(modules.join("@bytecodealliance/componentize-js/src/cli.js"))
+                    .arg(stage.join("app.js"))
+                    .arg("--wit")
+                    .arg(&wit)
+                    .args(["--world-name", "plugin", "--out"])
+                    .arg(out),
+            ),
+        }
+        let _ = std::fs::remove_dir_all(&stage);
+    })
+}
