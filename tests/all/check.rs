@@ -72,3 +72,41 @@ fn imports_the_host_does_not_provide_are_named_before_compiling() {
     // (The check before compiling says this; after compiling, the link
     // would have failed on the first of them alone.)
 }
+
+/// `toolhost stamp`: requests written into a component without the SDK's
+/// macro are read like the macro's, checked first, and never doubled.
+#[test]
+fn stamp_writes_requests_the_loader_reads() {
+    let sb = Sandbox::new();
+    let wasm = sb.root.join("echo.wasm");
+    std::fs::copy(ECHO, &wasm).unwrap();
+    let file = wasm.to_str().unwrap();
+    let original = std::fs::read(&wasm).unwrap();
+    // Refused as the loader would refuse them; the file is left alone.
+    let bad = toolhost(&sb, &["stamp", file, r#"{"hosts": ["exa mple.com"]}"#]);
+    assert!(bad.code != 0 && bad.stderr.contains("not valid"), "{bad:?}");
+    assert_eq!(std::fs::read(&wasm).unwrap(), original);
+
+    let requests = sb.root.join("requests.json");
+    std::fs::write(&requests, r#"{"env": ["ECHO_TOKEN"], "hosts": ["api.example.com:443"]}"#).unwrap();
+    let r = toolhost(&sb, &["stamp", file, &format!("@{}", requests.display())]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let checked = toolhost(&sb, &["check", file]);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    assert!(checked.stdout.contains("requests:      host api.example.com:443, variable ECHO_TOKEN"), "{checked:?}");
+    // It loads, and the variable exists for it only once granted.
+    sb.install(file);
+    let tools = toolhost(&sb, &["tools"]);
+    assert!(tools.code == 0 && tools.stdout.contains("Echo"), "{tools:?}");
+
+    let again = toolhost(&sb, &["stamp", file, r#"{"env": ["OTHER"]}"#]);
+    assert!(again.code != 0 && again.stderr.contains("section already"), "{again:?}");
+    // --out leaves the source as it was.
+    let out = sb.root.join("copy.wasm");
+    let fresh = sb.root.join("fresh.wasm");
+    std::fs::copy(ECHO, &fresh).unwrap();
+    let r = toolhost(&sb, &["stamp", fresh.to_str().unwrap(), r#"{"memory_mib": 32}"#, "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(std::fs::read(&fresh).unwrap(), original);
+    assert!(toolhost(&sb, &["check", out.to_str().unwrap()]).stdout.contains("memory 32 MiB"));
+}

@@ -167,6 +167,18 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Write what a component requests (directories, hosts, variables,
+    /// limits: a toolhost:requests section) into it, for toolchains without
+    /// the Rust SDK's requests! macro (Python, JavaScript)
+    Stamp {
+        /// The component file
+        file: PathBuf,
+        /// The requests, as JSON (see the README's "Requests and grants"), or @FILE to read them from a file
+        requests: String,
+        /// Write the stamped component here instead of replacing FILE
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Remove an installed tool from the plugins directory, and its grants
     /// from the workspace's .toolhost/settings.local.json
     Uninstall {
@@ -211,6 +223,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     if let Command::New { name, lang, dir } = &cli.command {
         return new::new(name, *lang, dir.as_deref());
+    }
+    if let Command::Stamp { file, requests, out } = &cli.command {
+        return stamp(file, requests, out.as_deref());
     }
     let mut sources = Sources::standard(&workspace);
     if let Command::Trust = cli.command {
@@ -298,7 +313,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let http = http.map(|addr| (addr, toolhost_mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
             serve(host, config, http)
         }
-        Command::Trust | Command::New { .. } => unreachable!("handled before the host starts"),
+        Command::Trust | Command::New { .. } | Command::Stamp { .. } => unreachable!("handled before the host starts"),
     }
 }
 
@@ -553,6 +568,30 @@ fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     store.save(store_path).with_context(|| format!("writing {}", store_path.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost stamp`: the requests checked as the loader checks them, the
+/// stamped component written beside its destination and renamed into place.
+fn stamp(file: &std::path::Path, requests: &str, out: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let requests = match requests.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+        None => requests.to_string(),
+    };
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let stamped = match toolhost::contract::stamp_requests(&bytes, &requests) {
+        Ok(stamped) => stamped,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let out = out.unwrap_or(file);
+    let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("component.wasm");
+    let partial = out.with_file_name(format!(".{name}.stamping"));
+    std::fs::write(&partial, &stamped).with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, out).with_context(|| format!("writing {}", out.display()))?;
+    println!("stamped {} with its requests; `toolhost check` shows them", out.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -24,7 +24,7 @@ pub use guest::{Guest, ToolPre};
 pub use output::MAX_STREAMED;
 pub use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
-pub use requests::{DirAccess, DirRequest, HostName, HostPattern, Requests, RequestsError};
+pub use requests::{DirAccess, DirRequest, HostName, HostPattern, Requests, RequestsError, stamp as stamp_requests};
 pub use scope::{CallScope, CallView};
 pub use session::Namespace;
 pub use shape::{Capability, Shape, ShapeError, Version, check_header, inspect};

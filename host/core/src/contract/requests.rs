@@ -93,6 +93,8 @@ pub enum RequestsError {
     Invalid(String),
     #[error("it has more than one `{SECTION}` section")]
     Repeated,
+    #[error("it has a `{SECTION}` section already; build it again without one to stamp other requests")]
+    Stamped,
     #[error("the component cannot be read: {0}")]
     Unreadable(String),
 }
@@ -116,6 +118,48 @@ pub fn read(component: &[u8]) -> Result<Requests, RequestsError> {
         None => Ok(Requests::default()),
         Some(data) => parse(data),
     }
+}
+
+/// `component` with `requests` (JSON text) written into it as its
+/// `toolhost:requests` section, for toolchains that cannot stamp one
+/// themselves (componentize-py, componentize-qjs, componentize-js): checked
+/// as the loader checks it, appended at the top level. A component that has
+/// a section already is refused (two would make it unloadable).
+pub fn stamp(component: &[u8], requests: &str) -> Result<Vec<u8>, RequestsError> {
+    parse(requests.as_bytes())?;
+    super::shape::check_header(component).map_err(|e| RequestsError::Unreadable(e.to_string()))?;
+    if has_section(component)? {
+        return Err(RequestsError::Stamped);
+    }
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    leb(SECTION.len(), &mut body);
+    body.extend_from_slice(SECTION.as_bytes());
+    body.extend_from_slice(requests.as_bytes());
+    let mut out = component.to_vec();
+    // A custom section (id 0) may come anywhere, the end included.
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+fn has_section(component: &[u8]) -> Result<bool, RequestsError> {
+    let mut found = false;
+    super::scan::walk(component, RequestsError::Unreadable, |payload, _| {
+        found |= matches!(payload, wasmparser::Payload::CustomSection(s) if s.name() == SECTION);
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 fn parse(data: &[u8]) -> Result<Requests, RequestsError> {
