@@ -67,6 +67,8 @@ fn new_projects_pin_the_tested_toolchains() {
 #[test]
 fn a_new_rust_tool_builds_checks_and_answers() {
     let sb = Sandbox::new();
+    // Made inside another Cargo workspace, it is still a project of its own.
+    std::fs::write(sb.workspace.join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
     let r = toolhost(&sb, &["new", "WordCount", "--lang", "rust"]);
     assert_eq!(r.code, 0, "{r:?}");
     // The default directory is the name in kebab case, in the current one.

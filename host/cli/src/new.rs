@@ -308,6 +308,9 @@ serde = {{ version = "1", features = ["derive"] }}
 opt-level = "s"
 lto = true
 strip = true
+
+# A project of its own, even when made inside another Cargo workspace.
+[workspace]
 "#
     );
     let lib = format!(
