@@ -15,6 +15,7 @@ const GUESTS: &[&str] = &[
     "broken-info",
     "process-thief",
     "contract-1-0",
+    "contract-1-1",
     "mover",
     "grantee",
     "fetcher",

@@ -35,8 +35,8 @@
 // - The input arrives parsed; `call` may return a string, any other JSON
 //   value (sent as a JSON block), or an `Output`.
 
-import { log as hostLog, report } from "toolhost:tool/progress@1.1.0";
-import * as hostSession from "toolhost:tool/session@1.1.0";
+import { log as hostLog, report } from "toolhost:tool/progress@1.2.0";
+import * as hostSession from "toolhost:tool/session@1.2.0";
 
 const KINDS = [
   "invalid-input",
@@ -112,8 +112,8 @@ globalThis.console = {
 };
 
 /** The tool's own key-value state in this session (values are strings;
- * `getJson` / `setJson` store JSON). A fresh instance serves every call, so
- * this is the state that outlives a call. */
+ * `getJson` / `setJson` store JSON): the state that outlives a call (a fresh
+ * instance serves each call unless the tool sets `reuseInstance`). */
 export const session = {
   get(key, fallback = undefined) {
     const value = hostSession.get(key);
@@ -222,6 +222,7 @@ function info(t) {
     destructiveHint: typeof t.destructive === "boolean" ? t.destructive : undefined,
     inputRoles: { paths, command: t.command, addresses: [...(t.addresses ?? [])] },
     cancelsSiblingsOnFailure: Boolean(t.cancelsSiblingsOnFailure),
+    reuseInstance: Boolean(t.reuseInstance),
   };
 }
 
@@ -237,7 +238,10 @@ function info(t) {
  * `destructive` (true or false when the answer is the same for every input),
  * `paths` ({field: "read" | "search" | "edit"}), `command` (the field holding
  * a shell command), `addresses` (fields holding URLs or host names),
- * `cancelsSiblingsOnFailure`. Methods, all optional but `call`:
+ * `cancelsSiblingsOnFailure`, `reuseInstance` (true lets one warm instance
+ * serve a session's calls one after another, saving the engine's start-up on
+ * each: only for a tool whose calls leave nothing behind in module state
+ * that changes a later call; keep what must last in `ctx.session`). Methods, all optional but `call`:
  * `isEnabled()`, `isReadOnly(input)`, `isConcurrencySafe(input)`,
  * `isDestructive(input)`, `validateInput(input, ctx)` (throw `ToolError` to
  * refuse), `checkPermissions(input, ctx)` (undefined, `["deny", reason]` or

@@ -102,8 +102,8 @@ def json_block(value):
 
 class Session:
     """The tool's own key-value state in this session (values are strings;
-    `get_json`/`set_json` store JSON). A fresh instance serves every call, so
-    this is the state that outlives a call."""
+    `get_json`/`set_json` store JSON): the state that outlives a call (a
+    fresh instance serves each call unless the tool sets `reuse_instance`)."""
 
     def get(self, key, default=None):
         value = _session.get(key)
@@ -203,7 +203,11 @@ class Tool:
     `read_only` / `destructive` (True or False when the answer is the same for
     every input), `paths` ({field: "read" | "search" | "edit"}),
     `command` (the field holding a shell command), `addresses` (fields
-    holding URLs or host names), `cancels_siblings_on_failure`.
+    holding URLs or host names), `cancels_siblings_on_failure`,
+    `reuse_instance` (True lets one warm instance serve a session's calls one
+    after another, saving CPython's start-up on each: only for a tool whose
+    calls leave nothing behind in module or class state that changes a later
+    call; keep what must last in `ctx.session`).
     """
 
     name = None
@@ -223,6 +227,7 @@ class Tool:
     command = None
     addresses = ()
     cancels_siblings_on_failure = False
+    reuse_instance = False
 
     def is_enabled(self):
         return True
@@ -301,6 +306,7 @@ def _info(tool):
         destructive_hint=tool.destructive,
         input_roles=roles,
         cancels_siblings_on_failure=tool.cancels_siblings_on_failure,
+        reuse_instance=bool(tool.reuse_instance),
     )
 
 

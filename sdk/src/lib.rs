@@ -54,7 +54,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.1.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.2.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //!
 //! # Security
@@ -78,7 +78,7 @@ pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.1.0";
+pub const CONTRACT_VERSION: &str = "1.2.0";
 
 #[doc(hidden)]
 pub mod __private {
@@ -212,6 +212,13 @@ pub trait Tool: 'static {
     /// running or waiting beside it. Default: false.
     const CANCELS_SIBLINGS_ON_FAILURE: bool = false;
 
+    /// Whether one warm instance may serve several calls of a session, one
+    /// after another: only when a call leaves nothing in the instance that
+    /// changes what a later call does (keep what must last in
+    /// [`Context::session`]). A Rust tool starts in microseconds, so this
+    /// matters little here; it matters for interpreters.
+    const REUSE_INSTANCE: bool = false;
+
     /// The full text shown to the model about how to use the tool.
     /// Default: the description.
     fn prompt() -> String {
@@ -298,6 +305,7 @@ mod glue {
                     addresses: T::ADDRESS_FIELDS.iter().map(|f| f.to_string()).collect(),
                 },
                 cancels_siblings_on_failure: T::CANCELS_SIBLINGS_ON_FAILURE,
+                reuse_instance: T::REUSE_INSTANCE,
             }
         }
 

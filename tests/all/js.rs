@@ -197,3 +197,64 @@ fn a_default_quickjs_build_is_refused_with_its_fix() {
     assert!(!tools.stdout.contains("JsFaults"), "{tools:?}");
     assert!(tools.stderr.contains("componentize-qjs --sync"), "{tools:?}");
 }
+
+/// A tool that declares `reuse-instance`: one warm instance serves a
+/// session's calls one after another (its module state shows it), a fault
+/// ends it, and calls of another session never share it.
+#[test]
+fn a_warm_instance_serves_one_session_until_a_fault() {
+    use toolhost::{CallOptions, Host, ToolUse};
+    let sb = Sandbox::new();
+    install(&sb, faults(Engine::QuickJs), "faults.wasm");
+    let host = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .timeout(std::time::Duration::from_millis(500))
+        .mode(toolhost::PermissionMode::BypassPermissions)
+        .build()
+        .expect("host");
+    let call = |session: &std::sync::Arc<toolhost::Session>, what: &str| {
+        let tool_use = ToolUse { id: format!("toolu_{what}"), name: "JsFaults".into(), input: json!({"do": what}) };
+        let r = host.call(session, &tool_use, &CallOptions::default());
+        (r.is_error, r.text())
+    };
+    let (a, b) = (host.session("a").unwrap(), host.session("b").unwrap());
+    let count = |n: u32| (false, format!("call {n} of this instance"));
+    assert_eq!(call(&a, "count"), count(1));
+    assert_eq!(call(&a, "count"), count(2));
+    // Another session: an instance of its own.
+    assert_eq!(call(&b, "count"), count(1));
+    assert_eq!(call(&a, "count"), count(3));
+    // A tool error is an answer, not a fault: the instance stays.
+    assert!(call(&a, "tool-error").0);
+    assert_eq!(call(&a, "count"), count(5));
+    // A fault (here its time limit) ends the instance.
+    let (failed, text) = call(&a, "spin");
+    assert!(failed && text.contains("time"), "{text}");
+    assert_eq!(call(&a, "count"), count(1));
+    // So does the session's end.
+    host.end_session(&b);
+    assert_eq!(call(&b, "count"), count(1));
+}
+
+/// Through `run`: the stream's calls share the warm instance, classification
+/// included, and the results still come in order.
+#[test]
+fn a_run_stream_reuses_the_warm_instance() {
+    let sb = Sandbox::new();
+    install(&sb, faults(Engine::QuickJs), "faults.wasm");
+    let use_ = |id: &str, what: &str| json!({"type": "tool_use", "id": id, "name": "JsFaults", "input": {"do": what}});
+    let lines = [use_("a", "count"), use_("b", "count"), use_("c", "spin"), use_("d", "count")];
+    let out = run_stream(&sb, &["--allow", "JsFaults", "--timeout-ms", "500"], &lines);
+    let results: Vec<(bool, String)> = out
+        .iter()
+        .filter(|v| v["type"] == "tool_result")
+        .map(|r| (r["is_error"].as_bool().unwrap(), content_text(r)))
+        .collect();
+    assert_eq!(results[0], (false, "call 1 of this instance".into()), "{out:?}");
+    assert_eq!(results[1], (false, "call 2 of this instance".into()), "{out:?}");
+    assert!(results[2].0, "{out:?}");
+    assert_eq!(results[3], (false, "call 1 of this instance".into()), "{out:?}");
+}

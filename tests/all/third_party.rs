@@ -2,7 +2,9 @@
 
 use crate::support::*;
 use serde_json::json;
-use toolhost_tests::{ADVERSARY, BROKEN_INFO, CONTRACT_1_0, ECHO, FILES_THIEF, FUTURE_CONTRACT, MOVER, PROCESS_THIEF};
+use toolhost_tests::{
+    ADVERSARY, BROKEN_INFO, CONTRACT_1_0, CONTRACT_1_1, ECHO, FILES_THIEF, FUTURE_CONTRACT, MOVER, PROCESS_THIEF,
+};
 
 fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
     call(sb, "Adversary", &action, extra)
@@ -186,7 +188,7 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     assert_eq!(names, ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "WebFetch", "Write", "Echo"]);
     for expected in [
         "broken on purpose while describing itself",
-        "was built against toolhost contract 2.0.0, but this host implements contract 1.1.0",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.2.0",
         "imports the `files` capability, which is not granted to it",
         "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",
@@ -214,6 +216,22 @@ fn a_component_built_against_the_frozen_1_0_contract_loads_and_runs() {
     // Its errors come back in the current contract's shape.
     call(&sb, "Legacy", &json!({"text": "refuse"}), &[]).assert_error("1.0.0 refuses this text");
     call(&sb, "Legacy", &json!({"nope": 1}), &[]).assert_error("text");
+}
+
+#[test]
+fn a_component_built_against_the_frozen_1_1_contract_keeps_its_input_roles() {
+    let sb = Sandbox::new();
+    sb.install(CONTRACT_1_1);
+    sb.write("notes.txt", "n");
+    let r = toolhost(&sb, &["check", CONTRACT_1_1]);
+    assert!(r.stdout.contains("contract:      1.1.0") && r.stdout.contains("`path` is a path it reads"), "{r:?}");
+    let s = ["--session", "legacy11"];
+    let first = call(&sb, "Legacy11", &json!({"path": "notes.txt"}), &s);
+    assert!(first.stderr.contains("[progress] legacy 1.1 progress"), "{first:?}");
+    assert_eq!(first.assert_ok(), "call 1");
+    assert_eq!(call(&sb, "Legacy11", &json!({"path": "notes.txt"}), &s).assert_ok(), "call 2");
+    // Its declared path is confined like Read's.
+    call(&sb, "Legacy11", &json!({"path": "/etc/passwd"}), &s).assert_error("outside");
 }
 
 #[test]

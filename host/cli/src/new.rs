@@ -167,6 +167,10 @@ class {class}(toolhost.Tool):
     # The same answer for every input: declared once, shown to MCP clients.
     read_only = True
     destructive = False
+    # Nothing is kept in the instance between calls (the count is in session
+    # state): one warm instance may serve a session's calls, saving CPython's
+    # start-up on each.
+    reuse_instance = True
 
     def is_concurrency_safe(self, input):
         return True
@@ -229,6 +233,9 @@ export const tool = define({{
   // The same answer for every input: declared once, shown to MCP clients.
   readOnly: true,
   destructive: false,
+  // Nothing is kept in the instance between calls (the count is in session
+  // state): one warm instance may serve a session's calls.
+  reuseInstance: true,
 
   isConcurrencySafe(input) {{
     return true;

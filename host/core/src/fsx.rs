@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// The directories of a call, as absolute host paths. Each is preopened in the
 /// guest at the same path, so paths mean the same inside and out.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dirs {
     /// The working directory: always one of `working`.
     pub cwd: PathBuf,

@@ -432,6 +432,13 @@ impl Host {
         self.inner.pipeline.is_concurrency_safe(tool_use)
     }
 
+    /// [`Host::is_concurrency_safe`] for a call of `session`: a tool that
+    /// declares `reuse-instance` answers in the session's warm instance, as
+    /// its call will run.
+    pub fn is_concurrency_safe_in(&self, session: &Arc<Session>, tool_use: &ToolUse) -> bool {
+        self.inner.pipeline.is_concurrency_safe_in(session, tool_use)
+    }
+
     /// Whether a user interrupt cancels calls of `tool` (its interrupt
     /// behavior is `cancel`); unknown tools: yes.
     pub fn cancels_on_interrupt(&self, tool: &str) -> bool {
@@ -574,10 +581,11 @@ impl Host {
     }
 
     /// Ends `session`'s background processes: those still running are
-    /// killed, and their output is forgotten. For a long-running front
+    /// killed, and their output is forgotten; its warm instances are dropped. For a long-running front
     /// (`serve`) when a client's session ends; the host's end kills them all.
     pub fn end_session(&self, session: &Session) {
         self.inner.pipeline.background().end_session(session.id());
+        self.inner.pipeline.end_session(session);
     }
 
     /// Instantiates `tool` in a fresh Store with no capabilities, calls its

@@ -7,7 +7,8 @@
 //! 4. PreToolUse hooks (may rewrite the input, decide, or stop);
 //! 5. the permission decision (rules, hooks, the tool's check, the mode; an
 //!    ask goes to the approver), written to the audit log;
-//! 6. `call` in a fresh sandboxed instance;
+//! 6. `call` in a fresh sandboxed instance (or, for a tool that declares
+//!    `reuse-instance`, the session's warm one: `warm`);
 //! 7. PostToolUse / PostToolUseFailure hooks;
 //! 8. map to a `tool_result`, persisting an oversized one.
 //!
@@ -16,7 +17,9 @@
 
 mod call;
 mod result;
+mod warm;
 
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
 pub use result::{Content, PREVIEW_CHARS, ToolResult, Usage};
+pub use warm::{IDLE as WARM_IDLE, WARM_INSTANCES};

@@ -31,6 +31,7 @@ impl Sandbox {
     /// An engine with `allocator`, sized for `instances` calls at once of at
     /// most `most_memory` each (at least `limits.memory`: more for tools
     /// granted more), and the linker with WASI and the toolhost interfaces.
+    /// The pool also holds the instances kept warm between calls.
     pub fn new(
         allocator: Allocator,
         limits: CallLimits,
@@ -38,7 +39,8 @@ impl Sandbox {
         instances: u32,
     ) -> wasmtime::Result<Sandbox> {
         let max_memory = most_memory.max(limits.memory).next_multiple_of(64 << 10);
-        let sizes = PoolSizes { instances, max_memory };
+        // The calls' slots, and the warm instances' beside them.
+        let sizes = PoolSizes { instances: instances + crate::pipeline::WARM_INSTANCES, max_memory };
         let runtime = engine::Runtime::new(allocator, sizes)?;
         let mut linker = Linker::new(&runtime.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;

@@ -4,7 +4,7 @@
 
 use super::bindings::toolhost::tool::types::{ToolError, ToolInfo, ToolOutput};
 use super::bindings::{self, CallContext, PermissionDecision};
-use super::{Version, v1_0_0};
+use super::{Version, v1_0_0, v1_1_0};
 use wasmtime::AsContextMut;
 use wasmtime::component::InstancePre;
 
@@ -12,6 +12,7 @@ use wasmtime::component::InstancePre;
 pub enum ToolPre<T: 'static> {
     Current(bindings::FullPre<T>),
     V1_0(v1_0_0::FullPre<T>),
+    V1_1(v1_1_0::FullPre<T>),
 }
 
 impl<T: 'static> ToolPre<T> {
@@ -20,6 +21,7 @@ impl<T: 'static> ToolPre<T> {
     pub fn new(version: Version, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
         match version {
             Version(1, 0, _) => Ok(ToolPre::V1_0(v1_0_0::FullPre::new(pre)?)),
+            Version(1, 1, _) => Ok(ToolPre::V1_1(v1_1_0::FullPre::new(pre)?)),
             _ => Ok(ToolPre::Current(bindings::FullPre::new(pre)?)),
         }
     }
@@ -29,6 +31,7 @@ impl<T: 'static> ToolPre<T> {
         Ok(match self {
             ToolPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
             ToolPre::V1_0(pre) => Guest::V1_0(pre.instantiate(store)?),
+            ToolPre::V1_1(pre) => Guest::V1_1(pre.instantiate(store)?),
         })
     }
 }
@@ -37,6 +40,7 @@ impl<T: 'static> ToolPre<T> {
 pub enum Guest {
     Current(bindings::Full),
     V1_0(v1_0_0::Full),
+    V1_1(v1_1_0::Full),
 }
 
 impl Guest {
@@ -44,6 +48,7 @@ impl Guest {
         match self {
             Guest::Current(g) => g.toolhost_tool_tool().call_info(store),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_info(store).map(v1_0_0::info),
+            Guest::V1_1(g) => g.toolhost_tool_tool().call_info(store).map(v1_1_0::info),
         }
     }
 
@@ -51,6 +56,7 @@ impl Guest {
         match self {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_enabled(store),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_enabled(store),
+            Guest::V1_1(g) => g.toolhost_tool_tool().call_is_enabled(store),
         }
     }
 
@@ -58,6 +64,7 @@ impl Guest {
         match self {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
+            Guest::V1_1(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
         }
     }
 
@@ -65,6 +72,7 @@ impl Guest {
         match self {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
+            Guest::V1_1(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
         }
     }
 
@@ -80,6 +88,10 @@ impl Guest {
                 .toolhost_tool_tool()
                 .call_validate_input(store, input, &v1_0_0::context(ctx))?
                 .map_err(v1_0_0::error)),
+            Guest::V1_1(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_validate_input(store, input, &v1_1_0::context(ctx))?
+                .map_err(v1_1_0::error)),
         }
     }
 
@@ -94,6 +106,10 @@ impl Guest {
             Guest::V1_0(g) => {
                 let tool = g.toolhost_tool_tool();
                 tool.call_check_permissions(store, input, &v1_0_0::context(ctx)).map(v1_0_0::decision)
+            }
+            Guest::V1_1(g) => {
+                let tool = g.toolhost_tool_tool();
+                tool.call_check_permissions(store, input, &v1_1_0::context(ctx)).map(v1_1_0::decision)
             }
         }
     }
@@ -111,6 +127,11 @@ impl Guest {
                 .call_call(store, input, &v1_0_0::context(ctx))?
                 .map(v1_0_0::output)
                 .map_err(v1_0_0::error)),
+            Guest::V1_1(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_call(store, input, &v1_1_0::context(ctx))?
+                .map(v1_1_0::output)
+                .map_err(v1_1_0::error)),
         }
     }
 }

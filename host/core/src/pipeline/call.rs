@@ -1,6 +1,7 @@
 //! One call through the pipeline's steps, on the parts of a host.
 
 use super::result::{self, Content, ToolResult};
+use super::warm::{self, Warm};
 use crate::contract::bindings::toolhost::tool::types::{ToolError as WitToolError, ToolOutput};
 use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
 use crate::contract::{CallScope, DirRequest, ProgressSink, Requests};
@@ -86,6 +87,9 @@ pub(crate) struct Pipeline {
     /// capability fault), in place of their grants from loading.
     granted: RwLock<HashMap<String, Arc<Grants>>>,
     defer_after: usize,
+    /// Instances kept for the next call of tools that declare
+    /// `reuse-instance`.
+    warm: Warm,
 }
 
 impl Pipeline {
@@ -104,6 +108,7 @@ impl Pipeline {
             confinement: parts.confinement,
             granted: RwLock::new(HashMap::new()),
             defer_after: parts.defer_after,
+            warm: Warm::default(),
         }
     }
 
@@ -192,6 +197,7 @@ impl Pipeline {
             tool = %tool_use.name,
             id = %tool_use.id,
             decision = field::Empty,
+            instance = field::Empty,
             is_error = field::Empty,
             duration_us = field::Empty,
         );
@@ -221,6 +227,16 @@ impl Pipeline {
     /// that is unknown, input that fails the schema and a tool that cannot
     /// answer within [`CLASSIFY_TIMEOUT`] are not concurrency-safe.
     pub fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
+        self.classify(None, tool_use)
+    }
+
+    /// [`Pipeline::is_concurrency_safe`] for a call of `session`: a tool that
+    /// declares `reuse-instance` answers in the session's warm instance.
+    pub fn is_concurrency_safe_in(&self, session: &Arc<Session>, tool_use: &ToolUse) -> bool {
+        self.classify(Some(session), tool_use)
+    }
+
+    fn classify(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
         let registry = self.registry();
         let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
             return false;
@@ -228,19 +244,59 @@ impl Pipeline {
         if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
             return false;
         }
-        let scope = self.scratch_scope(tool, tool_use.id.clone());
         let _running = self.sandbox.running();
         let since = self.granted_since_start(&tool.spec.name);
         let grants = since.as_deref().unwrap_or(&tool.grants);
         let base = grants.limits(self.sandbox.limits());
         let limits = CallLimits { timeout: base.timeout.min(CLASSIFY_TIMEOUT), ..base };
-        tool.pre(&self.sandbox)
-            .and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits))
-            .and_then(|mut i| {
-                let text = tool_use.input.to_string();
-                i.guest.is_concurrency_safe(&mut i.store, &text)
-            })
-            .unwrap_or(false)
+        let text = tool_use.input.to_string();
+        let Some(session) = session.filter(|_| tool.spec.reuse_instance) else {
+            let scope = self.scratch_scope(tool, tool_use.id.clone());
+            return tool
+                .pre(&self.sandbox)
+                .and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits))
+                .and_then(|mut i| i.guest.is_concurrency_safe(&mut i.store, &text))
+                .unwrap_or(false);
+        };
+        let dirs = self.call_dirs(session.existing_results_dir());
+        let key = warm::Key::new(session, &registry, &tool.spec.name, since.as_ref(), &dirs);
+        let scope = CallScope::new(
+            Arc::from(tool.spec.name.as_str()),
+            tool_use.id.clone(),
+            Arc::clone(session),
+            tool.namespace(),
+            dirs,
+            Arc::clone(&self.background),
+        );
+        let instance = match self.warm.take(&key, &registry) {
+            Some(mut kept) => {
+                kept.renew(grants, scope, limits);
+                Ok(kept)
+            }
+            None => tool.pre(&self.sandbox).and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits)),
+        };
+        let Ok(mut instance) = instance else { return false };
+        match instance.guest.is_concurrency_safe(&mut instance.store, &text) {
+            Ok(safe) => {
+                self.warm.put(key, instance, &registry);
+                safe
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Forgets the warm instances kept for `session` (it ended).
+    pub fn end_session(&self, session: &Session) {
+        self.warm.forget(session);
+    }
+
+    /// The directories of a call: the working ones, and this session's
+    /// persisted results (once there are any) to read.
+    fn call_dirs(&self, results: Option<std::path::PathBuf>) -> Arc<Dirs> {
+        match results {
+            None => Arc::clone(&self.dirs),
+            Some(r) => Arc::new(Dirs { read_only: vec![r], ..(*self.dirs).clone() }),
+        }
     }
 
     /// Instantiates `tool` in a fresh Store with no capabilities, calls its
@@ -311,16 +367,13 @@ impl Pipeline {
 
         let _slot = self.sandbox.admit();
         let _running = self.sandbox.running();
-        let dirs = match &results {
-            None => Arc::clone(&self.dirs),
-            Some(r) => Arc::new(Dirs { read_only: vec![r.clone()], ..(*self.dirs).clone() }),
-        };
+        let dirs = self.call_dirs(results.clone());
         // What the tool was granted (at load, or by the user since), and its
         // own limits, where it requested and was granted them.
         let since = self.granted_since_start(name);
         let grants = since.as_deref().unwrap_or(&tool.grants);
         let limits = grants.limits(self.sandbox.limits());
-        let instantiate = || {
+        let scope = || {
             let mut scope = CallScope::new(
                 Arc::from(name),
                 id.to_string(),
@@ -332,14 +385,30 @@ impl Pipeline {
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;
-            tool.pre(&self.sandbox).and_then(|pre| self.sandbox.instantiate(pre, grants, scope, limits)).map_err(|e| {
-                tracing::error!(error = %format!("{e:#}"), "could not instantiate");
-                format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
-            })
+            scope
         };
-        let mut instance = match instantiate() {
-            Ok(i) => i,
-            Err(message) => return ToolResult::error(id, message),
+        let instantiate = || {
+            tool.pre(&self.sandbox).and_then(|pre| self.sandbox.instantiate(pre, grants, scope(), limits)).map_err(
+                |e| {
+                    tracing::error!(error = %format!("{e:#}"), "could not instantiate");
+                    format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
+                },
+            )
+        };
+        // A tool that declares `reuse-instance`: the session's warm instance,
+        // if one was kept for these grants and directories.
+        let warm = tool.spec.reuse_instance.then(|| warm::Key::new(session, &registry, name, since.as_ref(), &dirs));
+        let kept = warm.as_ref().and_then(|key| self.warm.take(key, &registry));
+        span.record("instance", if kept.is_some() { "warm" } else { "fresh" });
+        let mut instance = match kept {
+            Some(mut kept) => {
+                kept.renew(grants, scope(), limits);
+                kept
+            }
+            None => match instantiate() {
+                Ok(i) => i,
+                Err(message) => return ToolResult::error(id, message),
+            },
         };
         if let Some(report) = &options.on_concurrency_safe {
             // Asked within the same limit as in a separate instance; a tool
@@ -387,8 +456,11 @@ impl Pipeline {
             stop: None,
             approver: options.approver.clone().or_else(|| self.approver.clone()),
             catalog: (tool.origin == Origin::Builtin && name == TOOL_SEARCH).then(|| self.deferred_catalog(&registry)),
+            warm,
+            faulted: false,
         };
         let outcome = run.steps();
+        run.faulted = outcome.is_err();
         run.instance.captured.log(name, id);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
         // output), as opposed to an error the tool returned.
@@ -465,6 +537,12 @@ struct Run<'p> {
     approver: Option<Arc<dyn Approver>>,
     /// For ToolSearch: the deferred tools, added to its input at `call`.
     catalog: Option<Value>,
+    /// What the instance is kept for afterwards, for a tool that declares
+    /// `reuse-instance` (none once the call changed its grants).
+    warm: Option<warm::Key>,
+    /// The guest failed (trapped, timed out, was cancelled, ...): its
+    /// instance is not kept.
+    faulted: bool,
 }
 
 impl Run<'_> {
@@ -594,6 +672,8 @@ impl Run<'_> {
         let pre = self.tool.pre(&self.pipeline.sandbox)?;
         self.instance = self.pipeline.sandbox.instantiate(pre, &grants, scope, limits)?;
         self.limits = limits;
+        // Made for other grants than the ones the call started with.
+        self.warm = None;
         let output = self.call_guest()?;
         Ok(Some(match output {
             Ok(output) => self.output(output),
@@ -871,8 +951,12 @@ impl Run<'_> {
     /// Step 7 (the Post hooks, for calls that ran) and the last of step 8:
     /// hooks' context appended, an oversized result persisted.
     fn finish(self, mut result: ToolResult) -> ToolResult {
-        let Run { pipeline, session, tool, id, instance, input, called, mut context, mut stop, .. } = self;
-        drop(instance);
+        let Run { pipeline, session, tool, id, instance, input, called, mut context, mut stop, warm, faulted, .. } =
+            self;
+        match warm {
+            Some(key) if !faulted => pipeline.warm.put(key, instance, &pipeline.registry()),
+            _ => drop(instance),
+        }
         let name = tool.spec.name.as_str();
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
         let hooks = &pipeline.policy.hooks;

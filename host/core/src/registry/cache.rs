@@ -92,7 +92,7 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
 /// read with that field's default) is never used.
 ///
 /// [`ToolSpec`]: super::tool::ToolSpec
-const SPEC_FORMAT: u32 = 4;
+const SPEC_FORMAT: u32 = 5;
 
 /// A saved description: the tool's spec as loading made it (caps applied),
 /// the warnings loading gave, and the component's shape and requests (so a
@@ -163,6 +163,7 @@ mod tests {
                 addresses: vec!["url".into()],
             },
             cancels_siblings: true,
+            reuse_instance: false,
         };
         let path = dir.path().join("t.spec.json");
         let shape = crate::contract::Shape {

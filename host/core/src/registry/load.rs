@@ -542,6 +542,7 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), 
         hints: Hints { read_only: info.read_only_hint, destructive: info.destructive_hint },
         inputs,
         cancels_siblings: info.cancels_siblings_on_failure,
+        reuse_instance: info.reuse_instance,
     };
     Ok((spec, warnings))
 }

@@ -44,6 +44,10 @@ pub struct ToolSpec {
     /// Whether a failed call cancels the other calls of its model turn.
     #[serde(default)]
     pub cancels_siblings: bool,
+    /// Whether a warm instance may serve the session's next call (the
+    /// contract's `reuse-instance`).
+    #[serde(default)]
+    pub reuse_instance: bool,
 }
 
 /// What the fields of a tool's input mean to the permission policy (the

@@ -2,7 +2,7 @@
 //! instance pool.
 
 use super::grants::Grants;
-use super::store::{CallLimits, Captured, HostState, store};
+use super::store::{CallLimits, Captured, HostState, renew, store};
 use crate::contract::CallScope;
 use crate::contract::{Guest, ToolPre};
 use std::sync::{Condvar, Mutex};
@@ -27,6 +27,12 @@ impl Instance {
         let (mut store, captured) = store(engine, grants, scope, limits);
         let guest = pre.instantiate(&mut store)?;
         Ok(Instance { store, guest, captured })
+    }
+
+    /// Makes a warm instance (made with the same grants and directories)
+    /// serve another call: `scope`, within `limits`.
+    pub fn renew(&mut self, grants: &Grants, scope: CallScope, limits: CallLimits) {
+        renew(&mut self.store, &mut self.captured, grants, scope, limits);
     }
 }
 

@@ -172,39 +172,49 @@ fn on_epoch(ctx: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadl
 pub struct Captured {
     pub stdout: MemoryOutputPipe,
     pub stderr: MemoryOutputPipe,
+    /// How much of each the calls before this one printed (a warm instance
+    /// serves several).
+    before: (usize, usize),
 }
 
 impl Captured {
-    /// The last non-empty lines of stderr, where a Rust guest's panic message
-    /// ends up (`panicked at src/lib.rs:10:5: boom`).
+    /// The last non-empty lines this call wrote to stderr, where a Rust
+    /// guest's panic message ends up (`panicked at src/lib.rs:10:5: boom`).
     pub fn last_stderr_lines(&self, n: usize) -> String {
-        let text = String::from_utf8_lossy(&self.stderr.contents()).to_string();
+        let bytes = self.stderr.contents();
+        let text = String::from_utf8_lossy(bytes.get(self.before.1..).unwrap_or_default()).to_string();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    /// Sends what the guest printed to the log.
+    /// Sends what the guest printed during this call to the log.
     pub fn log(&self, tool: &str, id: &str) {
-        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+        for (stream, pipe, before) in [("stdout", &self.stdout, self.before.0), ("stderr", &self.stderr, self.before.1)]
+        {
             let bytes = pipe.contents();
-            if !bytes.is_empty() {
-                tracing::debug!(tool, id, stream, "{}", String::from_utf8_lossy(&bytes).trim_end());
+            let new = bytes.get(before..).unwrap_or_default();
+            if !new.is_empty() {
+                tracing::debug!(tool, id, stream, "{}", String::from_utf8_lossy(new).trim_end());
             }
         }
+    }
+
+    /// Starts another call: what was printed so far belongs to the calls
+    /// before it.
+    fn next_call(&mut self) {
+        self.before = (self.stdout.contents().len(), self.stderr.contents().len());
     }
 }
 
 /// Builds the Store for one call of a tool with `grants`, in the scope's
 /// directories.
-pub fn store(
-    engine: &Engine,
-    grants: &Grants,
-    mut call: CallScope,
-    limits: CallLimits,
-) -> (Store<HostState>, Captured) {
+pub fn store(engine: &Engine, grants: &Grants, call: CallScope, limits: CallLimits) -> (Store<HostState>, Captured) {
     let dirs = std::sync::Arc::clone(&call.dirs);
-    let captured =
-        Captured { stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT), stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT) };
+    let captured = Captured {
+        stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT),
+        stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT),
+        before: (0, 0),
+    };
     let mut wasi = WasiCtxBuilder::new();
     // Calls run on threads that may block: file I/O runs inline instead of
     // hopping to a thread pool (the difference is up to 20x for Grep).
@@ -224,9 +234,7 @@ pub fn store(
     if let Some(perms) = read_only {
         preopen(&mut wasi, &dirs.read_only, perms);
     }
-    if grants.files == FileAccess::ReadWrite {
-        call.writable = dirs.working.clone();
-    }
+
     // A third-party tool's granted directories, each at its own path (so
     // the paths it requested mean what they say), and its granted
     // variables with the host's values.
@@ -250,8 +258,7 @@ pub fn store(
     if !network.is_empty() {
         wasi.allow_tcp(true).allow_ip_name_lookup(true).socket_addr_check(network.socket_check());
     }
-    call.process_granted = grants.process;
-    call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
+    let call = per_call(call, grants, limits);
     let state = HostState {
         wasi: wasi.build(),
         #[cfg(feature = "http")]
@@ -265,6 +272,32 @@ pub fn store(
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(on_epoch);
     (store, captured)
+}
+
+/// What of a call's scope comes from its grants and limits: where it may
+/// replace files, whether it may start processes, its deadline.
+fn per_call(mut call: CallScope, grants: &Grants, limits: CallLimits) -> CallScope {
+    if grants.files == FileAccess::ReadWrite {
+        call.writable = call.dirs.working.clone();
+    }
+    call.process_granted = grants.process;
+    call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
+    call
+}
+
+/// Makes the Store of a warm instance serve another call (made for the same
+/// grants and directories): the call's scope and deadline, a fresh epoch
+/// deadline, and its output told apart from the calls' before.
+pub fn renew(
+    store: &mut Store<HostState>,
+    captured: &mut Captured,
+    grants: &Grants,
+    call: CallScope,
+    limits: CallLimits,
+) {
+    store.data_mut().call = per_call(call, grants, limits);
+    store.set_epoch_deadline(1);
+    captured.next_call();
 }
 
 fn preopen(wasi: &mut WasiCtxBuilder, dirs: &[PathBuf], perms: FsPerms) {

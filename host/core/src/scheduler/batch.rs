@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 pub fn run_batch(host: &Host, session: &Arc<Session>, calls: &[ToolUse], max_concurrency: usize) -> Vec<ToolResult> {
     let max = max_concurrency.max(1);
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-    let safe: Vec<bool> = calls.iter().map(|c| host.is_concurrency_safe(c)).collect();
+    let safe: Vec<bool> = calls.iter().map(|c| host.is_concurrency_safe_in(session, c)).collect();
     let mut i = 0;
     while i < calls.len() {
         let end = if safe[i] { (i..calls.len()).find(|&j| !safe[j]).unwrap_or(calls.len()) } else { i + 1 };

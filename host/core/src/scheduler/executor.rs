@@ -615,7 +615,7 @@ impl Shared {
             state.classifying += 1;
             let shared = Arc::clone(this);
             let job: Job = Box::new(move || {
-                let safe = shared.host.is_concurrency_safe(&tool_use);
+                let safe = shared.host.is_concurrency_safe_in(&shared.session, &tool_use);
                 let mut state = shared.lock();
                 state.classifying -= 1;
                 Self::learned(&shared, &mut state, number, safe);

@@ -10,7 +10,8 @@
 //     {"action": "list"}
 //     {"action": "delete", "title": "plan"}
 //
-// It shows what the JavaScript helper gives: the schema from a declaration,
+// It shows what the JavaScript helper gives: the schema from a declaration, a
+// warm instance reused across the session's calls,
 // classifications that depend on the input (listing, reading and searching
 // only read and may run beside other calls; saving writes; deleting
 // destroys), progress while searching, session state, and `ToolError` for
@@ -60,6 +61,9 @@ export const tool = define({
     "- delete: forget the note titled `title`\n\n" +
     `A note holds at most ${MAX_TEXT} characters; a session holds at most ${MAX_NOTES} notes.`,
   searchHint: "scratchpad memory remember notes",
+  // The notes live in session state, nothing in the instance: one warm
+  // instance may serve the session's calls.
+  reuseInstance: true,
   inputSchema: {
     type: "object",
     properties: {

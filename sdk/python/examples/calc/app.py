@@ -6,7 +6,8 @@ assigns for the later calls of the same session:
 
     {"expressions": ["rate = 17/400", "principal = 25000", "principal * rate"]}
 
-It shows what the Python helper gives: the schema from a declaration, the
+It shows what the Python helper gives: the schema from a declaration, a
+warm instance reused across the session's calls, the
 classifications (read-only always; concurrency-safe only when nothing is
 assigned, since assignments change the session's variables), progress per
 expression, session state, and `ToolError` for the model's mistakes.
@@ -170,6 +171,9 @@ class Calc(toolhost.Tool):
         "required": ["expressions"],
     }
     read_only = True
+    # Variables live in session state, nothing in the instance: one warm
+    # instance may serve the session's calls.
+    reuse_instance = True
     destructive = False
 
     def is_concurrency_safe(self, input):

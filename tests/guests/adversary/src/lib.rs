@@ -85,6 +85,7 @@ impl Guest for Adversary {
             destructive_hint: None,
             input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
             cancels_siblings_on_failure: false,
+            reuse_instance: false,
         }
     }
     fn is_enabled() -> bool {

@@ -47,6 +47,7 @@ impl Guest for Broken {
             destructive_hint: None,
             input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
             cancels_siblings_on_failure: false,
+            reuse_instance: false,
         };
         match mode().as_str() {
             "sleep" => std::thread::sleep(std::time::Duration::from_secs(3600)),
