@@ -13,13 +13,7 @@ use toolhost_tests::js::{Engine, js_tool};
 /// A JavaScript tool built with `engine` and compiled into the shared cache
 /// once per test process.
 fn built(dir: &str, engine: Engine, cell: &'static OnceLock<PathBuf>) -> &'static Path {
-    cell.get_or_init(|| {
-        let wasm = js_tool(&toolhost_tests::repo_root().join(dir), engine);
-        let sb = Sandbox::new();
-        let r = toolhost(&sb, &["check", wasm.to_str().unwrap()]);
-        assert_eq!(r.code, 0, "{r:?}");
-        wasm
-    })
+    checked_once(cell, || js_tool(&toolhost_tests::repo_root().join(dir), engine))
 }
 
 fn notes() -> &'static Path {

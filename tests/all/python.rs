@@ -11,13 +11,7 @@ use std::sync::OnceLock;
 /// A Python tool built and compiled into the shared cache once per test
 /// process (so parallel tests do not each compile 18 MB).
 fn built(dir: &str, cell: &'static OnceLock<PathBuf>) -> &'static Path {
-    cell.get_or_init(|| {
-        let wasm = toolhost_tests::python::python_tool(&toolhost_tests::repo_root().join(dir));
-        let sb = Sandbox::new();
-        let r = toolhost(&sb, &["check", wasm.to_str().unwrap()]);
-        assert_eq!(r.code, 0, "{r:?}");
-        wasm
-    })
+    checked_once(cell, || toolhost_tests::python::python_tool(&toolhost_tests::repo_root().join(dir)))
 }
 
 fn calc() -> &'static Path {

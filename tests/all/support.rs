@@ -140,6 +140,22 @@ pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
     unsafe { (std::fs::File::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) }
 }
 
+/// The component `build` makes, checked by `toolhost check` (which also
+/// compiles it into the shared cache) once per test process, so parallel
+/// tests neither build nor compile it again.
+pub fn checked_once(
+    cell: &'static std::sync::OnceLock<std::path::PathBuf>,
+    build: impl FnOnce() -> std::path::PathBuf,
+) -> &'static std::path::Path {
+    cell.get_or_init(|| {
+        let wasm = build();
+        let sb = Sandbox::new();
+        let r = toolhost(&sb, &["check", wasm.to_str().expect("a UTF-8 path")]);
+        assert_eq!(r.code, 0, "{r:?}");
+        wasm
+    })
+}
+
 /// `toolhost ARGS… run` fed `lines`: every line it wrote, parsed (it must
 /// exit 0).
 pub fn run_stream(sb: &Sandbox, args: &[&str], lines: &[Value]) -> Vec<Value> {

@@ -1,11 +1,32 @@
-//! The conversions every frozen contract shares with the current one: the
-//! types that did not change between them (the call context, errors,
-//! outputs, permission decisions), generated in each frozen module against
-//! its own bindings (`old`, `old_tool`) and the current ones (`new`,
-//! `new_tool`).
+//! What every frozen contract's module shares: its bindings (only the `tool`
+//! export and the `types` it uses are generated; the host interfaces did not
+//! change, so their imports are served with the current definitions, which
+//! wasmtime matches by semver-compatible names), and the conversions of the
+//! types that did not change (the call context, errors, outputs, permission
+//! decisions), between its bindings (`old`, `old_tool`) and the current ones
+//! (`new`, `new_tool`). Each module adds its own `info`.
 
-macro_rules! unchanged_conversions {
-    () => {
+macro_rules! frozen_contract {
+    ($wit:tt) => {
+        wasmtime::component::bindgen!({
+            path: $wit,
+            world: "full",
+            with: {
+                "toolhost:tool/progress": super::bindings::toolhost::tool::progress,
+                "toolhost:tool/output": super::bindings::toolhost::tool::output,
+                "toolhost:tool/session": super::bindings::toolhost::tool::session,
+                "toolhost:tool/files": super::bindings::toolhost::tool::files,
+                "toolhost:tool/policy": super::bindings::toolhost::tool::policy,
+                "toolhost:tool/shell": super::bindings::toolhost::tool::shell,
+                "toolhost:tool/process": super::bindings::toolhost::tool::process,
+            },
+        });
+
+        use self::exports::toolhost::tool::tool as old_tool;
+        use self::toolhost::tool::types as old;
+        use super::bindings::exports::toolhost::tool::tool as new_tool;
+        use super::bindings::toolhost::tool::types as new;
+
         pub fn context(ctx: &new_tool::CallContext) -> old_tool::CallContext {
             old_tool::CallContext {
                 tool_use_id: ctx.tool_use_id.clone(),

@@ -17,9 +17,9 @@ pub struct Outline {
     /// The first async-ABI construct found (a built-in like `task.return`,
     /// or an `async` lift or lower), if any.
     pub async_abi: Option<&'static str>,
-    /// The tools that made it, from its `producers` sections'
-    /// `processed-by` and `language` fields (`componentize-qjs`, `wit-component`, …).
-    pub producers: Vec<String>,
+    /// The toolchain that made it, where knowing it names a fix (looked
+    /// for only when there is one to name).
+    pub toolchain: Option<&'static str>,
 }
 
 /// An import this host does not provide, and what to do about it.
@@ -94,19 +94,6 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
                     out.exports.push(export.map_err(invalid)?.name.name.to_string());
                 }
             }
-            Payload::CustomSection(reader) if reader.name() == "producers" => {
-                if let wasmparser::KnownCustom::Producers(fields) = reader.as_known() {
-                    for field in fields.into_iter().flatten() {
-                        if field.name == "processed-by" || field.name == "language" {
-                            for value in field.values.into_iter().flatten() {
-                                if !out.producers.iter().any(|p| p == value.name) {
-                                    out.producers.push(value.name.to_string());
-                                }
-                            }
-                        }
-                    }
-                }
-            }
             Payload::ComponentCanonicalSection(reader) if out.async_abi.is_none() => {
                 for function in reader {
                     let what = match function.map_err(invalid)? {
@@ -139,10 +126,10 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
         }
         Ok(())
     })?;
-    // componentize-qjs leaves no producers entry of its own; its runtime
-    // module's name tells (looked for only when the answer matters).
+    // componentize-qjs leaves no `producers` entry of its own; the name of
+    // its runtime module tells.
     if out.async_abi.is_some() && component.windows(QJS_RUNTIME.len()).any(|w| w == QJS_RUNTIME) {
-        out.producers.push("componentize-qjs".into());
+        out.toolchain = Some("componentize-qjs");
     }
     Ok(out)
 }
@@ -198,15 +185,14 @@ pub fn check(outline: &Outline) -> Result<(), ShapeError> {
         return Err(ShapeError::MissingImports(missing));
     }
     if let Some(what) = outline.async_abi {
-        return Err(ShapeError::AsyncAbi { what, fix: async_fix(&outline.producers) });
+        return Err(ShapeError::AsyncAbi { what, fix: async_fix(outline.toolchain) });
     }
     Ok(())
 }
 
 /// How to build without the async ABI, for the toolchain that made it.
-fn async_fix(producers: &[String]) -> String {
-    let made_by = |name: &str| producers.iter().any(|p| p == name);
-    if made_by("componentize-qjs") {
+fn async_fix(toolchain: Option<&str>) -> String {
+    if toolchain == Some("componentize-qjs") {
         "it was made by componentize-qjs, whose default runtime uses it: build again with `componentize-qjs \
          --sync` (what `toolhost new --lang js` writes)"
             .into()
@@ -286,7 +272,7 @@ mod tests {
             imports: imports.iter().map(|s| s.to_string()).collect(),
             exports: vec![format!("{PACKAGE}/tool@{CONTRACT}")],
             async_abi: None,
-            producers: Vec::new(),
+            toolchain: None,
         }
     }
 
@@ -340,7 +326,7 @@ mod tests {
         assert!(text.contains("async ABI") && text.contains("task.return"), "{text}");
         assert!(text.contains("synchronous exports"), "{text}");
         // The fix for the toolchain that made it.
-        asynchronous.producers = vec!["wit-component".into(), "componentize-qjs".into()];
+        asynchronous.toolchain = Some("componentize-qjs");
         let text = check(&asynchronous).unwrap_err().to_string();
         assert!(text.contains("componentize-qjs --sync"), "{text}");
     }

@@ -3,24 +3,7 @@
 //! contract's types. As for 1.0.0, its host interfaces did not change, so
 //! only the `tool` export and the `types` it uses are generated here.
 
-wasmtime::component::bindgen!({
-    path: "../../wit/v1.1.0",
-    world: "full",
-    with: {
-        "toolhost:tool/progress": super::bindings::toolhost::tool::progress,
-        "toolhost:tool/output": super::bindings::toolhost::tool::output,
-        "toolhost:tool/session": super::bindings::toolhost::tool::session,
-        "toolhost:tool/files": super::bindings::toolhost::tool::files,
-        "toolhost:tool/policy": super::bindings::toolhost::tool::policy,
-        "toolhost:tool/shell": super::bindings::toolhost::tool::shell,
-        "toolhost:tool/process": super::bindings::toolhost::tool::process,
-    },
-});
-
-use self::exports::toolhost::tool::tool as old_tool;
-use self::toolhost::tool::types as old;
-use super::bindings::exports::toolhost::tool::tool as new_tool;
-use super::bindings::toolhost::tool::types as new;
+frozen_contract!("../../wit/v1.1.0");
 
 /// A 1.1.0 `tool-info`: its instances are not reused.
 pub fn info(info: old::ToolInfo) -> new::ToolInfo {
@@ -62,5 +45,3 @@ pub fn info(info: old::ToolInfo) -> new::ToolInfo {
         reuse_instance: false,
     }
 }
-
-unchanged_conversions!();

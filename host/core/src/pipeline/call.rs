@@ -179,12 +179,17 @@ impl Pipeline {
     /// A scope for asking `tool` something outside any call (scheduling,
     /// benchmarks): the scratch session, the working directories.
     fn scratch_scope(&self, tool: &LoadedTool, tool_use_id: String) -> CallScope {
+        self.scope(tool, tool_use_id, &self.scratch_session, Arc::clone(&self.dirs))
+    }
+
+    /// The scope of `tool` serving `tool_use_id` in `session`, with `dirs`.
+    fn scope(&self, tool: &LoadedTool, tool_use_id: String, session: &Arc<Session>, dirs: Arc<Dirs>) -> CallScope {
         CallScope::new(
             Arc::from(tool.spec.name.as_str()),
             tool_use_id,
-            Arc::clone(&self.scratch_session),
+            Arc::clone(session),
             tool.namespace(),
-            Arc::clone(&self.dirs),
+            dirs,
             Arc::clone(&self.background),
         )
     }
@@ -260,14 +265,7 @@ impl Pipeline {
         };
         let dirs = self.call_dirs(session.existing_results_dir());
         let key = warm::Key::new(session, &registry, &tool.spec.name, since.as_ref(), &dirs);
-        let scope = CallScope::new(
-            Arc::from(tool.spec.name.as_str()),
-            tool_use.id.clone(),
-            Arc::clone(session),
-            tool.namespace(),
-            dirs,
-            Arc::clone(&self.background),
-        );
+        let scope = self.scope(tool, tool_use.id.clone(), session, dirs);
         let instance = match self.warm.take(&key, &registry) {
             Some(mut kept) => {
                 kept.renew(grants, scope, limits);
@@ -374,14 +372,7 @@ impl Pipeline {
         let grants = since.as_deref().unwrap_or(&tool.grants);
         let limits = grants.limits(self.sandbox.limits());
         let scope = || {
-            let mut scope = CallScope::new(
-                Arc::from(name),
-                id.to_string(),
-                Arc::clone(session),
-                tool.namespace(),
-                Arc::clone(&dirs),
-                Arc::clone(&self.background),
-            );
+            let mut scope = self.scope(tool, id.to_string(), session, Arc::clone(&dirs));
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;

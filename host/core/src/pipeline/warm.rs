@@ -93,9 +93,9 @@ impl Warm {
 
     /// Keeps `instance` for `key`'s next call, if it is fit to serve one.
     pub(super) fn put(&self, key: Key, instance: Instance, current: &Arc<Registry>) {
-        let printed = instance.captured.stdout.contents().len() + instance.captured.stderr.contents().len();
+        let (stdout, stderr) = instance.captured.printed();
         // Past half of what is captured, a later write could fail the guest.
-        if printed > CAPTURED_OUTPUT / 2 || key.stale(current) {
+        if stdout + stderr > CAPTURED_OUTPUT / 2 || key.stale(current) {
             return;
         }
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());

@@ -199,10 +199,16 @@ impl Captured {
         }
     }
 
+    /// Bytes printed so far to stdout and to stderr, by every call the
+    /// instance served.
+    pub fn printed(&self) -> (usize, usize) {
+        (self.stdout.contents().len(), self.stderr.contents().len())
+    }
+
     /// Starts another call: what was printed so far belongs to the calls
     /// before it.
     fn next_call(&mut self) {
-        self.before = (self.stdout.contents().len(), self.stderr.contents().len());
+        self.before = self.printed();
     }
 }
 
