@@ -70,36 +70,68 @@ impl Key {
     }
 }
 
-struct Kept {
+/// What the pool needs to know of an instance.
+pub(super) trait Keepable {
+    /// When it was made.
+    fn born(&self) -> Instant;
+    /// Bytes it printed so far, on stdout and stderr together.
+    fn printed(&self) -> usize;
+}
+
+impl Keepable for Instance {
+    fn born(&self) -> Instant {
+        self.born
+    }
+    fn printed(&self) -> usize {
+        let (stdout, stderr) = self.captured.printed();
+        stdout + stderr
+    }
+}
+
+struct Kept<I> {
     key: Key,
-    instance: Instance,
+    instance: I,
     since: Instant,
 }
 
 /// The kept instances.
-#[derive(Default)]
-pub(super) struct Warm {
-    kept: Mutex<Vec<Kept>>,
+pub(super) struct Warm<I = Instance> {
+    kept: Mutex<Vec<Kept<I>>>,
 }
 
-impl Warm {
+impl<I> Default for Warm<I> {
+    fn default() -> Self {
+        Warm { kept: Mutex::new(Vec::new()) }
+    }
+}
+
+impl<I: Keepable> Warm<I> {
     /// The instance kept for `key`, if any (taken out: one call at a time).
-    pub(super) fn take(&self, key: &Key, current: &Arc<Registry>) -> Option<Instance> {
+    pub(super) fn take(&self, key: &Key, current: &Arc<Registry>) -> Option<I> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         Self::prune(&mut kept, current);
-        let at = kept.iter().rposition(|k| k.key.matches(key))?;
+        let at = kept.iter().position(|k| k.key.matches(key))?;
         Some(kept.remove(at).instance)
     }
 
     /// Keeps `instance` for `key`'s next call, if it is fit to serve one.
-    pub(super) fn put(&self, key: Key, instance: Instance, current: &Arc<Registry>) {
-        let (stdout, stderr) = instance.captured.printed();
+    pub(super) fn put(&self, key: Key, instance: I, current: &Arc<Registry>) {
         // Past half of what is captured, a later write could fail the guest.
-        if stdout + stderr > CAPTURED_OUTPUT / 2 || key.stale(current) {
+        if instance.printed() > CAPTURED_OUTPUT / 2 || key.stale(current) {
             return;
         }
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         Self::prune(&mut kept, current);
+        // One instance per use: while one served a call, another may have
+        // been made for a classification; the older one stays, so a
+        // session's calls keep meeting the same instance.
+        if let Some(at) = kept.iter().position(|k| k.key.matches(&key)) {
+            if kept[at].instance.born() <= instance.born() {
+                kept[at].since = Instant::now();
+                return;
+            }
+            kept.remove(at);
+        }
         if kept.len() >= WARM_INSTANCES as usize {
             kept.remove(0);
         }
@@ -112,7 +144,122 @@ impl Warm {
         kept.retain(|k| !std::ptr::eq(k.key.session.as_ptr(), session));
     }
 
-    fn prune(kept: &mut Vec<Kept>, current: &Arc<Registry>) {
+    fn prune(kept: &mut Vec<Kept<I>>, current: &Arc<Registry>) {
         kept.retain(|k| !k.key.stale(current) && k.since.elapsed() < IDLE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake {
+        born: Instant,
+        printed: usize,
+    }
+
+    impl Keepable for Fake {
+        fn born(&self) -> Instant {
+            self.born
+        }
+        fn printed(&self) -> usize {
+            self.printed
+        }
+    }
+
+    fn fake() -> Fake {
+        std::thread::sleep(Duration::from_millis(1));
+        Fake { born: Instant::now(), printed: 0 }
+    }
+
+    struct World {
+        sessions: Vec<Arc<Session>>,
+        registry: Arc<Registry>,
+        _dir: tempfile::TempDir,
+    }
+
+    impl World {
+        fn new() -> World {
+            let dir = tempfile::tempdir().unwrap();
+            let sessions = (0..6).map(|_| Arc::new(Session::ephemeral(dir.path()))).collect();
+            World { sessions, registry: Arc::new(Registry::default()), _dir: dir }
+        }
+        fn key(&self, session: usize, tool: &str) -> Key {
+            Key::new(&self.sessions[session], &self.registry, tool, None, &Dirs::default())
+        }
+    }
+
+    #[test]
+    fn an_instance_serves_only_what_it_was_made_for() {
+        let w = World::new();
+        let warm = Warm::default();
+        let a = fake();
+        let born = a.born;
+        warm.put(w.key(0, "T"), a, &w.registry);
+        assert!(warm.take(&w.key(1, "T"), &w.registry).is_none(), "another session");
+        assert!(warm.take(&w.key(0, "U"), &w.registry).is_none(), "another tool");
+        let other_dirs = Dirs { cwd: "/elsewhere".into(), ..Dirs::default() };
+        let moved = Key::new(&w.sessions[0], &w.registry, "T", None, &other_dirs);
+        assert!(warm.take(&moved, &w.registry).is_none(), "other directories");
+        let reloaded = Arc::new(Registry::default());
+        assert!(warm.take(&w.key(0, "T"), &reloaded).is_none(), "a reload makes it stale");
+        // The reload above pruned it for good.
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none());
+        warm.put(w.key(0, "T"), Fake { born, printed: 0 }, &w.registry);
+        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "taken: one call at a time");
+    }
+
+    /// While one instance serves a call, a classification of the same
+    /// session may make another; whichever comes back last, the older one
+    /// is kept and the other dropped.
+    #[test]
+    fn of_two_instances_for_one_use_the_older_is_kept() {
+        let w = World::new();
+        let warm = Warm::default();
+        let (older, newer) = (fake(), fake());
+        let born = older.born;
+        warm.put(w.key(0, "T"), older, &w.registry);
+        warm.put(w.key(0, "T"), newer, &w.registry);
+        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the newer one was dropped");
+
+        let (older, newer) = (fake(), fake());
+        let born = older.born;
+        warm.put(w.key(0, "T"), newer, &w.registry);
+        warm.put(w.key(0, "T"), older, &w.registry);
+        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the newer one was dropped");
+    }
+
+    #[test]
+    fn the_least_recently_kept_goes_first_and_a_chatty_one_is_not_kept() {
+        let w = World::new();
+        let warm = Warm::default();
+        for session in 0..=WARM_INSTANCES as usize {
+            warm.put(w.key(session, "T"), fake(), &w.registry);
+        }
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the first went when the limit was passed");
+        for session in 1..=WARM_INSTANCES as usize {
+            assert!(warm.take(&w.key(session, "T"), &w.registry).is_some(), "session {session}");
+        }
+        let chatty = Fake { born: Instant::now(), printed: CAPTURED_OUTPUT / 2 + 1 };
+        warm.put(w.key(0, "T"), chatty, &w.registry);
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none());
+    }
+
+    #[test]
+    fn an_ended_session_keeps_nothing() {
+        let mut w = World::new();
+        let warm = Warm::default();
+        warm.put(w.key(0, "T"), fake(), &w.registry);
+        warm.put(w.key(1, "T"), fake(), &w.registry);
+        warm.forget(&w.sessions[0]);
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none());
+        warm.put(w.key(2, "T"), fake(), &w.registry);
+        let key = w.key(2, "T");
+        w.sessions.remove(2);
+        assert!(warm.take(&key, &w.registry).is_none(), "a dropped session is stale");
+        assert!(warm.take(&w.key(1, "T"), &w.registry).is_some());
     }
 }

@@ -13,6 +13,9 @@ pub struct Instance {
     pub store: Store<HostState>,
     pub guest: Guest,
     pub captured: Captured,
+    /// When it was made: of two instances for the same use, the older one
+    /// (which served the earlier calls) is the one kept.
+    pub born: std::time::Instant,
 }
 
 impl Instance {
@@ -26,7 +29,7 @@ impl Instance {
     ) -> wasmtime::Result<Instance> {
         let (mut store, captured) = store(engine, grants, scope, limits);
         let guest = pre.instantiate(&mut store)?;
-        Ok(Instance { store, guest, captured })
+        Ok(Instance { store, guest, captured, born: std::time::Instant::now() })
     }
 
     /// Makes a warm instance (made with the same grants and directories)
