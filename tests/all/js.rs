@@ -207,6 +207,9 @@ fn a_warm_instance_serves_one_session_until_a_fault() {
         .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .timeout(std::time::Duration::from_millis(500))
         .mode(toolhost::PermissionMode::BypassPermissions)
+        // Optimized at once: a switch from quick code (tests/all/quick.rs)
+        // would start a new instance midway.
+        .quick_compile_above(None)
         .build()
         .expect("host");
     let call = |session: &std::sync::Arc<toolhost::Session>, what: &str| {
@@ -241,7 +244,9 @@ fn a_run_stream_reuses_the_warm_instance() {
     install(&sb, faults(Engine::QuickJs), "faults.wasm");
     let use_ = |id: &str, what: &str| json!({"type": "tool_use", "id": id, "name": "JsFaults", "input": {"do": what}});
     let lines = [use_("a", "count"), use_("b", "count"), use_("c", "spin"), use_("d", "count")];
-    let out = run_stream(&sb, &["--allow", "JsFaults", "--timeout-ms", "500"], &lines);
+    // Optimized at once: see above.
+    let args = ["--allow", "JsFaults", "--timeout-ms", "500", "--quick-compile-above", "off"];
+    let out = run_stream(&sb, &args, &lines);
     let results: Vec<(bool, String)> = out
         .iter()
         .filter(|v| v["type"] == "tool_result")

@@ -23,6 +23,7 @@ mod new;
 mod permissions;
 mod prompt;
 mod python;
+mod quick;
 mod reload;
 mod run;
 mod scheduler;

@@ -107,6 +107,7 @@ impl Sandbox {
             .env_remove("XDG_CACHE_HOME")
             .env("TOOLHOST_MANAGED_SETTINGS", self.home.join("managed-settings.json"))
             .env_remove("TOOLHOST_CONFIG_DIR")
+            .env_remove("TOOLHOST_QUICK_COMPILE_ABOVE")
             .env_remove("RUST_LOG");
         cmd
     }

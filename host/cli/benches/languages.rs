@@ -7,10 +7,14 @@
 //! Notes (JavaScript) are built beside them. For each component, in one run:
 //! - its size;
 //! - its first load: `toolhost check` in a new process whose cache holds the
-//!   built-ins but not this component, so it compiles (three runs);
+//!   built-ins but not this component, so it compiles (three runs): quick
+//!   (Winch, the default for a component of 1 MiB or more) and optimized
+//!   (`--quick-compile-above off`);
 //! - the cost of one call inside a `toolhost run` stream, calls one at a
 //!   time (`--max-concurrency 1`): a stream of 1001 calls against a stream
-//!   of 1, the difference over 1000 (five runs of each).
+//!   of 1, the difference over 1000 (five runs of each), on the optimized
+//!   code (what serves once the background compile is done) and on the
+//!   quick code (what serves until then, and in one-shot commands).
 //!
 //! Prints a Markdown table: medians, with the spread (lowest–highest) and
 //! each per-call median over the Rust tool's.
@@ -92,49 +96,68 @@ fn main() {
     let mut rust_call = None;
     for (i, subject) in subjects.iter().enumerate() {
         let size = std::fs::metadata(&subject.wasm).expect("component").len();
-        let loads: Vec<f64> = (0..3)
-            .map(|run| {
-                let cache = root.join(format!("cache-{i}-{run}"));
-                copy_dir(&builtins_cache, &cache);
-                let t = Instant::now();
-                let out = toolhost(&cache, &empty_plugins).arg("check").arg(&subject.wasm).output().expect("check");
-                let took = t.elapsed().as_secs_f64() * 1e3;
-                assert!(out.status.success(), "{}: {}", subject.label, String::from_utf8_lossy(&out.stdout));
-                let _ = std::fs::remove_dir_all(&cache);
-                took
-            })
-            .collect();
-        // Per call: its own plugins directory, the cache warm.
+        let first_load = |quick: &str| -> Vec<f64> {
+            (0..3)
+                .map(|run| {
+                    let cache = root.join(format!("cache-{i}-{run}"));
+                    copy_dir(&builtins_cache, &cache);
+                    let t = Instant::now();
+                    let out = toolhost(&cache, &empty_plugins)
+                        .args(["--quick-compile-above", quick, "check"])
+                        .arg(&subject.wasm)
+                        .output()
+                        .expect("check");
+                    let took = t.elapsed().as_secs_f64() * 1e3;
+                    assert!(out.status.success(), "{}: {}", subject.label, String::from_utf8_lossy(&out.stdout));
+                    let _ = std::fs::remove_dir_all(&cache);
+                    took
+                })
+                .collect()
+        };
+        let (quick_loads, optimized_loads) = (first_load("1024"), first_load("off"));
+        // Per call: its own plugins directory, the cache warm (with the
+        // optimized compile, or only the quick one).
         let plugins = root.join(format!("plugins-{i}"));
         std::fs::create_dir_all(&plugins).expect("bench dir");
         std::fs::copy(&subject.wasm, plugins.join("tool.wasm")).expect("copy");
-        let cache = root.join(format!("cache-run-{i}"));
-        copy_dir(&builtins_cache, &cache);
-        stream(&cache, &plugins, subject, 1);
-        let per_call: Vec<f64> = (0..5)
-            .map(|_| (stream(&cache, &plugins, subject, 1001) - stream(&cache, &plugins, subject, 1)) / 1000.0)
-            .collect();
-        let call = median(&per_call);
+        let per_call = |quick: bool| -> Vec<f64> {
+            let cache = root.join(format!("cache-run-{i}-{quick}"));
+            copy_dir(&builtins_cache, &cache);
+            let args: &[&str] = if quick { &["--quick-compile-above", "0", "--no-optimize"] } else { &[] };
+            let compile: &[&str] = if quick { args } else { &["--quick-compile-above", "off"] };
+            let check = toolhost(&cache, &empty_plugins).args(compile).arg("check").arg(&subject.wasm).output();
+            assert!(check.is_ok_and(|o| o.status.success()), "{}: check", subject.label);
+            stream(&cache, &plugins, subject, 1, args);
+            (0..5)
+                .map(|_| {
+                    (stream(&cache, &plugins, subject, 1001, args) - stream(&cache, &plugins, subject, 1, args))
+                        / 1000.0
+                })
+                .collect()
+        };
+        let (optimized, quick) = (per_call(false), per_call(true));
+        let call = median(&optimized);
         if i == 0 {
             rust_call = Some(call);
         }
+        let spread = |xs: &[f64], scale: f64, digits: usize| {
+            format!("{:.digits$} ({:.digits$}–{:.digits$})", median(xs) / scale, min(xs) / scale, max(xs) / scale)
+        };
         rows.push(format!(
-            "| {} | {:.1} MB | {:.2} s ({:.2}–{:.2}) | {:.3} ms ({:.3}–{:.3}) | {:.1}× |",
+            "| {} | {:.1} MB | {} s | {} s | {} ms | {:.1}× | {} ms |",
             subject.label,
             size as f64 / 1e6,
-            median(&loads) / 1e3,
-            min(&loads) / 1e3,
-            max(&loads) / 1e3,
-            call,
-            min(&per_call),
-            max(&per_call),
+            spread(&quick_loads, 1e3, 2),
+            spread(&optimized_loads, 1e3, 2),
+            spread(&optimized, 1.0, 3),
             call / rust_call.expect("the Rust tool comes first"),
+            spread(&quick, 1.0, 3),
         ));
     }
     println!(
-        "| component | size | first load (compile), median (range) | per call in a `run` stream, median (range) | per call / Rust |"
+        "| component | size | first load, quick (default) | first load, optimized | per call in a `run` stream | per call / Rust | per call, quick code |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for row in rows {
         println!("{row}");
     }
@@ -156,7 +179,7 @@ fn toolhost(cache: &Path, plugins: &Path) -> Command {
 
 /// The milliseconds a `run` stream of `n` calls of the subject takes, one
 /// call at a time, start to exit.
-fn stream(cache: &Path, plugins: &Path, subject: &Subject, n: usize) -> f64 {
+fn stream(cache: &Path, plugins: &Path, subject: &Subject, n: usize, args: &[&str]) -> f64 {
     use std::io::Write as _;
     let lines: String = (0..n)
         .map(|i| {
@@ -166,6 +189,7 @@ fn stream(cache: &Path, plugins: &Path, subject: &Subject, n: usize) -> f64 {
         .collect();
     let t = Instant::now();
     let mut child = toolhost(cache, plugins)
+        .args(args)
         .args(["--allow", subject.tool, "run", "--max-concurrency", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -57,8 +57,35 @@ struct Cli {
     /// `best-effort` starts them unconfined with a warning
     #[arg(long, global = true, default_value = "required", value_name = "MODE")]
     child_confinement: Confinement,
+    /// A plugin component of at least this many KiB, the first time it
+    /// loads, is compiled quick (Winch) and served at once; `run` and
+    /// `serve` then compile it optimized (Cranelift) in the background and
+    /// switch to that. `off`: always compile optimized, at once
+    #[arg(long, global = true, env = "TOOLHOST_QUICK_COMPILE_ABOVE", default_value = "1024", value_name = "KIB|off")]
+    quick_compile_above: QuickAbove,
+    /// Keep tools loaded quick on their quick code, even in `run` and
+    /// `serve` (for measuring that code)
+    #[arg(long, global = true, hide = true)]
+    no_optimize: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--quick-compile-above`.
+#[derive(Clone, Copy, Debug)]
+struct QuickAbove(Option<usize>);
+
+impl std::str::FromStr for QuickAbove {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(QuickAbove(None)),
+            kib => kib
+                .parse::<usize>()
+                .map(|kib| QuickAbove(Some(kib.saturating_mul(1024))))
+                .map_err(|_| format!("`{kib}` is neither a size in KiB nor `off`")),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -272,6 +299,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // They also link the tools while waiting for their first calls; a
     // one-shot command links only the tool it calls.
     builder = builder.watch_plugins(watch).link_in_background(long_running);
+    // A tool loaded quick is optimized in the background only by a front
+    // that lives to use it.
+    builder =
+        builder.quick_compile_above(cli.quick_compile_above.0).optimize_in_background(long_running && !cli.no_optimize);
     if std::io::stderr().is_terminal() {
         builder = builder.compile_progress(Arc::new(show_compile));
     }
@@ -613,6 +644,12 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 println!("  a failed call cancels the other calls of its turn");
             }
             println!("  enabled:       {}", tool.spec.enabled);
+            if tool.quick {
+                println!(
+                    "  compiled:      quick (Winch), for now: `run` and `serve` compile it optimized in the background \
+                     and then serve that"
+                );
+            }
             for line in capability_lines(&tool, host.call_limits()) {
                 println!("  {line}");
             }

@@ -7,7 +7,9 @@ use crate::policy::rules::{Catalog, ContentKind, Places};
 use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::Confinement;
-use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, PluginSet, Problem, Registry, ToolsChanged};
+use crate::registry::{
+    CompileSink, LoadError, LoadedTool, Loader, Optimizer, PluginSet, Problem, QUICK_ABOVE, Registry, ToolsChanged,
+};
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
 use crate::session::{Session, SessionError};
 use std::path::{Path, PathBuf};
@@ -58,6 +60,10 @@ pub struct HostBuilder {
     link_in_background: bool,
     compile_progress: Option<CompileSink>,
     grants_source: Option<GrantsSource>,
+    /// `None`: the default ([`QUICK_ABOVE`]).
+    quick_above: Option<Option<usize>>,
+    /// `None`: the default (yes).
+    optimize: Option<bool>,
 }
 
 /// Reads the operator's `toolGrants` afresh (see
@@ -159,6 +165,26 @@ impl HostBuilder {
         self
     }
 
+    /// A plugin component of at least `bytes` whose optimized compile is not
+    /// cached yet loads compiled by the quick engine (Winch: a quarter of
+    /// the time, slower code), and is swapped for its optimized form when
+    /// that is done in the background (see
+    /// [`HostBuilder::optimize_in_background`]). `None`: always optimized,
+    /// at once. Default: [`QUICK_ABOVE`] (1 MiB).
+    pub fn quick_compile_above(mut self, bytes: Option<usize>) -> Self {
+        self.quick_above = Some(bytes);
+        self
+    }
+
+    /// Whether a tool loaded quick is compiled optimized in the background
+    /// (into the cache) and then served by its optimized form. A one-shot
+    /// command, which would end before, says no: its tools stay quick, and
+    /// the next long-running host optimizes them. Default: yes.
+    pub fn optimize_in_background(mut self, optimize: bool) -> Self {
+        self.optimize = Some(optimize);
+        self
+    }
+
     /// Where a reload reads `toolGrants` again (the settings files), so a
     /// component installed with new grants while the host runs gets them.
     /// Default: the grants of [`HostBuilder::settings`], fixed.
@@ -205,6 +231,11 @@ impl HostBuilder {
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         let scratch_session = Arc::new(Session::ephemeral(&data_dir));
+        let quick_above = self.quick_above.unwrap_or(Some(QUICK_ABOVE));
+        let optimizer = match self.optimize.unwrap_or(true) && quick_above.is_some() && cache_dir.is_some() {
+            true => Some(Optimizer::default()),
+            false => None,
+        };
 
         let mut registry = Registry::default();
         let loader = Loader {
@@ -215,6 +246,8 @@ impl HostBuilder {
             project: &cwd,
             progress: self.compile_progress.as_ref(),
             link_later: true,
+            quick_above,
+            optimizer: optimizer.as_ref(),
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
         let mut plugins = PluginSet::default();
@@ -253,7 +286,10 @@ impl HostBuilder {
             changes: tokio::sync::broadcast::channel(CHANGES_KEPT).0,
             watcher: Mutex::new(None),
             compile_progress: self.compile_progress,
+            quick_above,
+            optimizer,
         });
+        start_optimizer(&inner);
         if self.link_in_background {
             link_in_background(&inner);
         }
@@ -308,6 +344,18 @@ fn link_in_background(inner: &Arc<Inner>) {
     if let Err(e) = spawned {
         tracing::debug!(error = %e, "no thread to link in the background; tools link at their first use");
     }
+}
+
+/// Starts the optimizer, if any: each tool it optimizes is then promoted.
+fn start_optimizer(inner: &Arc<Inner>) {
+    let (Some(optimizer), Some(cache_dir)) = (&inner.optimizer, &inner.cache_dir) else { return };
+    let host: Weak<Inner> = Arc::downgrade(inner);
+    let done = move |hash: &str| {
+        if let Some(inner) = host.upgrade() {
+            Host { inner }.promote(hash);
+        }
+    };
+    optimizer.start(inner.pipeline.sandbox().engine(), cache_dir.clone(), Box::new(done));
 }
 
 fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, String> {
@@ -410,6 +458,9 @@ struct Inner {
     /// Watching the plugins directory, when asked to.
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     compile_progress: Option<CompileSink>,
+    quick_above: Option<usize>,
+    /// Compiling optimized the tools loaded quick, when asked to.
+    optimizer: Option<Optimizer>,
 }
 
 impl Host {
@@ -537,6 +588,26 @@ impl Host {
         Some(change)
     }
 
+    /// Serves the plugins loaded quick from the component whose content hash
+    /// is `hash` by their optimized form, now in the cache: each is loaded
+    /// again (its file unchanged) and the registry swapped. Calls running
+    /// finish on the quick code; the next ones start on the optimized code.
+    /// The tools offered do not change, so nobody is told.
+    fn promote(&self, hash: &str) {
+        let inner = &self.inner;
+        let Some(dir) = inner.plugins_dir.as_deref() else { return };
+        let mut plugins = inner.plugins.lock().unwrap_or_else(|e| e.into_inner());
+        let grants = inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let promoted = plugins.promote(&inner.loader(&grants, false), hash);
+        if promoted.is_empty() {
+            return;
+        }
+        let mut registry = inner.pipeline.registry().builtins_only();
+        plugins.register(&mut registry);
+        inner.pipeline.swap_registry(registry, &[]);
+        tracing::info!(tools = ?promoted, dir = %dir.display(), "now served by their optimized compile");
+    }
+
     /// A stream of what each reload changed (tools added, removed, replaced,
     /// components rejected). Receive with `recv().await`, or
     /// `blocking_recv()` outside async code; a subscriber that falls more
@@ -627,6 +698,8 @@ impl Inner {
             project: &self.pipeline.dirs().cwd,
             progress: self.compile_progress.as_ref(),
             link_later,
+            quick_above: self.quick_above,
+            optimizer: self.optimizer.as_ref(),
         }
     }
 }

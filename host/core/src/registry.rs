@@ -5,13 +5,15 @@
 mod builtins;
 mod cache;
 mod load;
+mod optimize;
 mod plugins;
 mod pool;
 mod schema;
 mod tool;
 
 pub use cache::content_hash;
-pub use load::{CompileProgress, CompileSink, Loader};
+pub use load::{CompileProgress, CompileSink, Loader, QUICK_ABOVE};
+pub use optimize::Optimizer;
 pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
 pub use pool::{DEFAULT_DEFER_AFTER, Problem, Registry, TOOL_SEARCH};
 pub use schema::Schema;

@@ -19,12 +19,28 @@ use crate::contract::ToolPre;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-/// The engine, the linker and the admission gate, built once per host.
+/// The engines, their linkers and the admission gate, built once per host.
 pub struct Sandbox {
     runtime: engine::Runtime,
     linker: Linker<HostState>,
+    /// The quick engine's, when there is one.
+    quick_linker: Option<Linker<HostState>>,
     limits: CallLimits,
     gate: Gate,
+}
+
+/// The linker of the contract on `engine`: WASI and the toolhost interfaces.
+fn contract_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    // Waiting in WASI ends at the call's deadline or cancellation.
+    bounded::add_to_linker(&mut linker)?;
+    // Outgoing HTTP, policed by the call's network (refused to a tool
+    // granted no host).
+    #[cfg(feature = "http")]
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+    crate::contract::add_to_linker(&mut linker, HostState::call_view)?;
+    Ok(linker)
 }
 
 impl Sandbox {
@@ -42,24 +58,27 @@ impl Sandbox {
         // The calls' slots, and the warm instances' beside them.
         let sizes = PoolSizes { instances: instances + crate::pipeline::WARM_INSTANCES, max_memory };
         let runtime = engine::Runtime::new(allocator, sizes)?;
-        let mut linker = Linker::new(&runtime.engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        // Waiting in WASI ends at the call's deadline or cancellation.
-        bounded::add_to_linker(&mut linker)?;
-        // Outgoing HTTP, policed by the call's network (refused to a tool
-        // granted no host).
-        #[cfg(feature = "http")]
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        crate::contract::add_to_linker(&mut linker, HostState::call_view)?;
-        Ok(Sandbox { runtime, linker, limits, gate: Gate::new(instances as usize) })
+        let linker = contract_linker(&runtime.engine)?;
+        let quick_linker = runtime.quick.as_ref().map(contract_linker).transpose()?;
+        Ok(Sandbox { runtime, linker, quick_linker, limits, gate: Gate::new(instances as usize) })
     }
 
+    /// The optimizing engine.
     pub fn engine(&self) -> &Engine {
         &self.runtime.engine
     }
 
-    pub fn linker(&self) -> &Linker<HostState> {
-        &self.linker
+    /// The quick-compiling engine, if this machine has one.
+    pub fn quick_engine(&self) -> Option<&Engine> {
+        self.runtime.quick.as_ref()
+    }
+
+    /// The linker for components compiled by `engine` (one of this sandbox's).
+    pub fn linker_for(&self, engine: &Engine) -> &Linker<HostState> {
+        match (&self.runtime.quick, &self.quick_linker) {
+            (Some(quick), Some(linker)) if Engine::same(quick, engine) => linker,
+            _ => &self.linker,
+        }
     }
 
     /// The limits of one call.
@@ -90,6 +109,6 @@ impl Sandbox {
         scope: CallScope,
         limits: CallLimits,
     ) -> wasmtime::Result<Instance> {
-        Instance::new(self.engine(), pre, grants, scope, limits)
+        Instance::new(pre.engine(), pre, grants, scope, limits)
     }
 }

@@ -26,6 +26,15 @@ impl<T: 'static> ToolPre<T> {
         }
     }
 
+    /// The engine it was compiled by (its stores must be made on it).
+    pub fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            ToolPre::Current(pre) => pre.engine(),
+            ToolPre::V1_0(pre) => pre.engine(),
+            ToolPre::V1_1(pre) => pre.engine(),
+        }
+    }
+
     /// A fresh instance in `store`.
     pub fn instantiate(&self, store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
         Ok(match self {

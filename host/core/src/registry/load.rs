@@ -41,7 +41,18 @@ pub struct Loader<'a> {
     /// reload (its new tools are ready when announced), nor a check (which
     /// links to find what fails).
     pub link_later: bool,
+    /// A plugin component of at least this many bytes whose optimized
+    /// compile is not cached loads compiled by the quick engine (`None`:
+    /// every component compiles optimized). Needs a cache directory.
+    pub quick_above: Option<usize>,
+    /// Where a quick load asks for its optimized compile (`None`: it stays
+    /// quick, e.g. for a one-shot command, which would not live to use it).
+    pub optimizer: Option<&'a super::optimize::Optimizer>,
 }
+
+/// The size from which a plugin's first load compiles quick: Cranelift
+/// takes about a second per megabyte on two cores, Winch a quarter of that.
+pub const QUICK_ABOVE: usize = 1 << 20;
 
 /// A compile that takes long (the first load of a large component): told
 /// once a second while it runs, and once when it is done.
@@ -243,8 +254,9 @@ impl Loader<'_> {
         let engine = self.sandbox.engine();
         let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, content));
         let known = spec_file.as_deref().and_then(known_description);
-        let component = self.compile(source, wasm, content, COMPILE_TIMEOUT)?;
-        let shape = contract::inspect(engine, &component)?;
+        let quick_ok = origin != Origin::Builtin;
+        let (component, quick) = self.compile(source, wasm, content, COMPILE_TIMEOUT, quick_ok)?;
+        let shape = contract::inspect(component.engine(), &component)?;
         let pre = link(self.sandbox, &component, shape.version)?;
         let (spec, warnings) = match known {
             Some(known) => (known.spec, known.warnings),
@@ -263,7 +275,9 @@ impl Loader<'_> {
                 (spec, warnings)
             }
         };
-        Ok(LoadedTool::new(spec, origin, requests, shape, Linked::now(pre), warnings))
+        let mut tool = LoadedTool::new(spec, origin, requests, shape, Linked::now(pre), warnings);
+        tool.quick = quick;
+        Ok(tool)
     }
 
     /// Instantiates the tool once, without capabilities, to read its `info`
@@ -281,7 +295,7 @@ impl Loader<'_> {
             Arc::new(Dirs::default()),
             Arc::default(),
         );
-        let (mut store, captured) = crate::sandbox::store(self.sandbox.engine(), &Grants::default(), scope, limits);
+        let (mut store, captured) = crate::sandbox::store(pre.engine(), &Grants::default(), scope, limits);
         // One line per problem: the limit or the trap, and what the tool
         // printed last (a panic message), without wasmtime's backtrace.
         let describe = |e: wasmtime::Error, captured: &Captured| {
@@ -324,18 +338,50 @@ pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
 pub const MAX_SCHEMA_DEPTH: usize = 32;
 
 impl Loader<'_> {
-    /// [`compile_within`], reporting a compile that takes long to
-    /// [`Loader::progress`] and the log.
+    /// The component compiled (through the cache), and whether by the quick
+    /// engine: a plugin (`quick_ok`) of at least [`Loader::quick_above`]
+    /// bytes whose optimized form is not cached compiles quick, and its
+    /// optimized compile is asked of [`Loader::optimizer`]. A compile that
+    /// takes long is reported to [`Loader::progress`] and the log.
     fn compile(
         &self,
         source: &str,
         wasm: Cow<'static, [u8]>,
         hash: &str,
         timeout: Duration,
-    ) -> Result<Component, LoadError> {
+        quick_ok: bool,
+    ) -> Result<(Component, bool), LoadError> {
         // A compiled form in the cache is read here; only a compile needs a
         // thread of its own (and the bytes copied to it).
         if let Some(component) = self.cache_dir.and_then(|dir| cache::cached(self.sandbox.engine(), hash, dir)) {
+            return Ok((component, false));
+        }
+        let quick = match (self.quick_above, self.sandbox.quick_engine(), self.cache_dir) {
+            (Some(above), Some(quick), Some(_)) if quick_ok && wasm.len() >= above => Some(quick),
+            _ => None,
+        };
+        let Some(quick) = quick else {
+            return self.compile_on(self.sandbox.engine(), source, wasm, hash, timeout).map(|c| (c, false));
+        };
+        let wasm = Arc::new(wasm.into_owned());
+        let component = self.compile_on(quick, source, Cow::Owned(wasm.to_vec()), hash, timeout)?;
+        tracing::info!(source, "loaded compiled quick (Winch)");
+        if let Some(optimizer) = self.optimizer {
+            optimizer.request(hash, source, wasm);
+        }
+        Ok((component, true))
+    }
+
+    /// [`compile_within`] on `engine`, reporting a compile that takes long.
+    fn compile_on(
+        &self,
+        engine: &wasmtime::Engine,
+        source: &str,
+        wasm: Cow<'static, [u8]>,
+        hash: &str,
+        timeout: Duration,
+    ) -> Result<Component, LoadError> {
+        if let Some(component) = self.cache_dir.and_then(|dir| cache::cached(engine, hash, dir)) {
             return Ok(component);
         }
         let bytes = wasm.len();
@@ -350,7 +396,6 @@ impl Loader<'_> {
                 sink(&CompileProgress { source: source.to_string(), bytes, elapsed, done: false });
             }
         };
-        let engine = self.sandbox.engine();
         let out = compile_within(engine, wasm.into_owned(), hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
         if reported {
             tracing::info!(source, took_ms = started.elapsed().as_millis() as u64, ok = out.is_ok(), "compiled");
@@ -408,7 +453,8 @@ fn compile_within(
 /// `component` linked against the sandbox's linker, as a tool serving the
 /// contract `version`.
 fn link(sandbox: &Sandbox, component: &Component, version: Version) -> Result<ToolPre<HostState>, LoadError> {
-    let pre = sandbox.linker().instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let linker = sandbox.linker_for(component.engine());
+    let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
     ToolPre::new(version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
 }
 

@@ -234,6 +234,32 @@ impl PluginSet {
         Ok(set)
     }
 
+    /// Loads again each file of content hash `hash` whose tool was loaded
+    /// quick, now that the cache holds its optimized compile: its tool is
+    /// replaced by the optimized one (a file changed since is left to the
+    /// next reload). The names of the tools replaced.
+    pub fn promote(&mut self, loader: &Loader<'_>, hash: &str) -> Vec<String> {
+        let mut promoted = Vec::new();
+        for (path, file) in &mut self.files {
+            let Outcome::Loaded(tool) = &file.outcome else { continue };
+            if file.hash != hash || !tool.quick {
+                continue;
+            }
+            let again = loader.files_in_parallel(&[(path.clone(), None)]).pop();
+            match again {
+                Some((Some(read), Ok(tool))) if read == hash && !tool.quick => {
+                    promoted.push(tool.spec.name.clone());
+                    file.outcome = Outcome::Loaded(Arc::new(tool));
+                }
+                Some((_, Err(e))) => {
+                    tracing::warn!(path = %path.display(), error = %e, "could not load the optimized compile; the tool stays quick")
+                }
+                _ => {}
+            }
+        }
+        promoted
+    }
+
     /// Registers the plugins after `builtins`, in file-name order, noting
     /// each file that failed.
     pub fn register(&self, registry: &mut Registry) {

@@ -194,6 +194,9 @@ pub struct LoadedTool {
     pub(super) output: OnceLock<Option<Schema>>,
     /// What the loader cut from the tool's declaration, for people.
     pub warnings: Vec<String>,
+    /// Whether it runs code from the quick engine (Winch), until its
+    /// optimized compile is done.
+    pub quick: bool,
 }
 
 impl LoadedTool {
@@ -207,7 +210,7 @@ impl LoadedTool {
     ) -> LoadedTool {
         let (input, output) = (OnceLock::new(), OnceLock::new());
         let (grants, missing) = (Grants::default(), Vec::new());
-        LoadedTool { spec, origin, grants, requests, missing, shape, linked, input, output, warnings }
+        LoadedTool { spec, origin, grants, requests, missing, shape, linked, input, output, warnings, quick: false }
     }
 
     /// Built-in tools are trusted to grant permission (`allow`); third-party

@@ -1,5 +1,8 @@
-//! The one wasmtime [`Engine`]: configuration, instance allocator, and the
-//! epoch ticker that lets deadlines and cancellation stop a running guest.
+//! The wasmtime [`Engine`]s: the optimizing one every tool runs on in the
+//! end, and the quick one (Winch, a baseline compiler) a large component's
+//! first load runs on until its optimized compile is done; their
+//! configuration, instance allocator, and the epoch ticker that lets
+//! deadlines and cancellation stop a running guest on either.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,9 +48,13 @@ pub struct PoolSizes {
     pub max_memory: usize,
 }
 
-/// The engine plus what keeps it ticking.
+/// The engines plus what keeps them ticking.
 pub struct Runtime {
+    /// Optimizing (Cranelift), with the chosen allocator.
     pub engine: Engine,
+    /// Quick to compile (Winch), slower code; the on-demand allocator (its
+    /// instances are few and short-lived). `None` where Winch does not run.
+    pub quick: Option<Engine>,
     /// The allocator actually in use (after any fallback).
     pub allocator: Allocator,
     ticker: Ticker,
@@ -67,8 +74,15 @@ impl Runtime {
                 }
             },
         };
-        let ticker = Ticker::start(&engine);
-        Ok(Runtime { engine, allocator: used, ticker })
+        let quick = match Engine::new(&quick_config()) {
+            Ok(quick) => Some(quick),
+            Err(e) => {
+                tracing::debug!(error = %e, "no quick compiler here; every component compiles optimized");
+                None
+            }
+        };
+        let ticker = Ticker::start(std::iter::once(&engine).chain(&quick));
+        Ok(Runtime { engine, quick, allocator: used, ticker })
     }
 
     /// Marks a call as running until the guard drops; the ticker runs only
@@ -91,6 +105,14 @@ pub fn base_config() -> Config {
     config.memory_init_cow(true);
     config.cranelift_opt_level(OptLevel::Speed);
     config.parallel_compilation(true);
+    config
+}
+
+/// [`base_config`] compiling with Winch: about four times faster to compile
+/// than Cranelift, slower code.
+pub fn quick_config() -> Config {
+    let mut config = base_config();
+    config.strategy(wasmtime::Strategy::Winch);
     config
 }
 
@@ -124,8 +146,8 @@ fn pooling_config(sizes: PoolSizes) -> Config {
     config
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] while calls run. Holds the
-/// engine weakly: the thread ends when the engine is dropped. After a second
+/// Advances the engines' epochs every [`EPOCH_TICK`] while calls run. Holds
+/// the engines weakly: the thread ends when the first one is dropped. After a second
 /// with no call running it parks, so an idle host does not wake up; a call
 /// unparks it only in that case, so back-to-back calls cost no wake-up.
 struct Ticker {
@@ -142,13 +164,13 @@ struct TickerShared {
 const LINGER: Duration = Duration::from_secs(1);
 
 impl Ticker {
-    fn start(engine: &Engine) -> Ticker {
+    fn start<'a>(engines: impl IntoIterator<Item = &'a Engine>) -> Ticker {
         let shared = Arc::new(TickerShared {
             running: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
             thread: std::sync::OnceLock::new(),
         });
-        let weak = engine.weak();
+        let weak: Vec<_> = engines.into_iter().map(Engine::weak).collect();
         let inner = Arc::clone(&shared);
         let handle = thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
             let mut idle_since = Instant::now();
@@ -169,9 +191,11 @@ impl Ticker {
                     idle_since = Instant::now();
                 }
                 thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => return,
+                for engine in &weak {
+                    match engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => return,
+                    }
                 }
             }
         });

@@ -1,0 +1,126 @@
+//! Quick compiles: a large component's first load runs code from the quick
+//! engine (Winch) until its optimized compile is done. Every limit holds on
+//! that code as on the optimized code, and the switch loses no call.
+
+use crate::support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use toolhost::{CallOptions, Host, ToolUse};
+use toolhost_tests::{ADVERSARY, ECHO, Sandbox, shared_cache_dir, with_custom_section};
+
+/// `guest` as bytes no earlier run has seen, so that the shared cache holds
+/// no optimized compile of it (which a load would use instead).
+fn unseen(guest: &str) -> Vec<u8> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let tag = format!("{} {nanos}", std::process::id());
+    with_custom_section(&std::fs::read(guest).unwrap(), "toolhost-test-unseen", tag.as_bytes())
+}
+
+/// Every component counts as large.
+const QUICK: [&str; 2] = ["--quick-compile-above", "0"];
+
+#[test]
+fn every_limit_holds_on_quick_code() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.plugins.join("adversary.wasm"), unseen(ADVERSARY)).unwrap();
+    let checked = toolhost(&sb, &["--quick-compile-above", "0", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    assert!(checked.stdout.contains("compiled:      quick (Winch)"), "{}", checked.stdout);
+    let with = |more: &[&'static str]| -> Vec<&'static str> { QUICK.iter().chain(more).copied().collect() };
+    let adversary = |action: serde_json::Value, more: &[&'static str]| call(&sb, "Adversary", &action, &with(more));
+
+    let text = adversary(json!({"action": "panic"}), &[]).assert_error("Adversary crashed");
+    assert!(text.contains("adversary panicked on purpose"), "{text}");
+    adversary(json!({"action": "trap"}), &[]).assert_error("Adversary crashed");
+    adversary(json!({"action": "stack"}), &[]).assert_error("Adversary crashed");
+    adversary(json!({"action": "alloc"}), &["--memory-mib", "64"])
+        .assert_error("Adversary exceeded its memory limit of 64 MiB");
+    adversary(json!({"action": "env"}), &[]).assert_ok();
+
+    // Spinning in wasm and waiting in a host call, in the exports a call
+    // goes through: stopped at the deadline.
+    let cases: Vec<(&str, &str)> = ["call", "validate", "read-only"]
+        .into_iter()
+        .flat_map(|export| ["spin", "sleep", "block", "poll"].into_iter().map(move |how| (export, how)))
+        .collect();
+    std::thread::scope(|s| {
+        let runs: Vec<_> = cases
+            .iter()
+            .map(|&(export, how)| {
+                let adversary = &adversary;
+                s.spawn(move || {
+                    let started = Instant::now();
+                    let input = json!({"action": "wait", "in": export, "how": how});
+                    (export, how, adversary(input, &["--timeout-ms", "400"]), started.elapsed())
+                })
+            })
+            .collect();
+        for r in runs {
+            let (export, how, run, took) = r.join().unwrap();
+            assert!(
+                run.text().contains("Adversary timed out after 400 ms and was stopped."),
+                "waiting in {export} by {how}: {}",
+                run.text()
+            );
+            // A guest that ignored its deadline would wait an hour.
+            assert!(took < Duration::from_secs(10), "waiting in {export} by {how} took {took:?}");
+        }
+    });
+    // A one-shot command leaves it quick (it would not live to use the
+    // optimized compile).
+    let checked = toolhost(&sb, &["--quick-compile-above", "0", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    assert!(checked.stdout.contains("compiled:      quick (Winch)"), "{}", checked.stdout);
+    // Turned off, the first load compiles optimized.
+    let checked = toolhost(&sb, &["--quick-compile-above", "off", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    assert!(checked.code == 0 && !checked.stdout.contains("compiled:"), "{}", checked.stdout);
+}
+
+/// A long-running host compiles a quick tool optimized in the background and
+/// swaps it in; calls made all along are answered, by one code or the other.
+#[test]
+fn a_quick_tool_is_promoted_while_calls_go_on() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.plugins.join("echo.wasm"), unseen(ECHO)).unwrap();
+    let host = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()))
+        .quick_compile_above(Some(0))
+        .build()
+        .expect("host");
+    let session = host.ephemeral_session();
+    let echo = |n: usize| {
+        let tool_use =
+            ToolUse { id: format!("toolu_{n}"), name: "Echo".into(), input: json!({"text": format!("{n}")}) };
+        host.call(&session, &tool_use, &CallOptions::default())
+    };
+    assert!(host.tool("Echo").expect("Echo loaded").quick, "loaded quick");
+    assert!(host.tool("Read").is_some_and(|t| !t.quick), "a built-in never is");
+    let until = Instant::now() + Duration::from_secs(180);
+    let mut calls = 0;
+    while host.tool("Echo").unwrap().quick {
+        assert!(Instant::now() < until, "not promoted within 180 s ({calls} calls made)");
+        let r = echo(calls);
+        assert!(!r.is_error && r.text() == calls.to_string(), "call {calls}: {}", r.text());
+        calls += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for n in calls..calls + 20 {
+        let r = echo(n);
+        assert!(!r.is_error && r.text() == n.to_string(), "call {n} after the swap: {}", r.text());
+    }
+    // The tools offered did not change: no reload is announced.
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+
+    // The next host finds the optimized compile in the cache.
+    drop(host);
+    let again = Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()))
+        .quick_compile_above(Some(0))
+        .build()
+        .expect("host");
+    assert!(!again.tool("Echo").unwrap().quick);
+}
