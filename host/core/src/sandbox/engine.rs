@@ -113,6 +113,10 @@ pub fn base_config() -> Config {
 pub fn quick_config() -> Config {
     let mut config = base_config();
     config.strategy(wasmtime::Strategy::Winch);
+    // Winch leaves the trampolines (one per function a table or an export
+    // reaches: thousands in an interpreter) to Cranelift; unoptimized,
+    // they compile in a fraction of the time.
+    config.cranelift_opt_level(OptLevel::None);
     config
 }
 
