@@ -355,7 +355,8 @@ fn start_optimizer(inner: &Arc<Inner>) {
             Host { inner }.promote(hash);
         }
     };
-    optimizer.start(inner.pipeline.sandbox().engine(), cache_dir.clone(), Box::new(done));
+    let sandbox = inner.pipeline.sandbox();
+    optimizer.start(sandbox.engine(), sandbox.quick_engine(), cache_dir.clone(), Box::new(done));
 }
 
 fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, String> {

@@ -125,6 +125,18 @@ pub fn write_spec(path: &Path, described: &Described) {
     }
 }
 
+/// Removes the compiled form `engine` made of the component with content
+/// hash `content` (a quick compile, once the optimized one is cached). A
+/// process still using it keeps its mapping.
+pub fn remove(engine: &Engine, content: &str, dir: &Path) {
+    let path = component_path(dir, engine, content);
+    if let Err(e) = std::fs::remove_file(&path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::debug!(path = %path.display(), error = %e, "could not remove a cache entry");
+    }
+}
+
 fn store(path: &Path, component: &Component) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
     // Concurrent first starts each write their own temporary file and the

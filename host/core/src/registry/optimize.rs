@@ -56,14 +56,22 @@ impl Optimizer {
 
     /// Starts compiling, with `engine` into `cache_dir`, on a thread of its
     /// own that ends when the optimizer is dropped; `done` is told each
-    /// component compiled. A second call does nothing.
-    pub(crate) fn start(&self, engine: &wasmtime::Engine, cache_dir: PathBuf, done: Optimized) {
+    /// component compiled, and the `quick` engine's compile of it leaves the
+    /// cache. A second call does nothing.
+    pub(crate) fn start(
+        &self,
+        engine: &wasmtime::Engine,
+        quick: Option<&wasmtime::Engine>,
+        cache_dir: PathBuf,
+        done: Optimized,
+    ) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.worker.is_some() {
             return;
         }
         let (tx, rx) = mpsc::channel::<Job>();
         let engine = engine.weak();
+        let quick = quick.cloned();
         let spawned = std::thread::Builder::new().name("toolhost-optimize".into()).spawn(move || {
             while let Ok(job) = rx.recv() {
                 let Some(engine) = engine.upgrade() else { return };
@@ -77,6 +85,9 @@ impl Optimizer {
                             "optimized; its calls move to the optimized code"
                         );
                         drop(engine);
+                        if let Some(quick) = &quick {
+                            cache::remove(quick, &job.hash, &cache_dir);
+                        }
                         done(&job.hash);
                     }
                     Err(e) => {
