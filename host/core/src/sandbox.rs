@@ -9,7 +9,7 @@ mod instance;
 pub mod network;
 mod store;
 
-pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config};
+pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config, quick_config};
 pub use grants::{FileAccess, Grants, intersect};
 pub use instance::{Gate, GateGuard, Instance};
 pub use store::{CAPTURED_OUTPUT, CallLimits, Captured, GuestFault, HostState, Interrupted, MemoryExceeded, store};

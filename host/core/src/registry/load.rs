@@ -364,7 +364,17 @@ impl Loader<'_> {
             return self.compile_on(self.sandbox.engine(), source, wasm, hash, timeout).map(|c| (c, false));
         };
         let wasm = Arc::new(wasm.into_owned());
-        let component = self.compile_on(quick, source, Cow::Owned(wasm.to_vec()), hash, timeout)?;
+        let component = match self.compile_on(quick, source, Cow::Owned(wasm.to_vec()), hash, timeout) {
+            Ok(component) => component,
+            // What Winch does not compile (tail calls, exceptions, relaxed
+            // SIMD, GC, an instruction it lacks), Cranelift may.
+            Err(LoadError::Compile(why)) => {
+                tracing::info!(source, why, "the quick compiler cannot compile it; compiling it optimized");
+                let wasm = Cow::Owned(Arc::unwrap_or_clone(wasm));
+                return self.compile_on(self.sandbox.engine(), source, wasm, hash, timeout).map(|c| (c, false));
+            }
+            Err(e) => return Err(e),
+        };
         tracing::info!(source, "loaded compiled quick (Winch)");
         if let Some(optimizer) = self.optimizer {
             optimizer.request(hash, source, wasm);
@@ -703,6 +713,64 @@ mod tests {
         assert!(out.is_ok());
         assert!(!ticks.is_empty(), "a compile of {} bytes took under a millisecond", largest.wasm.len());
         assert!(ticks.windows(2).all(|w| w[0] <= w[1]), "{ticks:?}");
+    }
+
+    /// A component whose core module makes a tail call: Cranelift compiles
+    /// it, Winch does not.
+    fn with_a_tail_call() -> Vec<u8> {
+        use wasm_encoder::{CodeSection, Function, FunctionSection, Instruction, Module, TypeSection};
+        let mut module = Module::new();
+        let mut types = TypeSection::new();
+        types.ty().function([], []);
+        module.section(&types);
+        let mut functions = FunctionSection::new();
+        functions.function(0);
+        functions.function(0);
+        module.section(&functions);
+        let mut code = CodeSection::new();
+        let mut f = Function::new([]);
+        f.instruction(&Instruction::ReturnCall(1));
+        f.instruction(&Instruction::End);
+        code.function(&f);
+        let mut g = Function::new([]);
+        g.instruction(&Instruction::End);
+        code.function(&g);
+        module.section(&code);
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&module));
+        component.finish()
+    }
+
+    #[test]
+    fn what_the_quick_compiler_cannot_compile_is_compiled_optimized() {
+        let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(5) };
+        let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1).unwrap();
+        assert!(sandbox.quick_engine().is_some(), "this machine runs Winch");
+        let cache = tempfile::tempdir().unwrap();
+        let session = Arc::new(Session::ephemeral(cache.path()));
+        let grants = BTreeMap::new();
+        let loader = Loader {
+            sandbox: &sandbox,
+            cache_dir: Some(cache.path()),
+            session: &session,
+            grants: &grants,
+            project: cache.path(),
+            progress: None,
+            link_later: false,
+            quick_above: Some(0),
+            optimizer: None,
+        };
+        let tail = with_a_tail_call();
+        let engine = wasmtime::Engine::new(&crate::sandbox::quick_config()).unwrap();
+        assert!(Component::new(&engine, &tail).is_err(), "Winch compiled a tail call");
+        let compile = |wasm: &[u8], quick_ok| {
+            let hash = cache::content_hash(wasm);
+            loader.compile("test", Cow::Owned(wasm.to_vec()), &hash, COMPILE_TIMEOUT, quick_ok).map(|(_, quick)| quick)
+        };
+        assert!(!compile(&tail, true).unwrap(), "compiled optimized after Winch refused it");
+        let plain = builtins::EMBEDDED[0].wasm;
+        assert!(compile(plain, true).unwrap(), "compiled quick");
+        assert!(!compile(plain, false).unwrap(), "a built-in is never quick");
     }
 
     #[test]
