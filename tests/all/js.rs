@@ -237,23 +237,38 @@ fn a_warm_instance_serves_one_session_until_a_fault() {
 }
 
 /// Through `run`: the stream's calls share the warm instance, classification
-/// included, and the results still come in order.
+/// included. Each call is sent once the one before is answered: calls sent
+/// together are classified while earlier ones run, and a classification
+/// that finds the session's instance busy makes another (reuse saves time;
+/// it is never owed).
 #[test]
 fn a_run_stream_reuses_the_warm_instance() {
+    use std::io::{BufRead as _, Write as _};
     let sb = Sandbox::new();
     install(&sb, faults(Engine::QuickJs), "faults.wasm");
-    let use_ = |id: &str, what: &str| json!({"type": "tool_use", "id": id, "name": "JsFaults", "input": {"do": what}});
-    let lines = [use_("a", "count"), use_("b", "count"), use_("c", "spin"), use_("d", "count")];
     // Optimized at once: see above.
-    let args = ["--allow", "JsFaults", "--timeout-ms", "500", "--quick-compile-above", "off"];
-    let out = run_stream(&sb, &args, &lines);
-    let results: Vec<(bool, String)> = out
-        .iter()
-        .filter(|v| v["type"] == "tool_result")
-        .map(|r| (r["is_error"].as_bool().unwrap(), content_text(r)))
-        .collect();
-    assert_eq!(results[0], (false, "call 1 of this instance".into()), "{out:?}");
-    assert_eq!(results[1], (false, "call 2 of this instance".into()), "{out:?}");
-    assert!(results[2].0, "{out:?}");
-    assert_eq!(results[3], (false, "call 1 of this instance".into()), "{out:?}");
+    let args = ["--allow", "JsFaults", "--timeout-ms", "500", "--quick-compile-above", "off", "run"];
+    let mut child = spawn_piped(&sb, &args);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut ask = |id: &str, what: &str| -> (bool, String) {
+        let line = json!({"type": "tool_use", "id": id, "name": "JsFaults", "input": {"do": what}});
+        writeln!(stdin, "{line}").expect("write a line");
+        stdin.flush().expect("flush");
+        loop {
+            let out: Value = serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("JSON");
+            if out["type"] == "tool_result" {
+                assert_eq!(out["tool_use_id"], id, "{out}");
+                return (out["is_error"].as_bool().unwrap(), content_text(&out));
+            }
+        }
+    };
+    assert_eq!(ask("a", "count"), (false, "call 1 of this instance".into()));
+    assert_eq!(ask("b", "count"), (false, "call 2 of this instance".into()));
+    assert!(ask("c", "spin").0);
+    // The fault ended that instance.
+    assert_eq!(ask("d", "count"), (false, "call 1 of this instance".into()));
+    assert_eq!(ask("e", "count"), (false, "call 2 of this instance".into()));
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
 }

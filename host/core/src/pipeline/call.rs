@@ -942,8 +942,12 @@ impl Run<'_> {
     /// Step 7 (the Post hooks, for calls that ran) and the last of step 8:
     /// hooks' context appended, an oversized result persisted.
     fn finish(self, mut result: ToolResult) -> ToolResult {
-        let Run { pipeline, session, tool, id, instance, input, called, mut context, mut stop, warm, faulted, .. } =
-            self;
+        let Run {
+            pipeline, session, tool, id, mut instance, input, called, mut context, mut stop, warm, faulted, ..
+        } = self;
+        if called {
+            instance.last_call = Some(std::time::Instant::now());
+        }
         match warm {
             Some(key) if !faulted => pipeline.warm.put(key, instance, &pipeline.registry()),
             _ => drop(instance),

@@ -74,6 +74,8 @@ impl Key {
 pub(super) trait Keepable {
     /// When it was made.
     fn born(&self) -> Instant;
+    /// When it last served a call, if ever.
+    fn last_call(&self) -> Option<Instant>;
     /// Bytes it printed so far, on stdout and stderr together.
     fn printed(&self) -> usize;
 }
@@ -81,6 +83,9 @@ pub(super) trait Keepable {
 impl Keepable for Instance {
     fn born(&self) -> Instant {
         self.born
+    }
+    fn last_call(&self) -> Option<Instant> {
+        self.last_call
     }
     fn printed(&self) -> usize {
         let (stdout, stderr) = self.captured.printed();
@@ -122,11 +127,13 @@ impl<I: Keepable> Warm<I> {
         }
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         Self::prune(&mut kept, current);
-        // One instance per use: while one served a call, another may have
-        // been made for a classification; the older one stays, so a
-        // session's calls keep meeting the same instance.
+        // One instance per use: while one is busy (serving a call, or a
+        // classification), another may be made for the same use. The one
+        // that served the latest call stays (else the older), so a
+        // session's calls keep meeting the instance of the call before.
         if let Some(at) = kept.iter().position(|k| k.key.matches(&key)) {
-            if kept[at].instance.born() <= instance.born() {
+            let rank = |i: &I| (i.last_call(), std::cmp::Reverse(i.born()));
+            if rank(&kept[at].instance) >= rank(&instance) {
                 kept[at].since = Instant::now();
                 return;
             }
@@ -155,12 +162,16 @@ mod tests {
 
     struct Fake {
         born: Instant,
+        last_call: Option<Instant>,
         printed: usize,
     }
 
     impl Keepable for Fake {
         fn born(&self) -> Instant {
             self.born
+        }
+        fn last_call(&self) -> Option<Instant> {
+            self.last_call
         }
         fn printed(&self) -> usize {
             self.printed
@@ -169,7 +180,7 @@ mod tests {
 
     fn fake() -> Fake {
         std::thread::sleep(Duration::from_millis(1));
-        Fake { born: Instant::now(), printed: 0 }
+        Fake { born: Instant::now(), last_call: None, printed: 0 }
     }
 
     struct World {
@@ -205,14 +216,43 @@ mod tests {
         assert!(warm.take(&w.key(0, "T"), &reloaded).is_none(), "a reload makes it stale");
         // The reload above pruned it for good.
         assert!(warm.take(&w.key(0, "T"), &w.registry).is_none());
-        warm.put(w.key(0, "T"), Fake { born, printed: 0 }, &w.registry);
+        warm.put(w.key(0, "T"), Fake { born, last_call: None, printed: 0 }, &w.registry);
         assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
         assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "taken: one call at a time");
     }
 
-    /// While one instance serves a call, a classification of the same
-    /// session may make another; whichever comes back last, the older one
-    /// is kept and the other dropped.
+    /// A classification made an instance while the session's kept one
+    /// was busy classifying another call, so the call ran on a third: of
+    /// the two that come back, the one that served the call stays, in
+    /// either order.
+    #[test]
+    fn of_two_instances_for_one_use_the_one_that_served_the_last_call_is_kept() {
+        let w = World::new();
+        let warm = Warm::default();
+        for called_first in [true, false] {
+            let older = fake();
+            let mut served = fake();
+            served.last_call = Some(Instant::now());
+            let born = served.born;
+            let (first, second) = if called_first { (served, older) } else { (older, served) };
+            warm.put(w.key(0, "T"), first, &w.registry);
+            warm.put(w.key(0, "T"), second, &w.registry);
+            assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+            assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the other was dropped");
+        }
+        // Both served calls: the later one.
+        let mut earlier = fake();
+        earlier.last_call = Some(Instant::now());
+        let mut later = fake();
+        later.last_call = Some(Instant::now());
+        let born = later.born;
+        warm.put(w.key(0, "T"), later, &w.registry);
+        warm.put(w.key(0, "T"), earlier, &w.registry);
+        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+    }
+
+    /// Neither served a call (two classifications at once): the older one
+    /// is kept and the other dropped, whichever comes back last.
     #[test]
     fn of_two_instances_for_one_use_the_older_is_kept() {
         let w = World::new();
@@ -243,7 +283,7 @@ mod tests {
         for session in 1..=WARM_INSTANCES as usize {
             assert!(warm.take(&w.key(session, "T"), &w.registry).is_some(), "session {session}");
         }
-        let chatty = Fake { born: Instant::now(), printed: CAPTURED_OUTPUT / 2 + 1 };
+        let chatty = Fake { born: Instant::now(), last_call: None, printed: CAPTURED_OUTPUT / 2 + 1 };
         warm.put(w.key(0, "T"), chatty, &w.registry);
         assert!(warm.take(&w.key(0, "T"), &w.registry).is_none());
     }

@@ -13,9 +13,12 @@ pub struct Instance {
     pub store: Store<HostState>,
     pub guest: Guest,
     pub captured: Captured,
-    /// When it was made: of two instances for the same use, the older one
-    /// (which served the earlier calls) is the one kept.
+    /// When it was made.
     pub born: std::time::Instant,
+    /// When it last served a call (its `call` export ran), if ever: of two
+    /// instances kept for the same use, the one that served the latest
+    /// call stays (see the pipeline's warm instances).
+    pub last_call: Option<std::time::Instant>,
 }
 
 impl Instance {
@@ -29,7 +32,7 @@ impl Instance {
     ) -> wasmtime::Result<Instance> {
         let (mut store, captured) = store(engine, grants, scope, limits);
         let guest = pre.instantiate(&mut store)?;
-        Ok(Instance { store, guest, captured, born: std::time::Instant::now() })
+        Ok(Instance { store, guest, captured, born: std::time::Instant::now(), last_call: None })
     }
 
     /// Makes a warm instance (made with the same grants and directories)
