@@ -25,18 +25,27 @@ fn a_waiting_guest_is_stopped_at_its_deadline_in_every_export() {
     let sb = Sandbox::new();
     sb.install(ADVERSARY);
     let _ = toolhost(&sb, &["tools"]);
+    every_wait_is_stopped(&sb, &[]);
+}
+
+/// Calls the `Adversary` in `sb` (with `extra` arguments) waiting in each
+/// export a call goes through, in each of the [`WAYS`], at once, with a
+/// 400 ms limit: every call is stopped at it.
+pub fn every_wait_is_stopped(sb: &Sandbox, extra: &[&str]) {
     let cases: Vec<(&str, &str)> = ["call", "validate", "permissions", "read-only"]
         .into_iter()
         .flat_map(|export| WAYS.iter().map(move |how| (export, *how)))
         .collect();
+    let mut args = vec!["--timeout-ms", "400"];
+    args.extend_from_slice(extra);
     std::thread::scope(|s| {
         let runs: Vec<_> = cases
             .iter()
             .map(|&(export, how)| {
-                let sb = &sb;
+                let args = &args;
                 s.spawn(move || {
                     let started = Instant::now();
-                    let run = call(sb, "Adversary", &wait(export, how), &["--timeout-ms", "400"]);
+                    let run = call(sb, "Adversary", &wait(export, how), args);
                     (export, how, run, started.elapsed())
                 })
             })

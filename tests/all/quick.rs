@@ -19,11 +19,25 @@ fn unseen(guest: &str) -> Vec<u8> {
 /// Every component counts as large.
 const QUICK: [&str; 2] = ["--quick-compile-above", "0"];
 
+/// A library host of `sb` compiling every plugin quick first.
+fn quick_host(sb: &Sandbox) -> Host {
+    Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(Some(sb.plugins.clone()))
+        .data_dir(&sb.data)
+        .cache_dir(Some(shared_cache_dir()))
+        .quick_compile_above(Some(0))
+        .build()
+        .expect("host")
+}
+
 #[test]
 fn every_limit_holds_on_quick_code() {
     let sb = Sandbox::new();
-    std::fs::write(sb.plugins.join("adversary.wasm"), unseen(ADVERSARY)).unwrap();
-    let checked = toolhost(&sb, &["--quick-compile-above", "0", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    let file = p(&sb.plugins.join("adversary.wasm"));
+    std::fs::write(&file, unseen(ADVERSARY)).unwrap();
+    let check = |above: &str| toolhost(&sb, &["--quick-compile-above", above, "check", &file]);
+    let checked = check("0");
     assert!(checked.stdout.contains("compiled:      quick (Winch)"), "{}", checked.stdout);
     let with = |more: &[&'static str]| -> Vec<&'static str> { QUICK.iter().chain(more).copied().collect() };
     let adversary = |action: serde_json::Value, more: &[&'static str]| call(&sb, "Adversary", &action, &with(more));
@@ -36,41 +50,15 @@ fn every_limit_holds_on_quick_code() {
         .assert_error("Adversary exceeded its memory limit of 64 MiB");
     adversary(json!({"action": "env"}), &[]).assert_ok();
 
-    // Spinning in wasm and waiting in a host call, in the exports a call
+    // Spinning in wasm and waiting in a host call, in every export a call
     // goes through: stopped at the deadline.
-    let cases: Vec<(&str, &str)> = ["call", "validate", "read-only"]
-        .into_iter()
-        .flat_map(|export| ["spin", "sleep", "block", "poll"].into_iter().map(move |how| (export, how)))
-        .collect();
-    std::thread::scope(|s| {
-        let runs: Vec<_> = cases
-            .iter()
-            .map(|&(export, how)| {
-                let adversary = &adversary;
-                s.spawn(move || {
-                    let started = Instant::now();
-                    let input = json!({"action": "wait", "in": export, "how": how});
-                    (export, how, adversary(input, &["--timeout-ms", "400"]), started.elapsed())
-                })
-            })
-            .collect();
-        for r in runs {
-            let (export, how, run, took) = r.join().unwrap();
-            assert!(
-                run.text().contains("Adversary timed out after 400 ms and was stopped."),
-                "waiting in {export} by {how}: {}",
-                run.text()
-            );
-            // A guest that ignored its deadline would wait an hour.
-            assert!(took < Duration::from_secs(10), "waiting in {export} by {how} took {took:?}");
-        }
-    });
+    crate::limits::every_wait_is_stopped(&sb, &QUICK);
     // A one-shot command leaves it quick (it would not live to use the
     // optimized compile).
-    let checked = toolhost(&sb, &["--quick-compile-above", "0", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    let checked = check("0");
     assert!(checked.stdout.contains("compiled:      quick (Winch)"), "{}", checked.stdout);
     // Turned off, the first load compiles optimized.
-    let checked = toolhost(&sb, &["--quick-compile-above", "off", "check", &p(&sb.plugins.join("adversary.wasm"))]);
+    let checked = check("off");
     assert!(checked.code == 0 && !checked.stdout.contains("compiled:"), "{}", checked.stdout);
 }
 
@@ -80,14 +68,8 @@ fn every_limit_holds_on_quick_code() {
 fn a_quick_tool_is_promoted_while_calls_go_on() {
     let sb = Sandbox::new();
     std::fs::write(sb.plugins.join("echo.wasm"), unseen(ECHO)).unwrap();
-    let host = Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
-        .quick_compile_above(Some(0))
-        .build()
-        .expect("host");
+    let host = quick_host(&sb);
+    let mut changes = host.tools_changed();
     let session = host.ephemeral_session();
     let echo = |n: usize| {
         let tool_use =
@@ -110,17 +92,11 @@ fn a_quick_tool_is_promoted_while_calls_go_on() {
         assert!(!r.is_error && r.text() == n.to_string(), "call {n} after the swap: {}", r.text());
     }
     // The tools offered did not change: no reload is announced.
+    assert!(changes.try_recv().is_err(), "a reload was announced");
     assert!(host.problems().is_empty(), "{:?}", host.problems());
 
     // The next host finds the optimized compile in the cache.
     drop(host);
-    let again = Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
-        .quick_compile_above(Some(0))
-        .build()
-        .expect("host");
+    let again = quick_host(&sb);
     assert!(!again.tool("Echo").unwrap().quick);
 }

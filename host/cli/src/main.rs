@@ -7,13 +7,6 @@ mod new;
 mod prompt;
 
 use anyhow::Context as _;
-
-// Compiling a component allocates from every compile thread at once; glibc's
-// allocator serializes much of that (measured: a sixth of a first load's
-// time in malloc and its locks). Without transparent huge pages: zeroing
-// them took 40% of a first load's time.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::io::{IsTerminal, Write};
@@ -23,6 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolhost::policy::rules::Behavior;
 use toolhost::{Allocator, CallOptions, Confinement, Content, Host, PermissionMode, Sources, ToolResult, ToolUse};
+
+// Compiling a component allocates from every compile thread at once; glibc's
+// allocator serializes much of that (measured: a sixth of a first load's
+// time in malloc and its locks). Without transparent huge pages: zeroing
+// them took 40% of a first load's time.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(name = "toolhost", version, about = "A WebAssembly plugin host for AI-agent tools")]

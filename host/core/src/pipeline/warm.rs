@@ -221,55 +221,51 @@ mod tests {
         assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "taken: one call at a time");
     }
 
+    /// A fake that served a call just now.
+    fn called() -> Fake {
+        let made = fake();
+        Fake { last_call: Some(Instant::now()), ..made }
+    }
+
+    /// Keeps `first`, then `second`, for one use: when the one kept was
+    /// made (the other was dropped).
+    fn kept_of(first: Fake, second: Fake) -> Instant {
+        let w = World::new();
+        let warm = Warm::default();
+        warm.put(w.key(0, "T"), first, &w.registry);
+        warm.put(w.key(0, "T"), second, &w.registry);
+        let kept = warm.take(&w.key(0, "T"), &w.registry).expect("one kept").born;
+        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the other was dropped");
+        kept
+    }
+
     /// A classification made an instance while the session's kept one
     /// was busy classifying another call, so the call ran on a third: of
     /// the two that come back, the one that served the call stays, in
-    /// either order.
+    /// either order; of two that both served calls, the later one.
     #[test]
     fn of_two_instances_for_one_use_the_one_that_served_the_last_call_is_kept() {
-        let w = World::new();
-        let warm = Warm::default();
-        for called_first in [true, false] {
-            let older = fake();
-            let mut served = fake();
-            served.last_call = Some(Instant::now());
-            let born = served.born;
-            let (first, second) = if called_first { (served, older) } else { (older, served) };
-            warm.put(w.key(0, "T"), first, &w.registry);
-            warm.put(w.key(0, "T"), second, &w.registry);
-            assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
-            assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the other was dropped");
-        }
-        // Both served calls: the later one.
-        let mut earlier = fake();
-        earlier.last_call = Some(Instant::now());
-        let mut later = fake();
-        later.last_call = Some(Instant::now());
+        let (older, served) = (fake(), called());
+        let born = served.born;
+        assert_eq!(kept_of(served, older), born);
+        let (older, served) = (fake(), called());
+        let born = served.born;
+        assert_eq!(kept_of(older, served), born);
+        let (earlier, later) = (called(), called());
         let born = later.born;
-        warm.put(w.key(0, "T"), later, &w.registry);
-        warm.put(w.key(0, "T"), earlier, &w.registry);
-        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
+        assert_eq!(kept_of(later, earlier), born);
     }
 
     /// Neither served a call (two classifications at once): the older one
     /// is kept and the other dropped, whichever comes back last.
     #[test]
     fn of_two_instances_for_one_use_the_older_is_kept() {
-        let w = World::new();
-        let warm = Warm::default();
         let (older, newer) = (fake(), fake());
         let born = older.born;
-        warm.put(w.key(0, "T"), older, &w.registry);
-        warm.put(w.key(0, "T"), newer, &w.registry);
-        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
-        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the newer one was dropped");
-
+        assert_eq!(kept_of(older, newer), born);
         let (older, newer) = (fake(), fake());
         let born = older.born;
-        warm.put(w.key(0, "T"), newer, &w.registry);
-        warm.put(w.key(0, "T"), older, &w.registry);
-        assert_eq!(warm.take(&w.key(0, "T"), &w.registry).map(|f| f.born), Some(born));
-        assert!(warm.take(&w.key(0, "T"), &w.registry).is_none(), "the newer one was dropped");
+        assert_eq!(kept_of(newer, older), born);
     }
 
     #[test]

@@ -353,25 +353,29 @@ impl Loader<'_> {
     ) -> Result<(Component, bool), LoadError> {
         // A compiled form in the cache is read here; only a compile needs a
         // thread of its own (and the bytes copied to it).
-        if let Some(component) = self.cache_dir.and_then(|dir| cache::cached(self.sandbox.engine(), hash, dir)) {
+        let optimizing = self.sandbox.engine();
+        if let Some(component) = self.cached_on(optimizing, hash) {
             return Ok((component, false));
         }
         let quick = match (self.quick_above, self.sandbox.quick_engine(), self.cache_dir) {
             (Some(above), Some(quick), Some(_)) if quick_ok && wasm.len() >= above => Some(quick),
             _ => None,
         };
-        let Some(quick) = quick else {
-            return self.compile_on(self.sandbox.engine(), source, wasm, hash, timeout).map(|c| (c, false));
-        };
         let wasm = Arc::new(wasm.into_owned());
-        let component = match self.compile_on(quick, source, Cow::Owned(wasm.to_vec()), hash, timeout) {
+        let Some(quick) = quick else {
+            return self.compile_on(optimizing, source, &wasm, hash, timeout).map(|c| (c, false));
+        };
+        let compiled = match self.cached_on(quick, hash) {
+            Some(component) => Ok(component),
+            None => self.compile_on(quick, source, &wasm, hash, timeout),
+        };
+        let component = match compiled {
             Ok(component) => component,
             // What Winch does not compile (tail calls, exceptions, relaxed
             // SIMD, GC, an instruction it lacks), Cranelift may.
             Err(LoadError::Compile(why)) => {
                 tracing::info!(source, why, "the quick compiler cannot compile it; compiling it optimized");
-                let wasm = Cow::Owned(Arc::unwrap_or_clone(wasm));
-                return self.compile_on(self.sandbox.engine(), source, wasm, hash, timeout).map(|c| (c, false));
+                return self.compile_on(optimizing, source, &wasm, hash, timeout).map(|c| (c, false));
             }
             Err(e) => return Err(e),
         };
@@ -382,18 +386,22 @@ impl Loader<'_> {
         Ok((component, true))
     }
 
-    /// [`compile_within`] on `engine`, reporting a compile that takes long.
+    /// The compiled form `engine` made of the component `hash`, if the cache
+    /// holds a usable one.
+    fn cached_on(&self, engine: &wasmtime::Engine, hash: &str) -> Option<Component> {
+        cache::cached(engine, hash, self.cache_dir?)
+    }
+
+    /// [`compile_within`] on `engine` (its cache entry known to be missing),
+    /// reporting a compile that takes long.
     fn compile_on(
         &self,
         engine: &wasmtime::Engine,
         source: &str,
-        wasm: Cow<'static, [u8]>,
+        wasm: &Arc<Vec<u8>>,
         hash: &str,
         timeout: Duration,
     ) -> Result<Component, LoadError> {
-        if let Some(component) = self.cache_dir.and_then(|dir| cache::cached(engine, hash, dir)) {
-            return Ok(component);
-        }
         let bytes = wasm.len();
         let started = std::time::Instant::now();
         let mut reported = false;
@@ -406,7 +414,7 @@ impl Loader<'_> {
                 sink(&CompileProgress { source: source.to_string(), bytes, elapsed, done: false });
             }
         };
-        let out = compile_within(engine, wasm.into_owned(), hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
+        let out = compile_within(engine, Arc::clone(wasm), hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
         if reported {
             tracing::info!(source, took_ms = started.elapsed().as_millis() as u64, ok = out.is_ok(), "compiled");
             if let Some(sink) = self.progress {
@@ -423,7 +431,7 @@ impl Loader<'_> {
 /// component is reported as skipped.
 fn compile_within(
     engine: &wasmtime::Engine,
-    wasm: Vec<u8>,
+    wasm: Arc<Vec<u8>>,
     hash: &str,
     dir: Option<&Path>,
     timeout: Duration,
@@ -696,7 +704,7 @@ mod tests {
     fn a_compile_past_its_limit_is_reported_not_waited_for() {
         let engine = wasmtime::Engine::new(&crate::sandbox::base_config()).unwrap();
         let wasm = builtins::EMBEDDED[0].wasm.to_vec();
-        match compile_within(&engine, wasm, "no-cache", None, Duration::ZERO, REPORT_AFTER, &mut |_| {}) {
+        match compile_within(&engine, Arc::new(wasm), "no-cache", None, Duration::ZERO, REPORT_AFTER, &mut |_| {}) {
             Err(LoadError::TimedOut(message)) => assert!(message.contains("to compile and was skipped"), "{message}"),
             other => panic!("expected a timeout, got {:?}", other.map(|_| "a component")),
         }
@@ -708,8 +716,8 @@ mod tests {
         let largest = builtins::EMBEDDED.iter().max_by_key(|e| e.wasm.len()).unwrap();
         let mut ticks = Vec::new();
         let every = Duration::from_millis(1);
-        let out =
-            compile_within(&engine, largest.wasm.to_vec(), "x", None, COMPILE_TIMEOUT, every, &mut |t| ticks.push(t));
+        let wasm = Arc::new(largest.wasm.to_vec());
+        let out = compile_within(&engine, wasm, "x", None, COMPILE_TIMEOUT, every, &mut |t| ticks.push(t));
         assert!(out.is_ok());
         assert!(!ticks.is_empty(), "a compile of {} bytes took under a millisecond", largest.wasm.len());
         assert!(ticks.windows(2).all(|w| w[0] <= w[1]), "{ticks:?}");
