@@ -16,6 +16,8 @@ const GUESTS: &[&str] = &[
     "process-thief",
     "contract-1-0",
     "contract-1-1",
+    "contract-1-2",
+    "declared",
     "mover",
     "grantee",
     "fetcher",

@@ -25,6 +25,9 @@
 // - Fail-closed defaults: not read-only, not concurrency-safe, not
 //   destructive, no opinion on permissions; a classification that throws
 //   answers the safe way (false).
+// - What is left out, or declared (`readOnly: true`, `concurrencySafe:
+//   true`), is told to the host once, in the tool's info, and the host stops
+//   asking on each call.
 // - `throw new ToolError(message, kind)` becomes the model's error result;
 //   anything else thrown becomes an `internal` error carrying its stack,
 //   instead of a crashed instance or an unreadable error.
@@ -35,8 +38,8 @@
 // - The input arrives parsed; `call` may return a string, any other JSON
 //   value (sent as a JSON block), or an `Output`.
 
-import { log as hostLog, report } from "toolhost:tool/progress@1.2.0";
-import * as hostSession from "toolhost:tool/session@1.2.0";
+import { log as hostLog, report } from "toolhost:tool/progress@1.3.0";
+import * as hostSession from "toolhost:tool/session@1.3.0";
 
 const KINDS = [
   "invalid-input",
@@ -198,6 +201,13 @@ function output(result) {
   return { content: [block(result)], structured: undefined, isError: false };
 }
 
+// The declared answer; else, when the method is left out, the default's
+// answer (the same for every input); else none.
+function hint(declared, method, fallback) {
+  if (typeof declared === "boolean") return declared;
+  return typeof method === "function" ? undefined : fallback;
+}
+
 function info(t) {
   if (!t.name) throw new TypeError("a tool needs a name");
   const schema = { type: "object", properties: {}, ...(t.inputSchema ?? {}) };
@@ -218,11 +228,16 @@ function info(t) {
     shouldDefer: Boolean(t.shouldDefer),
     alwaysLoad: Boolean(t.alwaysLoad),
     interruptBehavior: t.cancelOnInterrupt === false ? "block" : "cancel",
-    readOnlyHint: typeof t.readOnly === "boolean" ? t.readOnly : undefined,
+    readOnlyHint: hint(t.readOnly, t.isReadOnly, false),
+    concurrencySafeHint: hint(t.concurrencySafe, t.isConcurrencySafe, false),
     destructiveHint: typeof t.destructive === "boolean" ? t.destructive : undefined,
     inputRoles: { paths, command: t.command, addresses: [...(t.addresses ?? [])] },
     cancelsSiblingsOnFailure: Boolean(t.cancelsSiblingsOnFailure),
     reuseInstance: Boolean(t.reuseInstance),
+    // The host skips the exports a tool leaves out: each call into the
+    // engine costs about as much as a small call's own work.
+    validatesInput: typeof t.validateInput === "function",
+    checksPermissions: typeof t.checkPermissions === "function",
   };
 }
 
@@ -235,7 +250,8 @@ function info(t) {
  * description), `inputSchema` (a JSON Schema object), and optionally
  * `aliases`, `searchHint`, `outputSchema`, `maxResultSizeChars`,
  * `shouldDefer`, `alwaysLoad`, `cancelOnInterrupt` (true), `readOnly` /
- * `destructive` (true or false when the answer is the same for every input),
+ * `concurrencySafe` / `destructive` (true or false when the answer is the
+ * same for every input: told to the host once, which then stops asking),
  * `paths` ({field: "read" | "search" | "edit"}), `command` (the field holding
  * a shell command), `addresses` (fields holding URLs or host names),
  * `cancelsSiblingsOnFailure`, `reuseInstance` (true lets one warm instance
@@ -266,7 +282,7 @@ export function define(t) {
     isEnabled() {
       return typeof t.isEnabled === "function" ? Boolean(t.isEnabled()) : true;
     },
-    isConcurrencySafe: classify("isConcurrencySafe", false),
+    isConcurrencySafe: classify("isConcurrencySafe", t.concurrencySafe === true),
     isReadOnly: classify("isReadOnly", t.readOnly === true),
     isDestructive: classify("isDestructive", t.destructive === true),
     validateInput(input, ctx) {

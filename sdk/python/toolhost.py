@@ -28,6 +28,9 @@ What the helper does for you:
 - Fail-closed defaults: not read-only, not concurrency-safe, not
   destructive, no opinion on permissions; a classification that raises
   answers the safe way (`False`).
+- What stays at its default, or is declared (`read_only = True`,
+  `concurrency_safe = True`), is told to the host once, in the tool's info,
+  and the host stops asking on each call.
 - `raise toolhost.ToolError(message, kind)` becomes the model's error
   result; any other exception becomes an `internal` error carrying its
   traceback (file, line and the exception), instead of a crashed instance.
@@ -200,8 +203,8 @@ class Tool:
     the description), `input_schema` (a JSON Schema object), and optionally
     `aliases`, `search_hint`, `output_schema`, `max_result_size_chars`,
     `should_defer`, `always_load`, `cancel_on_interrupt` (True),
-    `read_only` / `destructive` (True or False when the answer is the same for
-    every input), `paths` ({field: "read" | "search" | "edit"}),
+    `read_only` / `concurrency_safe` / `destructive` (True or False when the
+    answer is the same for every input), `paths` ({field: "read" | "search" | "edit"}),
     `command` (the field holding a shell command), `addresses` (fields
     holding URLs or host names), `cancels_siblings_on_failure`,
     `reuse_instance` (True lets one warm instance serve a session's calls one
@@ -222,6 +225,7 @@ class Tool:
     always_load = False
     cancel_on_interrupt = True
     read_only = None
+    concurrency_safe = None
     destructive = None
     paths = {}
     command = None
@@ -236,7 +240,7 @@ class Tool:
         return bool(self.read_only)
 
     def is_concurrency_safe(self, input):
-        return False
+        return bool(self.concurrency_safe)
 
     def is_destructive(self, input):
         return bool(self.destructive)
@@ -278,6 +282,19 @@ def _output(result):
     return types.ToolOutput([_content(result)], None, False)
 
 
+def _overrides(tool, method):
+    return getattr(type(tool), method) is not getattr(Tool, method)
+
+
+def _hint(tool, declared, method):
+    # The declared answer; else, when the method is the default one, the
+    # default's answer (the same for every input); else none.
+    value = getattr(tool, declared)
+    if value is not None:
+        return bool(value)
+    return None if _overrides(tool, method) else False
+
+
 def _info(tool):
     if not tool.name:
         raise ValueError("a tool needs a name")
@@ -302,11 +319,16 @@ def _info(tool):
         should_defer=tool.should_defer,
         always_load=tool.always_load,
         interrupt_behavior=behavior,
-        read_only_hint=tool.read_only,
+        read_only_hint=_hint(tool, "read_only", "is_read_only"),
+        concurrency_safe_hint=_hint(tool, "concurrency_safe", "is_concurrency_safe"),
         destructive_hint=tool.destructive,
         input_roles=roles,
         cancels_siblings_on_failure=tool.cancels_siblings_on_failure,
         reuse_instance=bool(tool.reuse_instance),
+        # The host skips the exports a tool leaves at their defaults: each
+        # call into CPython costs about as much as a small call's own work.
+        validates_input=_overrides(tool, "validate_input"),
+        checks_permissions=_overrides(tool, "check_permissions"),
     )
 
 

@@ -54,7 +54,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.2.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.3.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //!
 //! # Security
@@ -78,7 +78,7 @@ pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.2.0";
+pub const CONTRACT_VERSION: &str = "1.3.0";
 
 #[doc(hidden)]
 pub mod __private {
@@ -193,6 +193,19 @@ pub trait Tool: 'static {
     /// [`Tool::is_destructive`] is not asked). Clients see it as MCP
     /// `destructiveHint`. Default: `None`, no claim.
     const DESTRUCTIVE_HINT: Option<bool> = None;
+    /// Whether every call may run beside other concurrency-safe calls, when
+    /// that is the same for every input (then [`Tool::is_concurrency_safe`]
+    /// is not asked, and the host starts no instance to classify a call).
+    /// Default: `None`, it depends on the input.
+    const CONCURRENCY_SAFE_HINT: Option<bool> = None;
+    /// Whether [`Tool::validate_input`] checks anything. Set it to `false`
+    /// when the tool keeps the default, and the host does not call it.
+    /// Default: true.
+    const VALIDATES_INPUT: bool = true;
+    /// Whether [`Tool::check_permissions`] may answer anything but
+    /// [`Permission::Passthrough`]. Set it to `false` when the tool keeps the
+    /// default, and the host does not call it. Default: true.
+    const CHECKS_PERMISSIONS: bool = true;
     /// Input fields holding paths, and how the tool uses each: the host
     /// then matches `Read(…)`/`Edit(…)` rules and rules naming the tool
     /// (`MyTool(./src/**)`) against them, confines them to the working
@@ -306,6 +319,9 @@ mod glue {
                 },
                 cancels_siblings_on_failure: T::CANCELS_SIBLINGS_ON_FAILURE,
                 reuse_instance: T::REUSE_INSTANCE,
+                concurrency_safe_hint: T::CONCURRENCY_SAFE_HINT,
+                validates_input: T::VALIDATES_INPUT,
+                checks_permissions: T::CHECKS_PERMISSIONS,
             }
         }
 
@@ -315,7 +331,7 @@ mod glue {
 
         // Input the tool cannot parse gets the fail-closed answer.
         fn is_concurrency_safe(input: String) -> bool {
-            parse::<T>(&input).is_ok_and(|i| T::is_concurrency_safe(&i))
+            T::CONCURRENCY_SAFE_HINT.unwrap_or_else(|| parse::<T>(&input).is_ok_and(|i| T::is_concurrency_safe(&i)))
         }
 
         fn is_read_only(input: String) -> bool {

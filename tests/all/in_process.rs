@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use toolhost::{CallOptions, Host, ToolUse};
-use toolhost_tests::{ADVERSARY, ECHO, Sandbox, shared_cache_dir};
+use toolhost_tests::{ADVERSARY, CONTRACT_1_2, DECLARED, ECHO, Sandbox, shared_cache_dir};
 
 fn host(sb: &Sandbox, configure: impl FnOnce(toolhost::HostBuilder) -> toolhost::HostBuilder) -> Host {
     sb.install(ADVERSARY);
@@ -115,4 +115,34 @@ fn progress_goes_to_the_sink() {
         seen,
         [("toolu_Echo".to_string(), "step 0".to_string()), ("toolu_Echo".to_string(), "step 1".to_string())]
     );
+}
+
+#[test]
+fn a_declared_classification_is_used_without_asking_the_tool() {
+    let sb = Sandbox::new();
+    sb.install(DECLARED);
+    let host = host(&sb, |b| b);
+    // Its is-concurrency-safe export traps: asked, the answer would be false.
+    assert!(host.is_concurrency_safe(&tool_use("Declared", json!({"text": "x"}))));
+    let session = host.ephemeral_session();
+    assert!(host.is_concurrency_safe_in(&session, &tool_use("Declared", json!({"text": "x"}))));
+    // Input that fails the schema is still not concurrency-safe.
+    assert!(!host.is_concurrency_safe(&tool_use("Declared", json!({"text": 1}))));
+    // The adversary declares nothing: asked, it answers false.
+    assert!(!host.is_concurrency_safe(&tool_use("Adversary", json!({"action": "ok"}))));
+}
+
+#[test]
+fn a_frozen_1_2_tool_keeps_its_warm_instance() {
+    let sb = Sandbox::new();
+    sb.install(CONTRACT_1_2);
+    let host = host(&sb, |b| b.quick_compile_above(None));
+    let session = host.ephemeral_session();
+    let served =
+        |text: &str| host.call(&session, &tool_use("Legacy12", json!({"text": text})), &CallOptions::default());
+    assert_eq!(served("a").text(), "served 1");
+    assert_eq!(served("b").text(), "served 2");
+    // A refusal in validate-input is no fault: the instance stays.
+    assert!(served("refuse").is_error);
+    assert_eq!(served("c").text(), "served 3");
 }

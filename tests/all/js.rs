@@ -36,6 +36,13 @@ fn install(sb: &Sandbox, wasm: &Path, name: &str) {
 fn notes_through_call_keeps_notes_per_session_and_fails_cleanly() {
     let sb = Sandbox::new();
     install(&sb, notes(), "notes.wasm");
+    // Its classifications depend on the input and it validates: asked on
+    // each call; it leaves out checkPermissions: not asked.
+    let r = toolhost(&sb, &["check", notes().to_str().unwrap()]);
+    assert!(
+        r.stdout.contains("asks is-concurrency-safe, is-read-only, validate-input, call; declared nothing"),
+        "{r:?}"
+    );
     let s1 = ["--session", "s1", "--allow", "Notes"];
     let notes = |input: Value| call(&sb, "Notes", &input, &s1);
     let saved = notes(json!({"action": "save", "title": "plan", "text": "1. read the tests\n2. fix the parser"}));

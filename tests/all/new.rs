@@ -14,6 +14,15 @@ fn project_test(sb: &Sandbox, dir: &std::path::Path, env: &[(&str, String)]) {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "test.sh failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("HELLO") && stdout.contains("builds, loads and answers"), "{stdout}");
+    // What the scaffold declares reaches the host: it asks only `call`.
+    let wasm = std::fs::read_dir(dir)
+        .expect("the project")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .expect("the built component");
+    let r = toolhost(sb, &["check", wasm.to_str().unwrap()]);
+    assert!(r.stdout.contains("per call:      asks call; declared concurrency-safe, read-only;"), "{r:?}");
 }
 
 #[test]

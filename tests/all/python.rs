@@ -32,6 +32,10 @@ fn install(sb: &Sandbox, wasm: &Path, name: &str) {
 fn calc_through_call_answers_fails_and_keeps_session_state() {
     let sb = Sandbox::new();
     install(&sb, calc(), "calc.wasm");
+    // Read-only for every input, concurrency-safe for some: one asked, one
+    // declared; the checks it leaves at their defaults are not asked.
+    let check = toolhost(&sb, &["check", calc().to_str().unwrap()]);
+    assert!(check.stdout.contains("asks is-concurrency-safe, call; declared read-only;"), "{check:?}");
     let r = call(&sb, "Calc", &json!({"expressions": ["x = 17/400", "x * 25000", "2**100"]}), &[]);
     assert_eq!(r.assert_ok(), "x = 17/400 (≈ 0.0425)\n2125/2 (≈ 1062.5)\n1267650600228229401496703205376", "{r:?}");
     assert!(r.stderr.contains("[progress] 1/3: x = 17/400"), "{}", r.stderr);

@@ -3,7 +3,8 @@
 use crate::support::*;
 use serde_json::json;
 use toolhost_tests::{
-    ADVERSARY, BROKEN_INFO, CONTRACT_1_0, CONTRACT_1_1, ECHO, FILES_THIEF, FUTURE_CONTRACT, MOVER, PROCESS_THIEF,
+    ADVERSARY, BROKEN_INFO, CONTRACT_1_0, CONTRACT_1_1, CONTRACT_1_2, DECLARED, ECHO, FILES_THIEF, FUTURE_CONTRACT,
+    MOVER, PROCESS_THIEF,
 };
 
 fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
@@ -188,7 +189,7 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     assert_eq!(names, ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "WebFetch", "Write", "Echo"]);
     for expected in [
         "broken on purpose while describing itself",
-        "was built against toolhost contract 2.0.0, but this host implements contract 1.2.0",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.3.0",
         "imports the `files` capability, which is not granted to it",
         "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",
@@ -232,6 +233,44 @@ fn a_component_built_against_the_frozen_1_1_contract_keeps_its_input_roles() {
     assert_eq!(call(&sb, "Legacy11", &json!({"path": "notes.txt"}), &s).assert_ok(), "call 2");
     // Its declared path is confined like Read's.
     call(&sb, "Legacy11", &json!({"path": "/etc/passwd"}), &s).assert_error("outside");
+}
+
+#[test]
+fn a_component_built_against_the_frozen_1_2_contract_is_asked_on_every_call() {
+    let sb = Sandbox::new();
+    sb.install(CONTRACT_1_2);
+    let r = toolhost(&sb, &["check", CONTRACT_1_2]);
+    assert!(r.stdout.contains("contract:      1.2.0"), "{r:?}");
+    // 1.2.0 cannot say which exports do nothing: all are asked.
+    let asks = "asks is-concurrency-safe, validate-input, check-permissions, call; declared read-only; \
+                a warm instance per session";
+    assert!(r.stdout.contains(asks), "{r:?}");
+    assert_eq!(call(&sb, "Legacy12", &json!({"text": "hi"}), &[]).assert_ok(), "served 1");
+    call(&sb, "Legacy12", &json!({"text": "refuse"}), &[]).assert_error("1.2.0 validates this away");
+    call(&sb, "Legacy12", &json!({"text": "deny"}), &[]).assert_error("1.2.0 denies this");
+}
+
+#[test]
+fn a_tool_is_not_asked_what_it_declared() {
+    let sb = Sandbox::new();
+    sb.install(DECLARED);
+    let r = toolhost(&sb, &["check", DECLARED]);
+    assert!(r.stdout.contains("contract:      1.3.0"), "{r:?}");
+    let asks = "asks call; declared concurrency-safe, read-only; a fresh instance each";
+    assert!(r.stdout.contains(asks), "{r:?}");
+    // Each export it declared away traps: the calls succeed only if none
+    // is called, whatever the mode and the front.
+    assert_eq!(call(&sb, "Declared", &json!({"text": "one"}), &[]).assert_ok(), "one");
+    assert_eq!(call(&sb, "Declared", &json!({"text": "plan"}), &["--mode", "plan"]).assert_ok(), "plan");
+    let calls: Vec<_> = (0..4)
+        .map(|i| json!({"type": "tool_use", "id": format!("d{i}"), "name": "Declared", "input": {"text": format!("t{i}")}}))
+        .collect();
+    let out = run_stream(&sb, &[], &calls);
+    let results: Vec<_> = out.iter().filter(|l| l["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 4, "{out:?}");
+    assert!(results.iter().all(|r| r["is_error"] == false), "{out:?}");
+    // A schema error is still the host's to catch.
+    call(&sb, "Declared", &json!({"nope": 1}), &[]).assert_error("text");
 }
 
 #[test]

@@ -651,6 +651,7 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 println!("  a failed call cancels the other calls of its turn");
             }
             println!("  enabled:       {}", tool.spec.enabled);
+            println!("  per call:      {}", describe_per_call(&tool.spec));
             if tool.quick {
                 println!(
                     "  compiled:      quick (Winch), for now: `run` and `serve` compile it optimized in the background \
@@ -670,6 +671,25 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// What the host asks a tool on each call (besides `call`), what the tool
+/// declared once instead, and whether a warm instance serves its calls.
+fn describe_per_call(spec: &toolhost::registry::ToolSpec) -> String {
+    let (mut asks, mut declared) = (Vec::new(), Vec::new());
+    let mut answer = |hint: Option<bool>, export: &'static str, yes: &'static str, no: &'static str| match hint {
+        Some(true) => declared.push(yes),
+        Some(false) => declared.push(no),
+        None => asks.push(export),
+    };
+    answer(spec.hints.concurrency_safe, "is-concurrency-safe", "concurrency-safe", "not concurrency-safe");
+    answer(spec.hints.read_only, "is-read-only", "read-only", "not read-only");
+    asks.extend(spec.validates_input.then_some("validate-input"));
+    asks.extend(spec.checks_permissions.then_some("check-permissions"));
+    asks.push("call");
+    let declared = if declared.is_empty() { "nothing".to_string() } else { declared.join(", ") };
+    let instance = if spec.reuse_instance { "a warm instance per session" } else { "a fresh instance each" };
+    format!("asks {}; declared {declared}; {instance}", asks.join(", "))
 }
 
 /// What a third-party tool requests, what it was granted of it, and the

@@ -164,16 +164,15 @@ class {class}(toolhost.Tool):
         "properties": {{"text": {{"type": "string", "description": "What to shout"}}}},
         "required": ["text"],
     }}
-    # The same answer for every input: declared once, shown to MCP clients.
+    # The same answer for every input: declared once, so the host stops
+    # asking on each call (MCP clients see read-only and destructive too).
     read_only = True
+    concurrency_safe = True
     destructive = False
     # Nothing is kept in the instance between calls (the count is in session
     # state): one warm instance may serve a session's calls, saving CPython's
     # start-up on each.
     reuse_instance = True
-
-    def is_concurrency_safe(self, input):
-        return True
 
     def call(self, input, ctx):
         ctx.progress("shouting")
@@ -230,16 +229,14 @@ export const tool = define({{
     properties: {{ text: {{ type: "string", description: "What to shout" }} }},
     required: ["text"],
   }},
-  // The same answer for every input: declared once, shown to MCP clients.
+  // The same answer for every input: declared once, so the host stops
+  // asking on each call (MCP clients see read-only and destructive too).
   readOnly: true,
+  concurrencySafe: true,
   destructive: false,
   // Nothing is kept in the instance between calls (the count is in session
   // state): one warm instance may serve a session's calls.
   reuseInstance: true,
-
-  isConcurrencySafe(input) {{
-    return true;
-  }},
 
   call(input, ctx) {{
     ctx.progress("shouting");
@@ -339,15 +336,17 @@ impl Tool for {class} {{
     type Input = Input;
     const NAME: &'static str = "{name}";
     const DESCRIPTION: &'static str = "Shouts the text it is given.";
-    // The same answer for every input: declared once, shown to MCP clients.
+    // The same answer for every input: declared once, so the host stops
+    // asking on each call (MCP clients see read-only and destructive too).
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
     const DESTRUCTIVE_HINT: Option<bool> = Some(false);
+    // It keeps the default `validate_input` and `check_permissions`.
+    const VALIDATES_INPUT: bool = false;
+    const CHECKS_PERMISSIONS: bool = false;
 
     fn prompt() -> String {{
         "Returns `text` in capitals. Replace this with what the model should know about the tool.".into()
-    }}
-    fn is_concurrency_safe(_: &Input) -> bool {{
-        true
     }}
 
     fn call(input: Input, ctx: &Context) -> Result<Output, ToolError> {{

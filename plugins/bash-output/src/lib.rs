@@ -17,6 +17,9 @@ impl Tool for BashOutput {
     type Input = BashOutputInput;
     const NAME: &'static str = "BashOutput";
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
+    const VALIDATES_INPUT: bool = false;
+    const CHECKS_PERMISSIONS: bool = false;
     const DESCRIPTION: &'static str = "Retrieves output from a running or completed background bash shell.";
 
     fn prompt() -> String {
@@ -27,10 +30,6 @@ impl Tool for BashOutput {
 - Shell IDs are given by Bash when run_in_background is true"
             .into()
     }
-    fn is_concurrency_safe(_: &BashOutputInput) -> bool {
-        true
-    }
-
     fn call(input: BashOutputInput, _: &Context) -> Result<Output, ToolError> {
         let out = process::read_background(&input.bash_id)
             .map_err(|e| ToolError::new(ErrorKind::NotFound, process::describe(&e)))?;

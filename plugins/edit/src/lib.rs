@@ -27,6 +27,7 @@ impl Tool for Edit {
     const NAME: &'static str = "Edit";
     const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Edit)];
     const READ_ONLY_HINT: Option<bool> = Some(false);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Performs exact string replacements in files.";
 
     fn prompt() -> String {

@@ -25,6 +25,8 @@ impl Tool for Glob {
     const NAME: &'static str = "Glob";
     const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("path", PathAccess::Search)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
+    const CHECKS_PERMISSIONS: bool = false;
     const DESCRIPTION: &'static str = "Fast file pattern matching tool that works with any codebase size.";
 
     fn prompt() -> String {
@@ -33,10 +35,6 @@ impl Tool for Glob {
     fn search_hint() -> Option<String> {
         Some("find files by name pattern glob list".into())
     }
-    fn is_concurrency_safe(_: &GlobInput) -> bool {
-        true
-    }
-
     fn validate_input(input: &GlobInput, ctx: &Context) -> Result<(), ToolError> {
         let base = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
         let (root, _) = split_pattern(&base, &input.pattern);

@@ -72,6 +72,8 @@ impl Tool for Grep {
     const NAME: &'static str = "Grep";
     const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("path", PathAccess::Search)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
+    const CHECKS_PERMISSIONS: bool = false;
     const DESCRIPTION: &'static str = "A powerful search tool built on ripgrep.";
 
     fn prompt() -> String {
@@ -80,10 +82,6 @@ impl Tool for Grep {
     fn search_hint() -> Option<String> {
         Some("search file contents regex ripgrep rg find text".into())
     }
-    fn is_concurrency_safe(_: &GrepInput) -> bool {
-        true
-    }
-
     fn validate_input(input: &GrepInput, ctx: &Context) -> Result<(), ToolError> {
         fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read).map(drop)
     }

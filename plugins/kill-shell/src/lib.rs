@@ -17,6 +17,8 @@ impl Tool for KillShell {
     type Input = KillShellInput;
     const NAME: &'static str = "KillShell";
     const READ_ONLY_HINT: Option<bool> = Some(false);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(false);
+    const VALIDATES_INPUT: bool = false;
     const DESCRIPTION: &'static str = "Kills a running background bash shell by its ID.";
 
     fn prompt() -> String {

@@ -31,6 +31,8 @@ impl Tool for Read {
     const NAME: &'static str = "Read";
     const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Read)];
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
+    const CHECKS_PERMISSIONS: bool = false;
     const DESCRIPTION: &'static str = "Reads a file from the local filesystem.";
     // Read bounds its own output; persisting it would invite a Read-the-preview loop.
     const MAX_RESULT_SIZE_CHARS: Option<u64> = None;
@@ -41,10 +43,6 @@ impl Tool for Read {
     fn search_hint() -> Option<String> {
         Some("read file contents cat view open".into())
     }
-    fn is_concurrency_safe(_: &ReadInput) -> bool {
-        true
-    }
-
     fn validate_input(input: &ReadInput, ctx: &Context) -> Result<(), ToolError> {
         fs::confine(ctx, &input.file_path, Access::Read).map(drop)
     }

@@ -52,6 +52,11 @@ impl Tool for ToolSearch {
     const DESCRIPTION: &'static str =
         "Loads the full definitions of deferred tools, by name (select:) or by keywords, so they can be called.";
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    // It changes what the session may call, so the calls after it in a
+    // stream wait for it and see what it loaded (run concurrently, whether a
+    // following call found its tool loaded would be a race).
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(false);
+    const VALIDATES_INPUT: bool = false;
     const DESTRUCTIVE_HINT: Option<bool> = Some(false);
     const ALWAYS_LOAD: bool = true;
 
@@ -60,12 +65,6 @@ impl Tool for ToolSearch {
     }
     fn is_read_only(_: &ToolSearchInput) -> bool {
         true
-    }
-    // It changes what the session may call, so the calls after it in a
-    // stream wait for it and see what it loaded (run concurrently, whether a
-    // following call found its tool loaded would be a race).
-    fn is_concurrency_safe(_: &ToolSearchInput) -> bool {
-        false
     }
     // Reading the tool list needs no approval.
     fn check_permissions(_: &ToolSearchInput, _: &Context) -> Permission {

@@ -47,6 +47,7 @@ impl Tool for WebFetch {
         "Fetches a web page and returns its content as markdown, together with the prompt to apply to it.";
     const ADDRESS_FIELDS: &'static [&'static str] = &["url"];
     const READ_ONLY_HINT: Option<bool> = Some(true);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
     // A fetch changes nothing: stopping it midway is harmless.
     const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Cancel;
     // WebFetch bounds its own result (a short header and at most
@@ -63,10 +64,6 @@ impl Tool for WebFetch {
     fn is_read_only(_: &WebFetchInput) -> bool {
         true
     }
-    fn is_concurrency_safe(_: &WebFetchInput) -> bool {
-        true
-    }
-
     fn validate_input(input: &WebFetchInput, _: &Context) -> Result<(), ToolError> {
         parse_url(&input.url).map(drop)
     }
@@ -499,7 +496,7 @@ mod tests {
         assert_eq!(schema["properties"]["url"]["description"], "The URL to fetch content from");
         assert_eq!(schema["properties"]["prompt"]["description"], "The prompt to run on the fetched content");
         let input = WebFetchInput { url: "https://a.org".into(), prompt: String::new() };
-        assert!(WebFetch::is_read_only(&input) && WebFetch::is_concurrency_safe(&input));
+        assert!(WebFetch::is_read_only(&input) && WebFetch::CONCURRENCY_SAFE_HINT == Some(true));
         assert_eq!(WebFetch::ADDRESS_FIELDS, &["url"]);
     }
 

@@ -20,6 +20,7 @@ impl Tool for Write {
     const NAME: &'static str = "Write";
     const PATH_FIELDS: &'static [(&'static str, PathAccess)] = &[("file_path", PathAccess::Edit)];
     const READ_ONLY_HINT: Option<bool> = Some(false);
+    const CONCURRENCY_SAFE_HINT: Option<bool> = Some(false);
     const DESCRIPTION: &'static str = "Writes a file to the local filesystem.";
 
     fn prompt() -> String {

@@ -4,7 +4,7 @@
 
 use super::bindings::toolhost::tool::types::{ToolError, ToolInfo, ToolOutput};
 use super::bindings::{self, CallContext, PermissionDecision};
-use super::{Version, v1_0_0, v1_1_0};
+use super::{Version, v1_0_0, v1_1_0, v1_2_0};
 use wasmtime::AsContextMut;
 use wasmtime::component::InstancePre;
 
@@ -13,6 +13,7 @@ pub enum ToolPre<T: 'static> {
     Current(bindings::FullPre<T>),
     V1_0(v1_0_0::FullPre<T>),
     V1_1(v1_1_0::FullPre<T>),
+    V1_2(v1_2_0::FullPre<T>),
 }
 
 impl<T: 'static> ToolPre<T> {
@@ -22,6 +23,7 @@ impl<T: 'static> ToolPre<T> {
         match version {
             Version(1, 0, _) => Ok(ToolPre::V1_0(v1_0_0::FullPre::new(pre)?)),
             Version(1, 1, _) => Ok(ToolPre::V1_1(v1_1_0::FullPre::new(pre)?)),
+            Version(1, 2, _) => Ok(ToolPre::V1_2(v1_2_0::FullPre::new(pre)?)),
             _ => Ok(ToolPre::Current(bindings::FullPre::new(pre)?)),
         }
     }
@@ -32,6 +34,7 @@ impl<T: 'static> ToolPre<T> {
             ToolPre::Current(pre) => pre.engine(),
             ToolPre::V1_0(pre) => pre.engine(),
             ToolPre::V1_1(pre) => pre.engine(),
+            ToolPre::V1_2(pre) => pre.engine(),
         }
     }
 
@@ -41,6 +44,7 @@ impl<T: 'static> ToolPre<T> {
             ToolPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
             ToolPre::V1_0(pre) => Guest::V1_0(pre.instantiate(store)?),
             ToolPre::V1_1(pre) => Guest::V1_1(pre.instantiate(store)?),
+            ToolPre::V1_2(pre) => Guest::V1_2(pre.instantiate(store)?),
         })
     }
 }
@@ -50,6 +54,7 @@ pub enum Guest {
     Current(bindings::Full),
     V1_0(v1_0_0::Full),
     V1_1(v1_1_0::Full),
+    V1_2(v1_2_0::Full),
 }
 
 impl Guest {
@@ -58,6 +63,7 @@ impl Guest {
             Guest::Current(g) => g.toolhost_tool_tool().call_info(store),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_info(store).map(v1_0_0::info),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_info(store).map(v1_1_0::info),
+            Guest::V1_2(g) => g.toolhost_tool_tool().call_info(store).map(v1_2_0::info),
         }
     }
 
@@ -66,6 +72,7 @@ impl Guest {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_enabled(store),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_enabled(store),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_enabled(store),
+            Guest::V1_2(g) => g.toolhost_tool_tool().call_is_enabled(store),
         }
     }
 
@@ -74,6 +81,7 @@ impl Guest {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
+            Guest::V1_2(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
         }
     }
 
@@ -82,6 +90,7 @@ impl Guest {
             Guest::Current(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
+            Guest::V1_2(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
         }
     }
 
@@ -101,6 +110,10 @@ impl Guest {
                 .toolhost_tool_tool()
                 .call_validate_input(store, input, &v1_1_0::context(ctx))?
                 .map_err(v1_1_0::error)),
+            Guest::V1_2(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_validate_input(store, input, &v1_2_0::context(ctx))?
+                .map_err(v1_2_0::error)),
         }
     }
 
@@ -119,6 +132,10 @@ impl Guest {
             Guest::V1_1(g) => {
                 let tool = g.toolhost_tool_tool();
                 tool.call_check_permissions(store, input, &v1_1_0::context(ctx)).map(v1_1_0::decision)
+            }
+            Guest::V1_2(g) => {
+                let tool = g.toolhost_tool_tool();
+                tool.call_check_permissions(store, input, &v1_2_0::context(ctx)).map(v1_2_0::decision)
             }
         }
     }
@@ -141,6 +158,11 @@ impl Guest {
                 .call_call(store, input, &v1_1_0::context(ctx))?
                 .map(v1_1_0::output)
                 .map_err(v1_1_0::error)),
+            Guest::V1_2(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_call(store, input, &v1_2_0::context(ctx))?
+                .map(v1_2_0::output)
+                .map_err(v1_2_0::error)),
         }
     }
 }

@@ -30,5 +30,8 @@ pub fn info(info: old::ToolInfo) -> new::ToolInfo {
         input_roles: new::InputRoles { paths: Vec::new(), command: None, addresses: Vec::new() },
         cancels_siblings_on_failure: false,
         reuse_instance: false,
+        concurrency_safe_hint: None,
+        validates_input: true,
+        checks_permissions: true,
     }
 }

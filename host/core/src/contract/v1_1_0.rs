@@ -43,5 +43,8 @@ pub fn info(info: old::ToolInfo) -> new::ToolInfo {
         },
         cancels_siblings_on_failure: info.cancels_siblings_on_failure,
         reuse_instance: false,
+        concurrency_safe_hint: None,
+        validates_input: true,
+        checks_permissions: true,
     }
 }

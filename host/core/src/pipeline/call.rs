@@ -249,6 +249,9 @@ impl Pipeline {
         if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
             return false;
         }
+        if let Some(declared) = tool.spec.hints.concurrency_safe {
+            return declared;
+        }
         let _running = self.sandbox.running();
         let since = self.granted_since_start(&tool.spec.name);
         let grants = since.as_deref().unwrap_or(&tool.grants);
@@ -401,7 +404,9 @@ impl Pipeline {
                 Err(message) => return ToolResult::error(id, message),
             },
         };
-        if let Some(report) = &options.on_concurrency_safe {
+        if let (Some(report), Some(declared)) = (&options.on_concurrency_safe, tool.spec.hints.concurrency_safe) {
+            report(declared);
+        } else if let Some(report) = &options.on_concurrency_safe {
             // Asked within the same limit as in a separate instance; a tool
             // stopped there has a broken instance, and the call gets a
             // fresh one.
@@ -694,6 +699,9 @@ impl Run<'_> {
     }
 
     fn validate(&mut self, input: &str) -> wasmtime::Result<Result<(), WitToolError>> {
+        if !self.tool.spec.validates_input {
+            return Ok(Ok(()));
+        }
         self.instance.guest.validate_input(&mut self.instance.store, input, &self.ctx)
     }
 
@@ -758,7 +766,9 @@ impl Run<'_> {
     /// The tool's own permission view, in `mode`.
     fn check_in(&mut self, mode: PermissionMode) -> wasmtime::Result<ToolCheck> {
         let (guest, store) = (&self.instance.guest, &mut self.instance.store);
-        let decision = if mode == self.pipeline.mode {
+        let decision = if !self.tool.spec.checks_permissions {
+            PermissionDecision::Passthrough
+        } else if mode == self.pipeline.mode {
             guest.check_permissions(store, &self.input_text, &self.ctx)?
         } else {
             let ctx = CallContext { mode: wit_mode(mode), ..self.ctx.clone() };

@@ -92,7 +92,7 @@ pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) 
 /// read with that field's default) is never used.
 ///
 /// [`ToolSpec`]: super::tool::ToolSpec
-const SPEC_FORMAT: u32 = 5;
+const SPEC_FORMAT: u32 = 6;
 
 /// A saved description: the tool's spec as loading made it (caps applied),
 /// the warnings loading gave, and the component's shape and requests (so a
@@ -165,7 +165,7 @@ mod tests {
             always_load: false,
             cancel_on_interrupt: true,
             enabled: true,
-            hints: crate::registry::Hints { read_only: Some(true), destructive: None },
+            hints: crate::registry::Hints { read_only: Some(true), destructive: None, concurrency_safe: Some(false) },
             inputs: crate::registry::InputRoles {
                 paths: vec![crate::registry::PathField {
                     field: "file_path".into(),
@@ -176,6 +176,8 @@ mod tests {
             },
             cancels_siblings: true,
             reuse_instance: false,
+            validates_input: false,
+            checks_permissions: true,
         };
         let path = dir.path().join("t.spec.json");
         let shape = crate::contract::Shape {

@@ -603,10 +603,16 @@ fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), 
             InterruptBehavior::Block => false,
         },
         enabled,
-        hints: Hints { read_only: info.read_only_hint, destructive: info.destructive_hint },
+        hints: Hints {
+            read_only: info.read_only_hint,
+            destructive: info.destructive_hint,
+            concurrency_safe: info.concurrency_safe_hint,
+        },
         inputs,
         cancels_siblings: info.cancels_siblings_on_failure,
         reuse_instance: info.reuse_instance,
+        validates_input: info.validates_input,
+        checks_permissions: info.checks_permissions,
     };
     Ok((spec, warnings))
 }

@@ -48,6 +48,11 @@ pub struct ToolSpec {
     /// contract's `reuse-instance`).
     #[serde(default)]
     pub reuse_instance: bool,
+    /// Whether `validate-input` is called (the contract's `validates-input`).
+    pub validates_input: bool,
+    /// Whether `check-permissions` is called (`checks-permissions`); when it
+    /// is not, the tool's view is `passthrough`.
+    pub checks_permissions: bool,
 }
 
 /// What the fields of a tool's input mean to the permission policy (the
@@ -130,12 +135,14 @@ fn strings<'a>(input: &'a Value, field: &str) -> Vec<&'a str> {
     }
 }
 
-/// `is-read-only` / `is-destructive` when the tool declares them the same
-/// for every input (`None`: it depends on the input, or no claim).
+/// `is-read-only` / `is-destructive` / `is-concurrency-safe` when the tool
+/// declares them the same for every input (`None`: it depends on the input,
+/// or no claim).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Hints {
     pub read_only: Option<bool>,
     pub destructive: Option<bool>,
+    pub concurrency_safe: Option<bool>,
 }
 
 impl ToolSpec {

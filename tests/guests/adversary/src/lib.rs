@@ -86,6 +86,10 @@ impl Guest for Adversary {
             input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
             cancels_siblings_on_failure: false,
             reuse_instance: false,
+            // Every per-call export is asked: each is a place to misbehave.
+            concurrency_safe_hint: None,
+            validates_input: true,
+            checks_permissions: true,
         }
     }
     fn is_enabled() -> bool {

@@ -48,6 +48,9 @@ impl Guest for Broken {
             input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
             cancels_siblings_on_failure: false,
             reuse_instance: false,
+            concurrency_safe_hint: None,
+            validates_input: true,
+            checks_permissions: true,
         };
         match mode().as_str() {
             "sleep" => std::thread::sleep(std::time::Duration::from_secs(3600)),
