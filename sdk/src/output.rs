@@ -13,6 +13,9 @@ pub enum Content {
     Image { media_type: String, data: Vec<u8> },
     /// A JSON document.
     Json(serde_json::Value),
+    /// A document the model reads whole: media type (`application/pdf`)
+    /// and raw bytes.
+    Document { media_type: String, data: Vec<u8> },
 }
 
 /// A call's result.
@@ -174,6 +177,7 @@ impl From<Content> for wit::ContentBlock {
             Content::Text(t) => wit::ContentBlock::Text(t),
             Content::Image { media_type, data } => wit::ContentBlock::Image(wit::Image { media_type, data }),
             Content::Json(v) => wit::ContentBlock::Json(v.to_string()),
+            Content::Document { media_type, data } => wit::ContentBlock::Document(wit::Document { media_type, data }),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The contract's host side: the WIT bindings of the current contract and of
-//! each frozen one (`v1_0_0`, `v1_1_0`, `v1_2_0`), the version-independent view of a tool's
+//! each frozen one (`v1_0_0` to `v1_3_0`), the version-independent view of a tool's
 //! exports ([`Guest`]), what a component is ([`Shape`]: its contract version
 //! and the capabilities it imports), and the host interfaces, one file each
 //! (`progress`, `output`, `session`, `policy`, `files`, `shell`, `process`),
@@ -23,6 +23,7 @@ mod shell;
 mod v1_0_0;
 mod v1_1_0;
 mod v1_2_0;
+mod v1_3_0;
 
 pub use guest::{Guest, ToolPre};
 pub use output::MAX_STREAMED;
@@ -34,7 +35,7 @@ pub use session::Namespace;
 pub use shape::{Capability, Shape, ShapeError, Version, check_header, inspect};
 
 /// The contract version this host implements (the package version in `wit/`).
-pub const CONTRACT: Version = Version(1, 3, 0);
+pub const CONTRACT: Version = Version(1, 4, 0);
 /// The contract's package, without version.
 pub const PACKAGE: &str = "toolhost:tool";
 

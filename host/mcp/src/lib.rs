@@ -98,7 +98,7 @@ impl McpSession {
                     Value::Object(o) => o.clone(),
                     _ => serde_json::Map::new(),
                 };
-                let mut tool = Tool::new(t.spec.name.clone(), t.spec.description.clone(), Arc::new(schema));
+                let mut tool = Tool::new(t.spec.name.clone(), t.spec.model_description().to_string(), Arc::new(schema));
                 if let Some(output) = &t.spec.output_schema
                     && let Value::Object(o) = output
                 {
@@ -261,6 +261,12 @@ pub fn to_mcp(result: ToolResult) -> CallToolResult {
         .map(|c| match c {
             Content::Text(t) => ContentBlock::text(t),
             Content::Image { media_type, data } => ContentBlock::image(data, media_type),
+            // MCP has no document block: an embedded resource carries it,
+            // named by the call that made it.
+            Content::Document { media_type, data } => ContentBlock::resource(
+                rmcp::model::ResourceContents::blob(data, format!("toolhost://result/{}", result.tool_use_id))
+                    .with_mime_type(media_type),
+            ),
         })
         .collect();
     let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };

@@ -4,7 +4,7 @@
 
 use super::bindings::toolhost::tool::types::{ToolError, ToolInfo, ToolOutput};
 use super::bindings::{self, CallContext, PermissionDecision};
-use super::{Version, v1_0_0, v1_1_0, v1_2_0};
+use super::{Version, v1_0_0, v1_1_0, v1_2_0, v1_3_0};
 use wasmtime::AsContextMut;
 use wasmtime::component::InstancePre;
 
@@ -14,6 +14,7 @@ pub enum ToolPre<T: 'static> {
     V1_0(v1_0_0::FullPre<T>),
     V1_1(v1_1_0::FullPre<T>),
     V1_2(v1_2_0::FullPre<T>),
+    V1_3(v1_3_0::FullPre<T>),
 }
 
 impl<T: 'static> ToolPre<T> {
@@ -24,6 +25,7 @@ impl<T: 'static> ToolPre<T> {
             Version(1, 0, _) => Ok(ToolPre::V1_0(v1_0_0::FullPre::new(pre)?)),
             Version(1, 1, _) => Ok(ToolPre::V1_1(v1_1_0::FullPre::new(pre)?)),
             Version(1, 2, _) => Ok(ToolPre::V1_2(v1_2_0::FullPre::new(pre)?)),
+            Version(1, 3, _) => Ok(ToolPre::V1_3(v1_3_0::FullPre::new(pre)?)),
             _ => Ok(ToolPre::Current(bindings::FullPre::new(pre)?)),
         }
     }
@@ -35,6 +37,7 @@ impl<T: 'static> ToolPre<T> {
             ToolPre::V1_0(pre) => pre.engine(),
             ToolPre::V1_1(pre) => pre.engine(),
             ToolPre::V1_2(pre) => pre.engine(),
+            ToolPre::V1_3(pre) => pre.engine(),
         }
     }
 
@@ -45,6 +48,7 @@ impl<T: 'static> ToolPre<T> {
             ToolPre::V1_0(pre) => Guest::V1_0(pre.instantiate(store)?),
             ToolPre::V1_1(pre) => Guest::V1_1(pre.instantiate(store)?),
             ToolPre::V1_2(pre) => Guest::V1_2(pre.instantiate(store)?),
+            ToolPre::V1_3(pre) => Guest::V1_3(pre.instantiate(store)?),
         })
     }
 }
@@ -55,6 +59,7 @@ pub enum Guest {
     V1_0(v1_0_0::Full),
     V1_1(v1_1_0::Full),
     V1_2(v1_2_0::Full),
+    V1_3(v1_3_0::Full),
 }
 
 impl Guest {
@@ -64,6 +69,7 @@ impl Guest {
             Guest::V1_0(g) => g.toolhost_tool_tool().call_info(store).map(v1_0_0::info),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_info(store).map(v1_1_0::info),
             Guest::V1_2(g) => g.toolhost_tool_tool().call_info(store).map(v1_2_0::info),
+            Guest::V1_3(g) => g.toolhost_tool_tool().call_info(store).map(v1_3_0::info),
         }
     }
 
@@ -73,6 +79,7 @@ impl Guest {
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_enabled(store),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_enabled(store),
             Guest::V1_2(g) => g.toolhost_tool_tool().call_is_enabled(store),
+            Guest::V1_3(g) => g.toolhost_tool_tool().call_is_enabled(store),
         }
     }
 
@@ -82,6 +89,7 @@ impl Guest {
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
             Guest::V1_2(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
+            Guest::V1_3(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),
         }
     }
 
@@ -91,6 +99,7 @@ impl Guest {
             Guest::V1_0(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
             Guest::V1_1(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
             Guest::V1_2(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
+            Guest::V1_3(g) => g.toolhost_tool_tool().call_is_read_only(store, input),
         }
     }
 
@@ -114,6 +123,10 @@ impl Guest {
                 .toolhost_tool_tool()
                 .call_validate_input(store, input, &v1_2_0::context(ctx))?
                 .map_err(v1_2_0::error)),
+            Guest::V1_3(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_validate_input(store, input, &v1_3_0::context(ctx))?
+                .map_err(v1_3_0::error)),
         }
     }
 
@@ -136,6 +149,10 @@ impl Guest {
             Guest::V1_2(g) => {
                 let tool = g.toolhost_tool_tool();
                 tool.call_check_permissions(store, input, &v1_2_0::context(ctx)).map(v1_2_0::decision)
+            }
+            Guest::V1_3(g) => {
+                let tool = g.toolhost_tool_tool();
+                tool.call_check_permissions(store, input, &v1_3_0::context(ctx)).map(v1_3_0::decision)
             }
         }
     }
@@ -163,6 +180,11 @@ impl Guest {
                 .call_call(store, input, &v1_2_0::context(ctx))?
                 .map(v1_2_0::output)
                 .map_err(v1_2_0::error)),
+            Guest::V1_3(g) => Ok(g
+                .toolhost_tool_tool()
+                .call_call(store, input, &v1_3_0::context(ctx))?
+                .map(v1_3_0::output)
+                .map_err(v1_3_0::error)),
         }
     }
 }

@@ -11,6 +11,8 @@ pub const PREVIEW_CHARS: usize = 2000;
 
 /// Media types an image block may have.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/// Media types a document block may have.
+const DOCUMENT_TYPES: [&str; 1] = ["application/pdf"];
 
 /// One block of a result.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +20,11 @@ pub enum Content {
     Text(String),
     /// An image, its data base64-encoded.
     Image {
+        media_type: String,
+        data: String,
+    },
+    /// A document (a PDF), its data base64-encoded.
+    Document {
         media_type: String,
         data: String,
     },
@@ -48,7 +55,7 @@ pub struct Usage {
     pub cpu_us: u64,
     /// The tool's largest linear memory, all its memories together.
     pub peak_memory_bytes: u64,
-    /// Bytes of the result's content (text, and image data).
+    /// Bytes of the result's content (text, and image and document data).
     pub output_bytes: u64,
 }
 
@@ -87,13 +94,13 @@ impl ToolResult {
         }
     }
 
-    /// Bytes of the content: text, and image data.
+    /// Bytes of the content: text, and image and document data.
     pub fn content_bytes(&self) -> u64 {
         self.content
             .iter()
             .map(|c| match c {
                 Content::Text(t) => t.len(),
-                Content::Image { data, .. } => data.len(),
+                Content::Image { data, .. } | Content::Document { data, .. } => data.len(),
             })
             .sum::<usize>() as u64
     }
@@ -105,7 +112,7 @@ impl ToolResult {
             .iter()
             .filter_map(|c| match c {
                 Content::Text(t) => Some(t.as_str()),
-                Content::Image { .. } => None,
+                Content::Image { .. } | Content::Document { .. } => None,
             })
             .collect();
         texts.join("\n")
@@ -121,6 +128,9 @@ impl ToolResult {
                 Content::Text(text) => json!({"type": "text", "text": text}),
                 Content::Image { media_type, data } => {
                     json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+                }
+                Content::Document { media_type, data } => {
+                    json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
                 }
             })
             .collect();
@@ -175,6 +185,15 @@ pub(crate) fn from_output(
                     data: base64::engine::general_purpose::STANDARD.encode(&img.data),
                 });
             }
+            ContentBlock::Document(doc) => {
+                if !DOCUMENT_TYPES.contains(&doc.media_type.as_str()) {
+                    return malformed(format!("a document block has unsupported media type `{}`", doc.media_type));
+                }
+                content.push(Content::Document {
+                    media_type: doc.media_type,
+                    data: base64::engine::general_purpose::STANDARD.encode(&doc.data),
+                });
+            }
         }
     }
     let structured = match output.structured {
@@ -224,7 +243,7 @@ pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u6
         .iter()
         .map(|c| match c {
             Content::Text(t) => t.chars().count(),
-            Content::Image { .. } => 0,
+            Content::Image { .. } | Content::Document { .. } => 0,
         })
         .sum();
     if chars as u64 <= max {
@@ -250,8 +269,8 @@ pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u6
             )
         }
     };
-    let images = result.content.drain(..).filter(|c| matches!(c, Content::Image { .. }));
-    result.content = std::iter::once(Content::Text(text)).chain(images.collect::<Vec<_>>()).collect();
+    let media = result.content.drain(..).filter(|c| !matches!(c, Content::Text(_)));
+    result.content = std::iter::once(Content::Text(text)).chain(media.collect::<Vec<_>>()).collect();
 }
 
 /// A tool-use id as a file name: anything but `A-Z a-z 0-9 _ -` becomes `_`.
@@ -312,6 +331,7 @@ mod tests {
             content: vec![
                 Content::Text("hi".into()),
                 Content::Image { media_type: "image/png".into(), data: "AA==".into() },
+                Content::Document { media_type: "application/pdf".into(), data: "JVBE".into() },
             ],
             is_error: false,
             structured: None,
@@ -322,7 +342,8 @@ mod tests {
             r.to_json(),
             json!({"tool_use_id": "t1", "is_error": false, "content": [
                 {"type": "text", "text": "hi"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
             ]})
         );
     }
