@@ -54,7 +54,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.3.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.4.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //!
 //! # Security
@@ -72,13 +72,14 @@ mod context;
 pub mod fs;
 mod output;
 pub mod process;
+pub mod schema;
 pub mod shell;
 
 pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.3.0";
+pub const CONTRACT_VERSION: &str = "1.4.0";
 
 #[doc(hidden)]
 pub mod __private {
@@ -279,8 +280,7 @@ pub trait Tool: 'static {
 
 /// The input schema of `T` as JSON text, exactly as the host receives it.
 pub fn input_schema<T: Tool>() -> String {
-    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T::Input>();
-    serde_json::to_string(&schema).unwrap_or_else(|_| "{}".to_string())
+    serde_json::to_string(&schema::generate::<T::Input>()).unwrap_or_else(|_| "{}".to_string())
 }
 
 fn parse<T: Tool>(input: &str) -> Result<T::Input, ToolError> {

@@ -365,9 +365,7 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|t| match deferred.contains(&t.spec.name) {
                 true => json!({"name": t.spec.name, "deferred": true}),
-                false => {
-                    json!({"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.input_schema})
-                }
+                false => t.spec.definition(),
             })
             .collect();
         serde_json::to_writer_pretty(&mut out, &list)?;
@@ -440,6 +438,9 @@ fn print_result(result: &ToolResult, as_json: bool) -> anyhow::Result<()> {
             Content::Text(t) => writeln!(out, "{t}")?,
             Content::Image { media_type, data } => {
                 writeln!(out, "[image {media_type}, {} base64 characters]", data.len())?
+            }
+            Content::Document { media_type, data } => {
+                writeln!(out, "[document {media_type}, {} base64 characters]", data.len())?
             }
         }
     }
@@ -646,6 +647,15 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 "  input schema:  valid ({} properties)",
                 tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
             );
+            let problems = toolhost::registry::portability_problems(&tool.spec.input_schema);
+            if !problems.is_empty() {
+                println!(
+                    "  warning:       the input schema is not portable (some model APIs or MCP clients refuse it):"
+                );
+                for problem in problems {
+                    println!("                   {problem}");
+                }
+            }
             println!("  input roles:   {}", describe_roles(&tool.spec.inputs));
             if tool.spec.cancels_siblings {
                 println!("  a failed call cancels the other calls of its turn");

@@ -27,6 +27,7 @@ const RUST_SDK: &[(&str, &str)] = &[
     ("src/fs.rs", include_str!("../../../sdk/src/fs.rs")),
     ("src/output.rs", include_str!("../../../sdk/src/output.rs")),
     ("src/process.rs", include_str!("../../../sdk/src/process.rs")),
+    ("src/schema.rs", include_str!("../../../sdk/src/schema.rs")),
     ("src/shell.rs", include_str!("../../../sdk/src/shell.rs")),
 ];
 

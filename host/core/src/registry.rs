@@ -16,7 +16,7 @@ pub use load::{CompileProgress, CompileSink, Loader, QUICK_ABOVE};
 pub use optimize::Optimizer;
 pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
 pub use pool::{DEFAULT_DEFER_AFTER, Problem, Registry, TOOL_SEARCH};
-pub use schema::Schema;
+pub use schema::{Schema, portability_problems};
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 
 /// A built-in component's bytes, for unit tests elsewhere in the crate.

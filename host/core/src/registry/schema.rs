@@ -49,6 +49,71 @@ impl Schema {
     }
 }
 
+/// Where `schema` leaves the subset of JSON Schema that Anthropic's,
+/// OpenAI's and Gemini's function calling all accept, one problem per line
+/// (none: portable). The subset: an object at the root; in every subschema
+/// only `type` (one name, never a list), `description`, `enum` (of strings,
+/// with `type: "string"`), `properties`, `required`, `items`, `minimum`,
+/// `maximum`, `minItems`, `maxItems`, `default`, and `additionalProperties:
+/// false`. No `$ref`/`$defs`, `$schema`, `title`, `format`, `anyOf`/`oneOf`/
+/// `allOf`, `const` or exclusive bounds. Claude Code's own tools are written
+/// this way; models and clients handle them best.
+pub fn portability_problems(schema: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        problems.push("the root is not `\"type\": \"object\"`".to_string());
+    }
+    portable_at(schema, "", &mut problems);
+    problems
+}
+
+fn portable_at(schema: &Value, at: &str, problems: &mut Vec<String>) {
+    const TYPES: [&str; 6] = ["object", "string", "integer", "number", "boolean", "array"];
+    let Value::Object(map) = schema else {
+        problems.push(format!("{}: a schema that is not an object", place(at)));
+        return;
+    };
+    for (key, value) in map {
+        let ok = match key.as_str() {
+            "type" => value.as_str().is_some_and(|t| TYPES.contains(&t)),
+            "description" => value.is_string(),
+            "enum" => {
+                map.get("type").and_then(Value::as_str) == Some("string")
+                    && value.as_array().is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string))
+            }
+            "required" => value.as_array().is_some_and(|v| v.iter().all(Value::is_string)),
+            "minimum" | "maximum" => value.is_number(),
+            "minItems" | "maxItems" => value.is_u64(),
+            "default" => !value.is_null(),
+            "additionalProperties" => value == &Value::Bool(false),
+            "properties" => match value.as_object() {
+                Some(properties) => {
+                    for (name, sub) in properties {
+                        portable_at(sub, &format!("{at}/properties/{name}"), problems);
+                    }
+                    true
+                }
+                None => false,
+            },
+            "items" => {
+                portable_at(value, &format!("{at}/items"), problems);
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            problems.push(format!("{}: `{key}: {value}` is not portable", place(at)));
+        }
+    }
+    if !map.contains_key("type") && !map.contains_key("enum") {
+        problems.push(format!("{}: no `type`", place(at)));
+    }
+}
+
+fn place(pointer: &str) -> String {
+    if pointer.is_empty() { "the root".into() } else { pointer.to_string() }
+}
+
 fn describe(schema: &Value, error: &jsonschema::ValidationError<'_>) -> String {
     let at = error.instance_path().as_str().to_string();
     let field = if at.is_empty() { "the input".to_string() } else { format!("`{}`", pointer_to_field(&at)) };
@@ -133,6 +198,38 @@ mod tests {
             "additionalProperties": false
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn portability_is_the_common_subset() {
+        let plain = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "d"},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "n": {"type": "integer", "minimum": 1},
+                "tags": {"type": "array", "items": {"type": "string"}}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        });
+        assert_eq!(portability_problems(&plain), Vec::<String>::new());
+        let generated = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "ReadInput",
+            "type": "object",
+            "properties": {
+                "limit": {"type": ["integer", "null"], "format": "uint64"},
+                "mode": {"$ref": "#/$defs/Mode"}
+            },
+            "$defs": {"Mode": {"type": "string", "enum": ["a"]}}
+        });
+        let problems = portability_problems(&generated);
+        for needle in
+            ["`$schema", "`title", "/properties/limit: `type", "/properties/limit: `format", "`$ref", "`$defs"]
+        {
+            assert!(problems.iter().any(|p| p.contains(needle)), "{needle} in {problems:?}");
+        }
     }
 
     #[test]

@@ -146,6 +146,23 @@ pub struct Hints {
 }
 
 impl ToolSpec {
+    /// The description a model is given: the tool's full `prompt`, or its
+    /// one-line `description` when it has no prompt. (The one-liner is for
+    /// people: `toolhost tools`, logs, install reviews.)
+    pub fn model_description(&self) -> &str {
+        if self.prompt.trim().is_empty() { &self.description } else { &self.prompt }
+    }
+
+    /// The tool as a model API defines it: `{"name", "description",
+    /// "input_schema"}`, the description being [`ToolSpec::model_description`].
+    pub fn definition(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.model_description(),
+            "input_schema": self.input_schema,
+        })
+    }
+
     pub(super) fn compile_input(&self) -> Result<Schema, String> {
         Schema::compile(self.input_schema.clone()).map_err(|e| format!("input schema: {e}"))
     }
