@@ -407,12 +407,9 @@ fn touches_components(event: &notify::Event) -> bool {
 
 /// What each loaded tool's rule contents mean (by name and alias).
 pub(crate) fn catalog(registry: &Registry) -> Catalog {
-    let mut catalog = Catalog::new();
+    let mut catalog = Catalog::default();
     for tool in registry.all() {
-        let kind = ContentKind::of(&tool.spec.inputs);
-        for name in std::iter::once(&tool.spec.name).chain(&tool.spec.aliases) {
-            catalog.entry(name.clone()).or_insert(kind);
-        }
+        catalog.add(&tool.spec.name, &tool.spec.aliases, ContentKind::of(&tool.spec.inputs));
     }
     catalog
 }

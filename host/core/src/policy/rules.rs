@@ -126,8 +126,56 @@ impl ContentKind {
 }
 
 /// What the loaded tools are, for compiling rules: a tool's name (and each
-/// alias) → the kind of content its rules have.
-pub type Catalog = HashMap<String, ContentKind>;
+/// alias) → the kind of content its rules have; and each alias → its tool's
+/// name, so a rule written with an older name (`KillShell`) applies to the
+/// tool under its current one (`TaskStop`).
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    kinds: HashMap<String, ContentKind>,
+    names: HashMap<String, String>,
+}
+
+impl Catalog {
+    /// Adds a tool; a name or alias already known keeps its first holder.
+    pub fn add(&mut self, name: &str, aliases: &[String], kind: ContentKind) {
+        if self.kinds.contains_key(name) {
+            return;
+        }
+        self.kinds.insert(name.to_string(), kind);
+        for alias in aliases {
+            if !self.kinds.contains_key(alias) {
+                self.kinds.insert(alias.clone(), kind);
+                self.names.insert(alias.clone(), name.to_string());
+            }
+        }
+    }
+
+    fn get(&self, tool: &str) -> Option<&ContentKind> {
+        self.kinds.get(tool)
+    }
+
+    /// The tool a rule naming `tool` applies to: the tool's own name when
+    /// `tool` is one of its aliases.
+    fn canonical<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.names.get(tool).map_or(tool, String::as_str)
+    }
+}
+
+impl FromIterator<(String, ContentKind)> for Catalog {
+    fn from_iter<I: IntoIterator<Item = (String, ContentKind)>>(tools: I) -> Catalog {
+        let mut catalog = Catalog::default();
+        for (name, kind) in tools {
+            catalog.add(&name, &[], kind);
+        }
+        catalog
+    }
+}
+
+impl<const N: usize> From<[(String, ContentKind); N]> for Catalog {
+    fn from(tools: [(String, ContentKind); N]) -> Catalog {
+        tools.into_iter().collect()
+    }
+}
 
 /// The rule-language names of the two path families: `Read(…)` covers what
 /// any tool reads or searches, `Edit(…)` what any tool edits.
@@ -354,12 +402,13 @@ impl RuleSet {
         for (index, entry) in entries.iter().enumerate() {
             let list = &mut set.lists[entry.behavior.index()];
             let rule = &entry.rule;
+            let tool = catalog.canonical(&rule.tool);
             let Some(content) = &rule.content else {
-                list.whole.entry(rule.tool.clone()).or_insert(index);
+                list.whole.entry(tool.to_string()).or_insert(index);
                 continue;
             };
             let fail = |problem: ContentError| RuleError::Content { entry: entry.to_string(), problem };
-            let kind = match rule.tool.as_str() {
+            let kind = match tool {
                 READ_FAMILY | EDIT_FAMILY => ContentKind::Path,
                 tool => match catalog.get(tool) {
                     Some(kind) => *kind,
@@ -371,7 +420,7 @@ impl RuleSet {
             match (kind, domain) {
                 (ContentKind::Command, _) => {
                     let command = command_rule(content, index).map_err(fail)?;
-                    let commands = list.commands.entry(rule.tool.clone()).or_default();
+                    let commands = list.commands.entry(tool.to_string()).or_default();
                     commands.entry(command.words[0].clone()).or_default().push(command);
                 }
                 (ContentKind::Path, _) => {
@@ -383,7 +432,7 @@ impl RuleSet {
                         .build()
                         .map_err(|e| fail(ContentError::Glob(e.to_string())))?;
                     path_builder.add(glob);
-                    let scope = PathScope::of(&rule.tool);
+                    let scope = PathScope::of(tool);
                     path_globs.push(PathGlob { pattern, behavior: entry.behavior, scope, dir_only, entry: index });
                 }
                 (ContentKind::Address, Some(domain)) => {
@@ -392,7 +441,7 @@ impl RuleSet {
                         Some(d) => Domain::Under(d.to_string()),
                         None => Domain::Exact(domain),
                     };
-                    list.domains.entry(rule.tool.clone()).or_default().push((domain, index));
+                    list.domains.entry(tool.to_string()).or_default().push((domain, index));
                 }
                 (ContentKind::Address, None) | (ContentKind::Opaque, _) => {
                     set.warnings.push(format!(
@@ -403,7 +452,7 @@ impl RuleSet {
                             Behavior::Ask | Behavior::Deny => "the rule applies to every call of the tool",
                         }
                     ));
-                    list.opaque.entry(rule.tool.clone()).or_insert(index);
+                    list.opaque.entry(tool.to_string()).or_insert(index);
                 }
             }
         }
@@ -1201,6 +1250,18 @@ mod tests {
             .into_iter()
             .map(|t| (t.to_string(), ContentKind::of(&roles(t))))
             .collect()
+    }
+
+    #[test]
+    fn a_rule_naming_an_alias_applies_to_the_tool() {
+        let mut catalog = Catalog::default();
+        catalog.add("TaskStop", &["KillShell".to_string()], ContentKind::Opaque);
+        catalog.add("Other", &["TaskStop".to_string()], ContentKind::Opaque);
+        let s = RuleSet::compile(entries(&[(Behavior::Deny, "KillShell")]), places(), &catalog).unwrap();
+        assert!(s.denies_tool("TaskStop").is_some());
+        assert!(s.denies_tool("KillShell").is_none());
+        let s = RuleSet::compile(entries(&[(Behavior::Deny, "TaskStop")]), places(), &catalog).unwrap();
+        assert!(s.denies_tool("Other").is_none(), "a name taken by a tool is never another's alias");
     }
 
     fn set(list: &[(Behavior, &str)]) -> RuleSet {
