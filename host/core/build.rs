@@ -9,7 +9,8 @@ use std::path::PathBuf;
 mod build_wasm;
 
 /// The built-in tools: crate directory under `plugins/`.
-const BUILTINS: &[&str] = &["read", "write", "edit", "glob", "grep", "bash", "bash-output", "kill-shell", "toolsearch"];
+const BUILTINS: &[&str] =
+    &["read", "write", "edit", "glob", "grep", "bash", "task-output", "task-stop", "notebook-edit", "toolsearch"];
 /// The built-ins that need the `http` feature (`wasi:http`).
 const HTTP_BUILTINS: &[&str] = &["webfetch"];
 

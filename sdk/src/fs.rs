@@ -158,20 +158,68 @@ pub fn replace(path: &Path, contents: &[u8]) -> Result<(), ToolError> {
 }
 
 /// What the built-in file tools remember about a read, under [`read_key`].
+///
+/// Claude Code keeps the same per file: the modification time (whole
+/// milliseconds) when it was read, the range a Read asked for, and for the
+/// records Edit and Write leave behind, the text they wrote. A file counts
+/// as changed when its modification time is later than the recorded one;
+/// a record without a range (Edit's, Write's) also counts a file whose time
+/// moved but whose text is the same as unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadRecord {
     /// Modification time in nanoseconds since the epoch when the file was read.
     pub mtime_ns: u128,
     /// Size in bytes when the file was read.
     pub size: u64,
+    /// The `offset` of the Read that made the record (`None` for Edit and Write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// The `limit` of the Read that made the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// [`content_hash`] of the text Edit or Write left in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<u64>,
 }
 
 impl ReadRecord {
-    /// The record for a file with metadata `meta`.
+    /// The record of a Read of the whole file (Read's `offset` defaults to 1)
+    /// with metadata `meta`.
     pub fn of(meta: &std::fs::Metadata) -> Self {
-        let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
-        ReadRecord { mtime_ns, size: meta.len() }
+        ReadRecord { mtime_ns: mtime_ns(meta), size: meta.len(), offset: Some(1), limit: None, content_hash: None }
     }
+
+    /// The recorded modification time in whole milliseconds.
+    pub fn mtime_ms(&self) -> u128 {
+        self.mtime_ns / 1_000_000
+    }
+
+    /// Whether the record covers the whole file and the text it saw (no
+    /// range, a hash): then an unchanged text makes a newer time harmless.
+    pub fn is_full(&self) -> bool {
+        self.offset.is_none() && self.limit.is_none() && self.content_hash.is_some()
+    }
+
+    /// Whether the file, with metadata `meta` now, has a modification time
+    /// later than the recorded one (in whole milliseconds, as Claude Code compares).
+    pub fn is_older_than(&self, meta: &std::fs::Metadata) -> bool {
+        mtime_ns(meta) / 1_000_000 > self.mtime_ms()
+    }
+
+    /// Whether a full record saw exactly `text` (line endings normalized to `\n`).
+    pub fn saw(&self, text: &str) -> bool {
+        self.is_full() && self.content_hash == Some(content_hash(text))
+    }
+}
+
+/// Modification time of `meta` in nanoseconds since the epoch (0 if unknown).
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+    meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())
+}
+
+/// A stable 64-bit hash (FNV-1a) of `text`, for [`ReadRecord::content_hash`].
+pub fn content_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// The session key under which a read of `path` is recorded.
@@ -179,28 +227,287 @@ pub fn read_key(path: &Path) -> String {
     format!("read:{}", path.display())
 }
 
-/// Records that `path` was read (or written) in this session with `meta`.
+/// Records that `path` was read whole in this session with `meta` (as a Read
+/// without `offset` and `limit` does).
 pub fn record_read(ctx: &Context, path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError> {
     ctx.session().set_json(&read_key(path), &ReadRecord::of(meta))
 }
 
-/// The read-before-write rule: an existing file may be overwritten only if it was
-/// read in this session and has not changed on disk since.
-pub fn check_fresh(ctx: &Context, path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError> {
-    let Some(record) = ctx.session().get_json::<ReadRecord>(&read_key(path)) else {
-        return Err(ToolError::conflict(format!(
-            "File has not been read yet. Read {} first before writing to it.",
-            path.display()
-        )));
+/// Records a Read of `path` with the range it asked for (`offset` 1 when not given).
+pub fn record_read_range(
+    ctx: &Context,
+    path: &Path,
+    meta: &std::fs::Metadata,
+    offset: u64,
+    limit: Option<u64>,
+) -> Result<(), ToolError> {
+    let record = ReadRecord { offset: Some(offset), limit, ..ReadRecord::of(meta) };
+    ctx.session().set_json(&read_key(path), &record)
+}
+
+/// Records that Edit or Write left `text` in `path` (metadata `meta` after the write).
+pub fn record_write(ctx: &Context, path: &Path, meta: &std::fs::Metadata, text: &str) -> Result<(), ToolError> {
+    let record = ReadRecord {
+        mtime_ns: mtime_ns(meta),
+        size: meta.len(),
+        offset: None,
+        limit: None,
+        content_hash: Some(content_hash(text)),
     };
-    if record != ReadRecord::of(meta) {
-        return Err(ToolError::conflict(format!(
-            "File {} has been modified since it was read, either by the user or by a linter. \
-             Read it again before attempting to write it.",
-            path.display()
-        )));
+    ctx.session().set_json(&read_key(path), &record)
+}
+
+/// The record of the last read (or write) of `path` in this session.
+pub fn read_record(ctx: &Context, path: &Path) -> Option<ReadRecord> {
+    ctx.session().get_json::<ReadRecord>(&read_key(path))
+}
+
+/// Claude Code's refusal of a write to a file not read in the session.
+pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before writing to it.";
+/// Claude Code's refusal (at validation) of a write to a file changed since it was read.
+pub const MODIFIED_SINCE_READ: &str = "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
+/// Claude Code's error when the file changed between validation and the write.
+pub const UNEXPECTEDLY_MODIFIED: &str =
+    "File has been unexpectedly modified. Read it again before attempting to write it.";
+/// What Claude Code's not-found messages say before the working directory.
+pub const CWD_NOTE: &str = "Note: your current working directory is";
+
+/// How a text file is stored, as Claude Code tells them apart: UTF-16LE when
+/// it starts with the bytes `FF FE`, UTF-8 otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Utf8,
+    Utf16Le,
+}
+
+/// A text file as the editing tools see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextFile {
+    /// The text with every `\r\n` turned into `\n` (a byte-order mark stays).
+    pub text: String,
+    pub encoding: Encoding,
+    /// Whether the file's first 4096 characters hold more `\r\n` than lone `\n`:
+    /// a file written back then gets `\r\n` everywhere.
+    pub crlf: bool,
+    /// Whether the bytes decoded without loss (valid UTF-8 or UTF-16).
+    pub lossless: bool,
+}
+
+impl TextFile {
+    /// Decodes `bytes` as Claude Code does (invalid sequences become U+FFFD,
+    /// and [`TextFile::lossless`] says so).
+    pub fn decode(bytes: &[u8]) -> TextFile {
+        let (raw, encoding, lossless) = if bytes.len() >= 2 && bytes[0] == 0xff && bytes[1] == 0xfe {
+            let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            let lossless =
+                bytes.len().is_multiple_of(2) && char::decode_utf16(units.iter().copied()).all(|c| c.is_ok());
+            (String::from_utf16_lossy(&units), Encoding::Utf16Le, lossless)
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => (s.to_owned(), Encoding::Utf8, true),
+                Err(_) => (String::from_utf8_lossy(bytes).into_owned(), Encoding::Utf8, false),
+            }
+        };
+        let crlf = has_crlf_endings(&raw);
+        let text = if raw.contains("\r\n") { raw.replace("\r\n", "\n") } else { raw };
+        TextFile { text, encoding, crlf, lossless }
     }
-    Ok(())
+
+    /// `text` encoded for this file: its encoding, and `\r\n` line endings
+    /// throughout when the file had them.
+    pub fn encode(&self, text: &str) -> Vec<u8> {
+        let text = if self.crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_owned() };
+        encode_as(&text, self.encoding)
+    }
+}
+
+/// `text` in `encoding` (UTF-16LE without an added byte-order mark).
+pub fn encode_as(text: &str, encoding: Encoding) -> Vec<u8> {
+    match encoding {
+        Encoding::Utf8 => text.as_bytes().to_vec(),
+        Encoding::Utf16Le => text.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+    }
+}
+
+/// Claude Code's line-ending sniff: among the first 4096 UTF-16 units, more
+/// `\n` preceded by `\r` than not.
+fn has_crlf_endings(text: &str) -> bool {
+    let (mut crlf, mut lf, mut units, mut prev) = (0usize, 0usize, 0usize, '\0');
+    for c in text.chars() {
+        if units >= 4096 {
+            break;
+        }
+        units += c.len_utf16();
+        if c == '\n' {
+            if prev == '\r' { crlf += 1 } else { lf += 1 }
+        }
+        prev = c;
+    }
+    crlf > lf
+}
+
+/// Whether `c` is whitespace to JavaScript (`\s`, `trim`).
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
+/// Removes whitespace at the end of every line, keeping the line endings
+/// (`\r\n`, `\n` or a lone `\r`): what Claude Code does to the text a model
+/// writes, except into Markdown files (see [`keeps_trailing_whitespace`]).
+pub fn strip_trailing_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        out.push_str(rest[..end].trim_end_matches(is_js_whitespace));
+        if end == rest.len() {
+            return out;
+        }
+        let ending = if rest[end..].starts_with("\r\n") { 2 } else { 1 };
+        out.push_str(&rest[end..end + ending]);
+        rest = &rest[end + ending..];
+    }
+}
+
+/// Whether trailing whitespace matters in `path`: Markdown (`.md`, `.mdx`,
+/// any case), where two trailing spaces are a line break.
+pub fn keeps_trailing_whitespace(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.ends_with(".md") || lower.ends_with(".mdx")
+}
+
+/// A file size as Claude Code prints it: `512 bytes`, `1.5KB`, `2MB`, `1GB`
+/// (one decimal, rounded half up, a trailing `.0` dropped).
+pub fn format_file_size(bytes: u64) -> String {
+    const UNITS: [(&str, u32); 3] = [("KB", 1), ("MB", 2), ("GB", 3)];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let (unit, power) = UNITS.iter().find(|(_, p)| *p == 3 || u128::from(bytes) < 1024u128.pow(p + 1)).unwrap();
+    let scale = 1024u128.pow(*power);
+    // Tenths, rounded half up: JavaScript's toFixed(1) on the exact quotient.
+    let tenths = (u128::from(bytes) * 20 + scale) / (scale * 2);
+    if tenths % 10 == 0 { format!("{}{unit}", tenths / 10) } else { format!("{}.{}{unit}", tenths / 10, tenths % 10) }
+}
+
+/// Node's `path.extname` of a file name (no slashes): from the last `.` on,
+/// unless nothing but dots precedes it (`.bashrc`, `..`).
+fn extname(name: &str) -> &str {
+    let bytes = name.as_bytes();
+    let (mut start_dot, mut pre_dot_state) = (None::<usize>, 0i8);
+    for i in (0..bytes.len()).rev() {
+        if bytes[i] == b'.' {
+            if start_dot.is_none() {
+                start_dot = Some(i);
+            } else if pre_dot_state != 1 {
+                pre_dot_state = 1;
+            }
+        } else if start_dot.is_some() {
+            pre_dot_state = -1;
+        }
+    }
+    match start_dot {
+        None => "",
+        Some(_) if pre_dot_state == 0 => "",
+        Some(dot) if pre_dot_state == 1 && dot + 1 == bytes.len() && dot == 1 => "",
+        Some(dot) => &name[dot..],
+    }
+}
+
+/// Claude Code's hint for a missing file: another entry of the same
+/// directory with the same name but another extension (the first in byte order).
+pub fn find_similar_file(path: &Path) -> Option<String> {
+    let dir = path.parent()?;
+    let name = path.file_name()?.to_str()?;
+    let stem = &name[..name.len() - extname(name).len()];
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).ok()?.flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
+    names.sort();
+    names.into_iter().find(|n| n != name && &n[..n.len() - extname(n).len()] == stem)
+}
+
+/// Claude Code's hint for a path that dropped the project's directory: when
+/// `path` (absolute) lies under the working directory's parent but not under
+/// the working directory, the same relative path under the working directory,
+/// if that exists (and may be read).
+pub fn suggest_path_under_cwd(ctx: &Context, path: &Path) -> Option<PathBuf> {
+    let cwd = Path::new(ctx.cwd());
+    let parent = cwd.parent()?;
+    if !path.starts_with(parent) || path.starts_with(cwd) {
+        return None;
+    }
+    let corrected = cwd.join(path.strip_prefix(parent).ok()?);
+    (is_allowed(ctx, &corrected, Access::Read) && std::fs::metadata(&corrected).is_ok()).then_some(corrected)
+}
+
+/// Claude Code's not-found text: `{what} {path}. Note: your current working
+/// directory is {cwd}.`, and ` Did you mean {suggestion}?` when
+/// [`suggest_path_under_cwd`] finds one.
+pub fn not_found_message(ctx: &Context, what: &str, shown: &str, path: &Path) -> String {
+    let mut message = format!("{what} {shown}. {CWD_NOTE} {}.", ctx.cwd());
+    if let Some(suggestion) = suggest_path_under_cwd(ctx, path) {
+        message.push_str(&format!(" Did you mean {}?", suggestion.display()));
+    }
+    message
+}
+
+/// Node's `path.resolve(cwd, path)` on POSIX, as text: absolute, without
+/// `.`, `..`, repeated or trailing slashes.
+fn node_resolve(cwd: &str, path: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let joined = if path.starts_with('/') { path.to_owned() } else { format!("{cwd}/{path}") };
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p.to_owned()),
+        }
+    }
+    parts
+}
+
+/// Claude Code's `toRelativePath`: `path` relative to the working directory
+/// `cwd` (Node's `path.relative`), unless that would start with `..`, when
+/// `path` is returned as given.
+pub fn to_relative_path(cwd: &str, path: &str) -> String {
+    let from = node_resolve(cwd, "");
+    let to = node_resolve(cwd, path);
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<&str> = vec![".."; from.len() - common];
+    parts.extend(to[common..].iter().map(String::as_str));
+    let relative = parts.join("/");
+    if relative.starts_with("..") { path.to_owned() } else { relative }
+}
+
+/// Orders two strings as JavaScript's `localeCompare` does in the root
+/// locale, for the characters paths are made of: punctuation before digits
+/// before letters, letters compared without case first (`a` < `B` < `b`...
+/// then lower case before upper case). Characters outside ASCII come after
+/// and compare by code point.
+pub fn locale_compare(a: &str, b: &str) -> std::cmp::Ordering {
+    const ORDER: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789";
+    fn primary(c: char) -> u32 {
+        if c.is_ascii_alphabetic() {
+            return 100 + u32::from(c.to_ascii_lowercase() as u8 - b'a');
+        }
+        match ORDER.find(c) {
+            Some(i) => i as u32,
+            None if c.is_ascii_control() => 0,
+            None => 1000 + u32::from(c),
+        }
+    }
+    let key = |s: &str| s.chars().filter(|c| !c.is_ascii_control()).map(primary).collect::<Vec<u32>>();
+    key(a).cmp(&key(b)).then_with(|| {
+        let case =
+            |s: &str| s.chars().filter(|c| !c.is_ascii_control()).map(|c| c.is_ascii_uppercase()).collect::<Vec<_>>();
+        case(a).cmp(&case(b))
+    })
 }
 
 /// Whether `bytes` (the start of a file) look binary: a NUL byte in the first 8 KiB.
@@ -226,21 +533,6 @@ pub fn edit_permission(ctx: &Context) -> Permission {
         Mode::AcceptEdits => Permission::Allow(None),
         Mode::Default | Mode::Plan | Mode::DontAsk | Mode::BypassPermissions => Permission::Passthrough,
     }
-}
-
-/// Up to a few lines around the first difference between `old` and `new`,
-/// numbered as in the new file.
-pub fn snippet_of_change(old: &str, new: &str) -> String {
-    const CONTEXT: usize = 4;
-    const MAX_LINES: usize = 40;
-    let first_diff = old.lines().zip(new.lines()).take_while(|(a, b)| a == b).count();
-    let new_lines: Vec<&str> = new.lines().collect();
-    let changed_in_new = new_lines.len().saturating_sub(old.lines().count()).max(1);
-    let start = first_diff.saturating_sub(CONTEXT);
-    let end = (first_diff + changed_in_new + CONTEXT).min(new_lines.len()).min(start + MAX_LINES);
-    let mut out = String::new();
-    number_lines(new_lines[start.min(end)..end].iter().copied(), start + 1, &mut out);
-    out
 }
 
 #[cfg(test)]
@@ -277,13 +569,102 @@ mod tests {
     }
 
     #[test]
-    fn snippet_shows_the_change_with_context() {
-        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
-        let new = "a\nb\nc\nd\ne\nF\ng\nh\ni\nj\n";
-        let s = snippet_of_change(old, new);
-        assert!(s.starts_with("     2\tb\n"), "{s}");
-        assert!(s.contains("     6\tF\n"));
-        assert!(s.ends_with("    10\tj\n"), "{s}");
+    fn file_sizes_read_as_in_claude_code() {
+        assert_eq!(format_file_size(0), "0 bytes");
+        assert_eq!(format_file_size(1023), "1023 bytes");
+        assert_eq!(format_file_size(1024), "1KB");
+        assert_eq!(format_file_size(1280), "1.3KB", "an exact half rounds up, as toFixed does");
+        assert_eq!(format_file_size(1536), "1.5KB");
+        assert_eq!(format_file_size(1024 * 1024 - 1), "1024KB");
+        assert_eq!(format_file_size(5 * 1024 * 1024 + 100 * 1024), "5.1MB");
+        assert_eq!(format_file_size(1024 * 1024 * 1024), "1GB");
+        assert_eq!(format_file_size(3 * 1024 * 1024 * 1024 / 2), "1.5GB");
+        assert_eq!(format_file_size(2048 * 1024 * 1024 * 1024), "2048GB");
+    }
+
+    #[test]
+    fn trailing_whitespace_goes_line_by_line() {
+        assert_eq!(strip_trailing_whitespace("a  \nb\t\r\nc \rd\u{a0}"), "a\nb\r\nc\rd");
+        assert_eq!(strip_trailing_whitespace("  \n\n x "), "\n\n x");
+        assert_eq!(strip_trailing_whitespace(""), "");
+        assert!(keeps_trailing_whitespace("/w/README.MD") && keeps_trailing_whitespace("a.mdx"));
+        assert!(!keeps_trailing_whitespace("a.md.txt"));
+    }
+
+    #[test]
+    fn paths_relative_to_the_working_directory() {
+        assert_eq!(to_relative_path("/ws", "/ws/src/a.rs"), "src/a.rs");
+        assert_eq!(to_relative_path("/ws", "/other/a.rs"), "/other/a.rs", "outside stays absolute");
+        assert_eq!(to_relative_path("/ws", "/ws/../ws/x"), "x");
+        assert_eq!(to_relative_path("/ws", "/ws/..hidden"), "/ws/..hidden", "starts with `..`: kept as given");
+        assert_eq!(to_relative_path("/ws", "12"), "12", "a relative string resolves against the cwd");
+        assert_eq!(to_relative_path("/ws", "/ws"), "");
+        assert_eq!(to_relative_path("/", "/a/b"), "a/b");
+    }
+
+    #[test]
+    fn locale_order_of_paths() {
+        use std::cmp::Ordering::*;
+        // Checked against Node's localeCompare.
+        let mut names = vec!["ab", "Ab", "a9", "a10", "a0", "a/b", "a.b", "a-b", "a_b", "aB"];
+        names.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(names, ["a_b", "a-b", "a.b", "a/b", "a0", "a10", "a9", "ab", "aB", "Ab"]);
+        assert_eq!(locale_compare("ab", "Aa"), Greater);
+        assert_eq!(locale_compare("a", "a"), Equal);
+        assert_eq!(locale_compare("B", "a"), Greater);
+    }
+
+    #[test]
+    fn extensions_as_node_sees_them() {
+        for (name, ext) in [
+            ("a.b.c", ".c"),
+            (".bashrc", ""),
+            ("..a", ".a"),
+            ("..", ""),
+            ("a.", "."),
+            ("a", ""),
+            ("...", "."),
+            ("a..", "."),
+        ] {
+            assert_eq!(extname(name), ext, "{name}");
+        }
+    }
+
+    #[test]
+    fn text_files_keep_their_encoding_and_line_endings() {
+        let f = TextFile::decode(b"a\r\nb\r\nc\n");
+        assert_eq!((f.text.as_str(), f.crlf, f.encoding, f.lossless), ("a\nb\nc\n", true, Encoding::Utf8, true));
+        assert_eq!(f.encode("x\ny\r\n"), b"x\r\ny\r\n");
+        let lf = TextFile::decode(b"a\r\nb\nc\n");
+        assert!(!lf.crlf, "more lone LF than CRLF");
+        assert_eq!(lf.encode("a\nb"), b"a\nb");
+        let utf16: Vec<u8> = [0xff, 0xfe, b'h', 0, b'i', 0, b'\r', 0, b'\n', 0].to_vec();
+        let f = TextFile::decode(&utf16);
+        assert_eq!((f.text.as_str(), f.encoding), ("\u{feff}hi\n", Encoding::Utf16Le));
+        assert_eq!(f.encode("\u{feff}hi\n"), utf16);
+        let bad = TextFile::decode(b"caf\xe9");
+        assert_eq!((bad.text.as_str(), bad.lossless), ("caf\u{fffd}", false));
+    }
+
+    #[test]
+    fn records_compare_times_in_milliseconds() {
+        let dir = std::env::temp_dir().join(format!("fs-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        std::fs::write(&file, "x").unwrap();
+        let at = |ns: u64| {
+            let f = std::fs::File::options().write(true).open(&file).unwrap();
+            f.set_modified(UNIX_EPOCH + std::time::Duration::from_nanos(ns)).unwrap();
+            std::fs::metadata(&file).unwrap()
+        };
+        let record = ReadRecord::of(&at(5_000_000_100));
+        assert!(!record.is_older_than(&at(5_000_000_900)), "the same millisecond");
+        assert!(!record.is_older_than(&at(4_000_000_000)), "an older time is not a change");
+        assert!(record.is_older_than(&at(5_001_000_000)));
+        assert!(!record.saw("x"), "a Read's record has a range");
+        let written = ReadRecord { offset: None, content_hash: Some(content_hash("x")), ..record };
+        assert!(written.saw("x") && !written.saw("y"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,20 +1,36 @@
-//! The `Bash` tool: runs a command through the host's process capability.
+//! The `Bash` tool: runs a command through the host's process capability,
+//! and reports it as Claude Code 2.1.88 does (see [`output`] and
+//! [`semantics`]).
+//!
+//! `dangerouslyDisableSandbox` never lifts toolhost's confinement: every
+//! command runs confined whatever the call says. What the flag does is make
+//! the call ask for approval (in Claude Code it takes the command out of the
+//! sandbox, so the sandbox's automatic approval no longer covers it); deny
+//! rules still come first, and bypassPermissions runs it, confined.
 
-use toolhost_sdk::process::{self, ExitStatus, Program, SpawnOptions};
+pub mod output;
+pub mod semantics;
+
+use toolhost_sdk::process::{self, BackgroundTask, ExitStatus, Program, SpawnOptions};
 use toolhost_sdk::{
-    Context, Deserialize, ErrorKind, InterruptBehavior, JsonSchema, Output, Permission, Tool, ToolError, export_tool,
-    shell,
+    Content, Context, Deserialize, ErrorKind, InterruptBehavior, JsonSchema, LogLevel, Output, Permission, Tool,
+    ToolError, export_tool, serde_json, shell,
 };
 
 /// Default timeout, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-/// Largest timeout, in milliseconds.
+/// Largest timeout, in milliseconds (longer ones are cut to it).
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Bytes of output kept from the start and from the end; the middle is cut.
-pub const KEEP_HEAD: usize = 15_000;
-pub const KEEP_TAIL: usize = 15_000;
+/// Bytes of output kept for the result: the host saves a result over
+/// [`Bash::MAX_RESULT_SIZE_CHARS`] to a file the model can read, with a
+/// preview, and the rest of a larger output is dropped.
+pub const KEEP_BYTES: usize = 8 << 20;
 /// Bytes of each output chunk forwarded as progress.
 const PROGRESS_BYTES: usize = 4096;
+/// What Claude Code reports for a command it killed at its timeout (SIGTERM's
+/// 128 + 15) and for one the user interrupted (SIGKILL's 128 + 9).
+const TIMED_OUT_CODE: i32 = 143;
+const INTERRUPTED_CODE: i32 = 137;
 
 /// Input of `Bash`.
 #[derive(Deserialize, JsonSchema)]
@@ -23,12 +39,19 @@ pub struct BashInput {
     /// The command to execute
     pub command: String,
     /// Optional timeout in milliseconds (max 600000)
-    #[schemars(range(min = 1, max = 600000))]
-    pub timeout: Option<u64>,
-    /// Clear, concise description of what this command does in 5-10 words, in active voice.
+    pub timeout: Option<f64>,
+    /// What the command does, in active voice and plain words (never "complex" or "risky"). For a
+    /// simple command 5 to 10 words are enough: `git status` is "Show working tree status", `npm
+    /// install` is "Install package dependencies". For a command that is hard to read at a glance
+    /// (pipes, unusual flags), say enough to make its effect clear: `find . -name "*.tmp" -exec rm
+    /// {} \;` is "Find and delete all .tmp files recursively".
     pub description: Option<String>,
-    /// Set to true to run this command in the background. Use BashOutput to read the output later.
+    /// Set to true to run this command in the background; read its output later with TaskOutput.
     pub run_in_background: Option<bool>,
+    /// Set to true to ask to run this command outside the sandbox. toolhost never lifts its
+    /// sandbox: the call asks the user for approval and the command still runs sandboxed.
+    #[serde(rename = "dangerouslyDisableSandbox")]
+    pub dangerously_disable_sandbox: Option<bool>,
 }
 
 pub struct Bash;
@@ -42,9 +65,12 @@ impl Tool for Bash {
     const CANCELS_SIBLINGS_ON_FAILURE: bool = true;
     const DESCRIPTION: &'static str = "Executes a bash command in the working directory, with a timeout.";
     const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Cancel;
+    const MAX_RESULT_SIZE_CHARS: Option<u64> = Some(30_000);
+    // Claude Code's Bash checks nothing beyond its schema.
+    const VALIDATES_INPUT: bool = false;
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
         Some("shell command terminal run execute bash".into())
@@ -56,19 +82,10 @@ impl Tool for Bash {
         Self::is_read_only(input)
     }
 
-    fn validate_input(input: &BashInput, _: &Context) -> Result<(), ToolError> {
-        if input.command.trim().is_empty() {
-            return Err(ToolError::invalid_input("The command is empty."));
-        }
-        match input.timeout {
-            Some(t) if t > MAX_TIMEOUT_MS => Err(ToolError::invalid_input(format!(
-                "timeout is {t} ms; the most is {MAX_TIMEOUT_MS} ms (10 minutes). Use run_in_background for longer commands."
-            ))),
-            _ => Ok(()),
-        }
-    }
-
     fn check_permissions(input: &BashInput, _: &Context) -> Permission {
+        if let Some(message) = sandbox_ask(input) {
+            return Permission::Ask { message, suggested_rules: suggested_rule(&input.command).into_iter().collect() };
+        }
         let verdict = shell::classify(&input.command);
         if verdict.read_only {
             return Permission::Passthrough;
@@ -84,13 +101,15 @@ impl Tool for Bash {
     }
 
     fn call(input: BashInput, ctx: &Context) -> Result<Output, ToolError> {
-        let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
+        let timeout_ms = timeout_ms(input.timeout);
+        let background = input.run_in_background == Some(true);
         let options = SpawnOptions {
             program: Program::Shell(input.command.clone()),
             cwd: None,
             env: Vec::new(),
             stdin: None,
-            timeout_ms: if input.run_in_background == Some(true) { u64::MAX / 2 } else { timeout_ms },
+            // A background command runs until it ends or is stopped.
+            timeout_ms: if background { u64::MAX / 2 } else { timeout_ms },
         };
         let refused = |e: process::ProcessError| {
             ToolError::new(
@@ -98,127 +117,88 @@ impl Tool for Bash {
                 format!("Bash could not run the command: {}", process::describe(&e)),
             )
         };
-        if input.run_in_background == Some(true) {
+        if background {
             let id = process::start_background(&options).map_err(refused)?;
-            return Ok(Output::text(format!(
-                "Command running in background with ID: {id}. Use BashOutput with bash_id \"{id}\" to read its output, and KillShell to stop it."
-            )));
+            BackgroundTask::started(ctx, &id, &input.command);
+            return Ok(
+                Output::text(output::background_text(&id)).with_structured(serde_json::json!({"backgroundTaskId": id}))
+            );
         }
         let child = process::spawn(&options).map_err(refused)?;
-        let mut out = Capped::new(KEEP_HEAD, KEEP_TAIL);
+        let mut out = Vec::new();
+        let mut total: u64 = 0;
         while let Some(chunks) = child.read(250) {
             for chunk in chunks {
                 let shown = &chunk.data[..chunk.data.len().min(PROGRESS_BYTES)];
                 ctx.progress(&String::from_utf8_lossy(shown));
-                out.push(&chunk.data);
+                total += chunk.data.len() as u64;
+                let room = KEEP_BYTES.saturating_sub(out.len());
+                out.extend_from_slice(&chunk.data[..chunk.data.len().min(room)]);
             }
         }
         let finished = child.wait();
-        let mut output = render(out.text(), finished.status, finished.timed_out, finished.cancelled, timeout_ms);
-        if !finished.unconfined.is_empty() {
-            ctx.log(toolhost_sdk::LogLevel::Warn, &format!("ran unconfined: {}", finished.unconfined.join("; ")));
-            if let Some(toolhost_sdk::Content::Text(text)) = output.content.first_mut() {
-                text.push_str(&format!(
-                    "\n[The host could not confine this command: {}]",
-                    finished.unconfined.join("; ")
-                ));
+        let code = if finished.cancelled {
+            INTERRUPTED_CODE
+        } else if finished.timed_out {
+            TIMED_OUT_CODE
+        } else {
+            match finished.status {
+                ExitStatus::Exited(c) => c,
+                // How Node reports a shell killed by a signal.
+                ExitStatus::Signaled(15) => 144,
+                ExitStatus::Signaled(_) => 1,
             }
-        }
-        let code = match finished.status {
-            ExitStatus::Exited(c) => Some(c),
-            ExitStatus::Signaled(_) => None,
         };
-        Ok(output.with_structured(toolhost_sdk::serde_json::json!({
+        let interpretation = semantics::interpret(&input.command, code);
+        let mut result = if interpretation.is_error {
+            let first = &out[..out.len().min(output::FIRST_BYTES)];
+            Output::text(output::failure_text(code, finished.cancelled, &String::from_utf8_lossy(first))).into_error()
+        } else {
+            let text = String::from_utf8_lossy(&out);
+            match output::image(&text) {
+                Some((media_type, data)) => {
+                    Output { content: vec![Content::Image { media_type, data }], ..Output::default() }
+                }
+                None => {
+                    let text = output::success_text(&text);
+                    Output::text(if text.is_empty() { output::NO_OUTPUT.to_string() } else { text })
+                }
+            }
+        };
+        if !finished.unconfined.is_empty() {
+            let missing = finished.unconfined.join("; ");
+            ctx.log(LogLevel::Warn, &format!("ran unconfined: {missing}"));
+            result.content.push(Content::Text(format!("[The host could not confine this command: {missing}]")));
+        }
+        Ok(result.with_structured(serde_json::json!({
             "exitCode": code,
+            "interrupted": finished.cancelled,
             "timedOut": finished.timed_out,
-            "cancelled": finished.cancelled,
-            "outputBytes": out.total(),
+            "returnCodeInterpretation": interpretation.message,
+            "outputBytes": total,
+            "dangerouslyDisableSandbox": input.dangerously_disable_sandbox,
             "unconfined": finished.unconfined,
         })))
     }
 }
 
-/// The result for a finished command: its output, and why it failed if it did.
-pub fn render(output: String, status: ExitStatus, timed_out: bool, cancelled: bool, timeout_ms: u64) -> Output {
-    let mut text = output.trim_end_matches('\n').to_string();
-    let failure = if timed_out {
-        Some(format!("Command timed out after {timeout_ms} ms and was killed."))
-    } else if cancelled {
-        Some("Command was cancelled.".to_string())
-    } else {
-        match status {
-            ExitStatus::Exited(0) => None,
-            ExitStatus::Exited(code) => Some(format!("Exit code {code}")),
-            ExitStatus::Signaled(sig) => Some(format!("Command was killed by signal {sig}.")),
-        }
-    };
-    if text.is_empty() && failure.is_none() {
-        text = "(no output)".into();
-    }
-    match failure {
-        None => Output::text(text),
-        Some(why) => {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(&why);
-            Output::text(text).into_error()
-        }
-    }
+/// Why the call asks when it wants the sandbox lifted (it is not lifted).
+pub fn sandbox_ask(input: &BashInput) -> Option<String> {
+    (input.dangerously_disable_sandbox == Some(true)).then(|| {
+        format!(
+            "Bash was asked to run `{}` with dangerouslyDisableSandbox. toolhost never lifts its confinement, so \
+             the command still runs confined; the flag only makes the call need approval.",
+            clip(&input.command, 200)
+        )
+    })
 }
 
-/// Output kept as its first `head` bytes and last `tail` bytes, counting what
-/// is cut in between: the tool's memory stays bounded whatever the command
-/// prints.
-pub struct Capped {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    keep_head: usize,
-    keep_tail: usize,
-    total: u64,
-}
-
-impl Capped {
-    pub fn new(keep_head: usize, keep_tail: usize) -> Self {
-        Capped { head: Vec::new(), tail: Default::default(), keep_head, keep_tail, total: 0 }
-    }
-
-    pub fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len() as u64;
-        let room = self.keep_head - self.head.len();
-        let take = room.min(data.len());
-        self.head.extend_from_slice(&data[..take]);
-        data = &data[take..];
-        if data.len() >= self.keep_tail {
-            self.tail.clear();
-            self.tail.extend(&data[data.len() - self.keep_tail..]);
-        } else {
-            let over = (self.tail.len() + data.len()).saturating_sub(self.keep_tail);
-            self.tail.drain(..over);
-            self.tail.extend(data);
-        }
-    }
-
-    /// Bytes pushed in all.
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// The kept text (invalid UTF-8 replaced), with a note of what was cut.
-    pub fn text(&self) -> String {
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        let cut = self.total - self.head.len() as u64 - self.tail.len() as u64;
-        if cut > 0 {
-            text.push_str(&format!(
-                "\n\n... [{cut} bytes of output cut; the first {} and last {} bytes are shown] ...\n\n",
-                self.keep_head, self.keep_tail
-            ));
-        }
-        let (a, b) = self.tail.as_slices();
-        let mut tail = a.to_vec();
-        tail.extend_from_slice(b);
-        text.push_str(&String::from_utf8_lossy(&tail));
-        text
+/// The timeout of a call: the default when absent or 0, at most
+/// [`MAX_TIMEOUT_MS`], at least 1 ms.
+pub fn timeout_ms(requested: Option<f64>) -> u64 {
+    match requested {
+        Some(t) if t.is_finite() && t != 0.0 => (t.ceil().max(1.0) as u64).min(MAX_TIMEOUT_MS),
+        _ => DEFAULT_TIMEOUT_MS,
     }
 }
 
@@ -235,48 +215,52 @@ fn clip(s: &str, max: usize) -> String {
     if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s.to_string() }
 }
 
-const PROMPT: &str = "Executes a given bash command with an optional timeout, in the working directory.
-
-Usage notes:
-  - The command argument is required.
-  - You can specify an optional timeout in milliseconds (up to 600000ms / 10 minutes). If not specified, commands will timeout after 120000ms (2 minutes).
-  - Write a clear, concise description of what this command does in 5-10 words.
-  - If the output exceeds 30000 characters, the middle is cut: the first and last 15000 bytes are returned.
-  - You can use the `run_in_background` parameter to run the command in the background, then read its output with BashOutput and stop it with KillShell.
-  - Avoid using Bash with `find`, `grep`, `cat`, `head`, `tail`, `sed`, `awk` or `echo` when a dedicated tool (Glob, Grep, Read, Edit, Write) does the job.
-  - Separate commands with ';' or '&&'; do not use newlines except in quoted strings.
-  - The command runs confined by the host: it can write only inside the working directories, and has no network unless granted.
-  - A non-zero exit code makes the result an error that still carries the output.";
-
 // What the built-in needs, stamped like any component's requests (the
-// host grants a built-in all it requests).
-toolhost_sdk::requests!(r#"{"process": true}"#);
+// host grants a built-in all it requests): the process capability, and
+// time for a command of the longest timeout.
+toolhost_sdk::requests!(r#"{"process": true, "timeout_ms": 630000}"#);
 
 export_tool!(Bash);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_sdk::serde_json::json;
 
     #[test]
-    fn output_is_capped_head_and_tail() {
-        let mut c = Capped::new(4, 4);
-        c.push(b"abcdefghij");
-        c.push(b"klmn");
-        assert_eq!(c.text(), "abcd\n\n... [6 bytes of output cut; the first 4 and last 4 bytes are shown] ...\n\nklmn");
-        let mut small = Capped::new(4, 4);
-        small.push(b"ab");
-        small.push(b"cdef");
-        assert_eq!(small.text(), "abcdef");
+    fn timeouts_default_and_are_bounded() {
+        assert_eq!(timeout_ms(None), DEFAULT_TIMEOUT_MS);
+        assert_eq!(timeout_ms(Some(0.0)), DEFAULT_TIMEOUT_MS);
+        assert_eq!(timeout_ms(Some(1500.5)), 1501);
+        assert_eq!(timeout_ms(Some(900_000.0)), MAX_TIMEOUT_MS);
+        assert_eq!(timeout_ms(Some(-5.0)), 1);
     }
 
     #[test]
-    fn failures_keep_the_output() {
-        let out = render("partial\n".into(), ExitStatus::Exited(2), false, false, 1000);
-        assert!(out.is_error);
-        assert_eq!(out.content, vec![toolhost_sdk::Content::Text("partial\nExit code 2".into())]);
-        let ok = render(String::new(), ExitStatus::Exited(0), false, false, 1000);
-        assert_eq!(ok.content, vec![toolhost_sdk::Content::Text("(no output)".into())]);
-        assert!(render(String::new(), ExitStatus::Signaled(9), true, false, 500).is_error);
+    fn the_schema_has_claude_codes_fields() {
+        let schema: serde_json::Value = serde_json::from_str(&toolhost_sdk::input_schema::<Bash>()).unwrap();
+        let props = schema["properties"].as_object().unwrap();
+        let names: Vec<&str> = props.keys().map(String::as_str).collect();
+        assert_eq!(names, ["command", "timeout", "description", "run_in_background", "dangerouslyDisableSandbox"]);
+        assert_eq!(schema["required"], json!(["command"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(props["timeout"]["type"], "number");
+        assert_eq!(props["dangerouslyDisableSandbox"]["type"], "boolean");
+        assert_eq!(props["command"]["description"], "The command to execute");
+    }
+
+    #[test]
+    fn disabling_the_sandbox_asks_whatever_the_command() {
+        let input = |flag| BashInput {
+            command: "ls".into(),
+            timeout: None,
+            description: None,
+            run_in_background: None,
+            dangerously_disable_sandbox: flag,
+        };
+        let message = sandbox_ask(&input(Some(true))).unwrap();
+        assert!(message.contains("`ls`") && message.contains("still runs confined"), "{message}");
+        assert_eq!(sandbox_ask(&input(Some(false))), None);
+        assert_eq!(sandbox_ask(&input(None)), None);
     }
 }

@@ -1,12 +1,18 @@
-//! The `Edit` tool: exact string replacement in a file that was read first.
+//! The `Edit` tool: exact string replacement in a file that was read first,
+//! with the checks, texts and text handling of Claude Code 2.1.88's Edit.
 
-use toolhost_sdk::fs::{self, Access};
+use serde::Deserializer;
+use std::path::Path;
+use toolhost_sdk::fs::{self, Access, TextFile};
 use toolhost_sdk::{
     Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool, serde_json,
 };
 
+/// Files larger than this (bytes on disk) are not edited.
+pub const MAX_EDIT_FILE_SIZE: u64 = 1024 * 1024 * 1024;
+
 /// Input of `Edit`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
     /// The absolute path to the file to modify
@@ -16,8 +22,26 @@ pub struct EditInput {
     /// The text to replace it with (must be different from old_string)
     pub new_string: String,
     /// Replace all occurrences of old_string (default false)
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_bool")]
+    #[schemars(with = "bool")]
     pub replace_all: bool,
+}
+
+/// A boolean that also accepts the strings `"true"` and `"false"`, as Claude
+/// Code's schema does for `replace_all`.
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Lenient {
+        Bool(bool),
+        Text(String),
+    }
+    match Lenient::deserialize(d)? {
+        Lenient::Bool(b) => Ok(b),
+        Lenient::Text(t) if t == "true" => Ok(true),
+        Lenient::Text(t) if t == "false" => Ok(false),
+        Lenient::Text(t) => Err(serde::de::Error::custom(format!("expected a boolean, got the string {t:?}"))),
+    }
 }
 
 pub struct Edit;
@@ -31,19 +55,109 @@ impl Tool for Edit {
     const DESCRIPTION: &'static str = "Performs exact string replacements in files.";
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
-        Some("edit modify replace change string file".into())
+        Some("modify file contents in place".into())
     }
 
     fn validate_input(input: &EditInput, ctx: &Context) -> Result<(), ToolError> {
+        let path = fs::absolute(ctx, &input.file_path);
+        let input = normalize_input(input, &path);
         if input.old_string == input.new_string {
             return Err(ToolError::invalid_input(
                 "No changes to make: old_string and new_string are exactly the same.",
             ));
         }
-        fs::confine(ctx, &input.file_path, Access::Write).map(drop)
+        let path = fs::confine(ctx, &input.file_path, Access::Write)?;
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => Some(meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // A path the sandbox cannot reach (a symlink out of the working
+            // directories): the permission step decides, and the call reports it.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(()),
+            Err(e) => return Err(fs::io_error(ctx, &path, &e)),
+        };
+        if let Some(meta) = &meta
+            && meta.len() > MAX_EDIT_FILE_SIZE
+        {
+            return Err(ToolError::new(
+                toolhost_sdk::ErrorKind::TooLarge,
+                format!(
+                    "File is too large to edit ({}). Maximum editable file size is {}.",
+                    fs::format_file_size(meta.len()),
+                    fs::format_file_size(MAX_EDIT_FILE_SIZE)
+                ),
+            ));
+        }
+        let file = match &meta {
+            None => None,
+            // Reading a directory fails in Claude Code's validation with
+            // Node's error, which reaches the model as a failed tool call.
+            Some(meta) if meta.is_dir() => {
+                return Err(ToolError::invalid_input(
+                    "Error calling tool (Edit): EISDIR: illegal operation on a directory, read",
+                ));
+            }
+            Some(_) => Some(read_text(ctx, &path)?),
+        };
+        let Some(file) = file else {
+            // An empty old_string on a missing file creates it.
+            if input.old_string.is_empty() {
+                return Ok(());
+            }
+            let mut message = format!("File does not exist. {} {}.", fs::CWD_NOTE, ctx.cwd());
+            if let Some(suggestion) = fs::suggest_path_under_cwd(ctx, &path) {
+                message.push_str(&format!(" Did you mean {}?", suggestion.display()));
+            } else if let Some(similar) = fs::find_similar_file(&path) {
+                message.push_str(&format!(" Did you mean {similar}?"));
+            }
+            return Err(ToolError::not_found(message));
+        };
+        if input.old_string.is_empty() {
+            if !file.text.trim_matches(fs::is_js_whitespace).is_empty() {
+                return Err(ToolError::invalid_input("Cannot create new file - file already exists."));
+            }
+            return Ok(());
+        }
+        if path.to_string_lossy().ends_with(".ipynb") {
+            return Err(ToolError::invalid_input(
+                "File is a Jupyter Notebook. Use the NotebookEdit to edit this file.",
+            ));
+        }
+        let Some(record) = fs::read_record(ctx, &path) else {
+            return Err(ToolError::conflict(fs::NOT_READ_YET));
+        };
+        let meta = meta.expect("the file exists");
+        if record.is_older_than(&meta) && !record.saw(&file.text) {
+            return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
+        }
+        let Some(actual) = find_actual_string(&file.text, &input.old_string) else {
+            return Err(ToolError::invalid_input(format!(
+                "String to replace not found in file.\nString: {}",
+                input.old_string
+            )));
+        };
+        let matches = file.text.matches(actual.as_str()).count();
+        if matches > 1 && !input.replace_all {
+            return Err(ToolError::invalid_input(format!(
+                "Found {matches} matches of the string to replace, but replace_all is false. To replace all \
+                 occurrences, set replace_all to true. To replace only one occurrence, please provide more context \
+                 to uniquely identify the instance.\nString: {}",
+                input.old_string
+            )));
+        }
+        // Not a check of Claude Code's, which decodes such a file lossily and
+        // writes the replacement characters back: refuse instead of
+        // corrupting the bytes that are not text.
+        if !file.lossless {
+            return Err(ToolError::unsupported(format!(
+                "{} is not valid UTF-8 (or UTF-16 with a byte-order mark); Edit only changes text files it can write \
+                 back unchanged. Use Write to replace the whole file.",
+                path.display()
+            )));
+        }
+        Ok(())
     }
 
     fn check_permissions(_input: &EditInput, ctx: &Context) -> Permission {
@@ -52,109 +166,207 @@ impl Tool for Edit {
 
     fn call(input: EditInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => {
-                return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into()));
-            }
-            Ok(meta) => meta,
-            // An empty old_string on a missing file creates it, as Claude Code does.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && input.old_string.is_empty() => {
-                fs::replace(&path, input.new_string.as_bytes())?;
-                let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-                fs::record_read(ctx, &path, &meta)?;
-                return Ok(Output::text(format!("File created successfully at: {}", path.display())));
+        let input = normalize_input(&input, &path);
+        let (file, exists) = match std::fs::read(&path) {
+            Ok(bytes) => (TextFile::decode(&bytes), true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (TextFile::decode(b""), false),
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                return Err(ToolError::invalid_input("EISDIR: illegal operation on a directory, read"));
             }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
-        fs::check_fresh(ctx, &path, &meta)?;
-        let bytes = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        if fs::looks_binary(&bytes) {
-            return Err(ToolError::unsupported(format!(
-                "{} is a binary file; Edit only changes text files.",
-                path.display()
-            )));
+        if exists {
+            let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
+            let fresh = fs::read_record(ctx, &path).is_some_and(|r| !r.is_older_than(&meta) || r.saw(&file.text));
+            if !fresh {
+                return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
+            }
         }
-        let old = String::from_utf8(bytes).map_err(|_| {
-            ToolError::unsupported(format!(
-                "{} is not valid UTF-8; Edit only changes UTF-8 text files.",
-                path.display()
-            ))
-        })?;
-        let edit = apply(&old, &input)?;
-        fs::replace(&path, edit.text.as_bytes())?;
+        let updated = apply(&file.text, &input)?;
+        fs::replace(&path, &file.encode(&updated))?;
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        fs::record_read(ctx, &path, &meta)?;
-        let message = if input.replace_all && edit.replacements > 1 {
-            format!(
-                "The file {} has been updated. All {} occurrences were replaced. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
-                path.display(),
-                edit.replacements,
-                fs::snippet_of_change(&old, &edit.text)
-            )
+        fs::record_write(ctx, &path, &meta, &updated)?;
+        let text = if input.replace_all {
+            format!("The file {} has been updated. All occurrences were successfully replaced.", input.file_path)
         } else {
-            format!(
-                "The file {} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
-                path.display(),
-                fs::snippet_of_change(&old, &edit.text)
-            )
+            format!("The file {} has been updated successfully.", input.file_path)
         };
-        Ok(Output::text(message).with_structured(serde_json::json!({
-            "filePath": path.display().to_string(),
-            "replacements": edit.replacements,
+        Ok(Output::text(text).with_structured(serde_json::json!({
+            "filePath": input.file_path,
+            "oldString": input.old_string,
+            "newString": input.new_string,
+            "replaceAll": input.replace_all,
+            "userModified": false,
         })))
     }
 }
 
-/// The result of applying an edit to a file's text.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Applied {
-    pub text: String,
-    pub replacements: usize,
+/// Reads `path` as Claude Code's Edit does (see [`TextFile::decode`]).
+fn read_text(ctx: &Context, path: &Path) -> Result<TextFile, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| fs::io_error(ctx, path, &e))?;
+    Ok(TextFile::decode(&bytes))
 }
 
-/// Applies `input`'s replacement to `text`, or says why it cannot.
-/// When the file uses CRLF line endings and the strings use LF, the strings are
-/// matched and inserted with CRLF, so models need not reproduce `\r`.
-pub fn apply(text: &str, input: &EditInput) -> Result<Applied, ToolError> {
-    let crlf = text.contains("\r\n") && !input.old_string.contains('\r');
-    let (old, new) = if crlf {
-        (input.old_string.replace('\n', "\r\n"), input.new_string.replace('\n', "\r\n"))
+/// Markup a model cannot write, restored in `old_string` when only the
+/// restored form is in the file (the same restorations then apply to
+/// `new_string`), in Claude Code's order.
+const DESANITIZATIONS: [(&str, &str); 18] = [
+    ("<fnr>", "<function_results>"),
+    ("<n>", "<name>"),
+    ("</n>", "</name>"),
+    ("<o>", "<output>"),
+    ("</o>", "</output>"),
+    ("<e>", "<error>"),
+    ("</e>", "</error>"),
+    ("<s>", "<system>"),
+    ("</s>", "</system>"),
+    ("<r>", "<result>"),
+    ("</r>", "</result>"),
+    ("< META_START >", "<META_START>"),
+    ("< META_END >", "<META_END>"),
+    ("< EOT >", "<EOT>"),
+    ("< META >", "<META>"),
+    ("< SOS >", "<SOS>"),
+    ("\n\nH:", "\n\nHuman:"),
+    ("\n\nA:", "\n\nAssistant:"),
+];
+
+/// What Claude Code does to an Edit's input before anything else, when the
+/// file can be read: trailing whitespace leaves every line of `new_string`
+/// (not in Markdown files), and an `old_string` not in the file but present
+/// once its markup is restored (see [`DESANITIZATIONS`]) is restored, with
+/// the same restorations in `new_string`. A file that cannot be read leaves
+/// the input as it is.
+pub fn normalize_input(input: &EditInput, path: &Path) -> EditInput {
+    let Ok(bytes) = std::fs::read(path) else { return input.clone() };
+    let text = TextFile::decode(&bytes).text;
+    normalize_against(input, &text)
+}
+
+/// [`normalize_input`] against the file's text `text`.
+pub fn normalize_against(input: &EditInput, text: &str) -> EditInput {
+    let mut new_string = if fs::keeps_trailing_whitespace(&input.file_path) {
+        input.new_string.clone()
     } else {
-        (input.old_string.clone(), input.new_string.clone())
+        fs::strip_trailing_whitespace(&input.new_string)
     };
-    if old.is_empty() {
-        if text.is_empty() {
-            return Ok(Applied { text: new, replacements: 1 });
+    let mut old_string = input.old_string.clone();
+    if !text.contains(&old_string) {
+        let mut restored = old_string.clone();
+        let mut applied = Vec::new();
+        for (from, to) in DESANITIZATIONS {
+            if restored.contains(from) {
+                restored = restored.replace(from, to);
+                applied.push((from, to));
+            }
         }
-        return Err(ToolError::invalid_input(
-            "Cannot create new file - file already exists and is not empty. Give an old_string to replace.",
-        ));
+        if text.contains(&restored) {
+            old_string = restored;
+            for (from, to) in applied {
+                new_string = new_string.replace(from, to);
+            }
+        }
     }
-    let count = text.matches(old.as_str()).count();
-    match count {
-        0 => {
-            Err(ToolError::invalid_input(format!("String to replace not found in file.\nString: {}", input.old_string)))
-        }
-        1 => Ok(Applied { text: text.replacen(old.as_str(), &new, 1), replacements: 1 }),
-        n if input.replace_all => Ok(Applied { text: text.replace(old.as_str(), &new), replacements: n }),
-        n => Err(ToolError::invalid_input(format!(
-            "Found {n} matches of the string to replace, but replace_all is false. To replace all \
-             occurrences, set replace_all to true. To replace only one occurrence, please provide \
-             more context to uniquely identify the instance.\nString: {}",
-            input.old_string
-        ))),
+    EditInput { old_string, new_string, ..input.clone() }
+}
+
+const LEFT_SINGLE: char = '\u{2018}';
+const RIGHT_SINGLE: char = '\u{2019}';
+const LEFT_DOUBLE: char = '\u{201c}';
+const RIGHT_DOUBLE: char = '\u{201d}';
+
+fn straighten(c: char) -> char {
+    match c {
+        LEFT_SINGLE | RIGHT_SINGLE => '\'',
+        LEFT_DOUBLE | RIGHT_DOUBLE => '"',
+        c => c,
     }
 }
 
-const PROMPT: &str = "Performs exact string replacements in files.
+/// The text in `text` that `search` means: `search` itself when present,
+/// else the first stretch of `text` equal to it once curly quotes in both
+/// are made straight (a model writes straight quotes).
+pub fn find_actual_string(text: &str, search: &str) -> Option<String> {
+    if text.contains(search) {
+        return Some(search.to_owned());
+    }
+    let straight_text: String = text.chars().map(straighten).collect();
+    let straight_search: String = search.chars().map(straighten).collect();
+    let at = straight_text.find(&straight_search)?;
+    // Straightening maps one character to one: count characters, not bytes.
+    let start = straight_text[..at].chars().count();
+    Some(text.chars().skip(start).take(search.chars().count()).collect())
+}
 
-Usage:
-- You must use your `Read` tool at least once in the conversation before editing. This tool will error if you attempt an edit without reading the file, or if the file changed on disk since you read it.
-- When editing text from Read tool output, ensure you preserve the exact indentation (tabs/spaces) as it appears AFTER the line number prefix. The line number prefix format is: spaces + line number + tab. Everything after that tab is the actual file content to match. Never include any part of the line number prefix in the old_string or new_string.
-- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.
-- The edit will FAIL if `old_string` is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use `replace_all` to change every instance of `old_string`.
-- Use `replace_all` for replacing and renaming strings across the file.
-- The write is atomic: on failure the file is left untouched.";
+/// When `old` matched through straightened quotes (`actual` differs), the
+/// curly quotes of the file in `new` too: a quote after whitespace, an
+/// opening bracket, a dash or at the start opens, any other closes, and an
+/// apostrophe between two letters is a right single quote.
+pub fn preserve_quote_style(old: &str, actual: &str, new: &str) -> String {
+    if old == actual {
+        return new.to_owned();
+    }
+    let double = actual.contains([LEFT_DOUBLE, RIGHT_DOUBLE]);
+    let single = actual.contains([LEFT_SINGLE, RIGHT_SINGLE]);
+    if !double && !single {
+        return new.to_owned();
+    }
+    let chars: Vec<char> = new.chars().collect();
+    let opens = |i: usize| {
+        i == 0 || matches!(chars[i - 1], ' ' | '\t' | '\n' | '\r' | '(' | '[' | '{' | '\u{2014}' | '\u{2013}')
+    };
+    let letter = |c: Option<&char>| c.is_some_and(|c| c.is_alphabetic());
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| match c {
+            '"' if double => {
+                if opens(i) {
+                    LEFT_DOUBLE
+                } else {
+                    RIGHT_DOUBLE
+                }
+            }
+            '\'' if single => {
+                if letter(i.checked_sub(1).and_then(|j| chars.get(j))) && letter(chars.get(i + 1)) {
+                    RIGHT_SINGLE
+                } else if opens(i) {
+                    LEFT_SINGLE
+                } else {
+                    RIGHT_SINGLE
+                }
+            }
+            c => c,
+        })
+        .collect()
+}
+
+/// Replaces `old` by `new` in `text` (the first occurrence, or all): when
+/// `new` is empty and `old` does not end with a newline but occurs followed
+/// by one, that newline goes too, so deleting a line leaves no blank line.
+pub fn apply_edit_to_file(text: &str, old: &str, new: &str, all: bool) -> String {
+    let replace = |search: &str| if all { text.replace(search, new) } else { text.replacen(search, new, 1) };
+    if !new.is_empty() {
+        return replace(old);
+    }
+    let with_newline = format!("{old}\n");
+    if !old.ends_with('\n') && text.contains(&with_newline) { replace(&with_newline) } else { replace(old) }
+}
+
+/// The file's new text after `input` (already normalized) on `text`, as
+/// Claude Code's Edit computes it at the write, or its error.
+pub fn apply(text: &str, input: &EditInput) -> Result<String, ToolError> {
+    let actual = find_actual_string(text, &input.old_string).unwrap_or_else(|| input.old_string.clone());
+    let new = preserve_quote_style(&input.old_string, &actual, &input.new_string);
+    if text.is_empty() && actual.is_empty() && new.is_empty() {
+        return Ok(String::new());
+    }
+    let updated = if actual.is_empty() { new } else { apply_edit_to_file(text, &actual, &new, input.replace_all) };
+    if updated == text {
+        return Err(ToolError::invalid_input("String not found in file. Failed to apply edit."));
+    }
+    Ok(updated)
+}
 
 // What the built-in needs, stamped like any component's requests (the
 // host grants a built-in all it requests).
@@ -171,23 +383,81 @@ mod tests {
     }
 
     #[test]
-    fn replaces_a_unique_string() {
-        assert_eq!(apply("a b c", &input("b", "B", false)).unwrap(), Applied { text: "a B c".into(), replacements: 1 });
+    fn replaces_the_first_or_every_occurrence() {
+        assert_eq!(apply("a b c", &input("b", "B", false)).unwrap(), "a B c");
+        assert_eq!(apply("a a", &input("a", "b", false)).unwrap(), "b a");
+        assert_eq!(apply("a a", &input("a", "b", true)).unwrap(), "b b");
+        assert_eq!(apply("$x", &input("$x", "$&$1", false)).unwrap(), "$&$1", "no replacement patterns");
+        let e = apply("abc", &input("x", "y", false)).unwrap_err();
+        assert_eq!(e.message, "String not found in file. Failed to apply edit.");
     }
 
     #[test]
-    fn refuses_absent_and_ambiguous_strings() {
-        assert!(
-            apply("a b c", &input("x", "y", false)).unwrap_err().message.starts_with("String to replace not found")
+    fn deleting_a_line_takes_its_newline() {
+        assert_eq!(apply("one\ntwo\nthree\n", &input("two", "", false)).unwrap(), "one\nthree\n");
+        assert_eq!(apply("one\ntwo\n", &input("two\n", "", false)).unwrap(), "one\n");
+        assert_eq!(apply("a two", &input("two", "", false)).unwrap(), "a ");
+        // With replace_all only the occurrences followed by a newline go.
+        assert_eq!(apply("x\nax", &input("x", "", true)).unwrap(), "ax");
+    }
+
+    #[test]
+    fn empty_old_string_replaces_the_whole_text() {
+        assert_eq!(apply("", &input("", "new\n", false)).unwrap(), "new\n");
+        assert_eq!(apply("  \n", &input("", "x", false)).unwrap(), "x");
+        assert_eq!(apply("", &input("", "", false)).unwrap(), "");
+    }
+
+    #[test]
+    fn curly_quotes_match_straight_ones_and_are_kept() {
+        let text = "say \u{201c}hi\u{201d} and it\u{2019}s \u{2018}ok\u{2019}\n";
+        assert_eq!(find_actual_string(text, "\"hi\"").unwrap(), "\u{201c}hi\u{201d}");
+        assert_eq!(find_actual_string(text, "it's 'ok'").unwrap(), "it\u{2019}s \u{2018}ok\u{2019}");
+        assert_eq!(find_actual_string(text, "\"nope\""), None);
+        assert_eq!(
+            apply(text, &input("\"hi\"", "\"bye\" (\"x\")", false)).unwrap(),
+            "say \u{201c}bye\u{201d} (\u{201c}x\u{201d}) and it\u{2019}s \u{2018}ok\u{2019}\n"
         );
-        let e = apply("a a", &input("a", "b", false)).unwrap_err();
-        assert!(e.message.starts_with("Found 2 matches"), "{}", e.message);
-        assert_eq!(apply("a a", &input("a", "b", true)).unwrap(), Applied { text: "b b".into(), replacements: 2 });
+        assert_eq!(
+            apply(text, &input("it's 'ok'", "don't 'go'", false)).unwrap(),
+            "say \u{201c}hi\u{201d} and don\u{2019}t \u{2018}go\u{2019}\n"
+        );
+        // Exact matches leave the new text alone.
+        assert_eq!(preserve_quote_style("\"a\"", "\"a\"", "\"b\""), "\"b\"");
     }
 
     #[test]
-    fn keeps_crlf_line_endings() {
-        let out = apply("one\r\ntwo\r\n", &input("one\ntwo", "1\n2", false)).unwrap();
-        assert_eq!(out.text, "1\r\n2\r\n");
+    fn normalization_strips_trailing_whitespace_and_restores_markup() {
+        let n = normalize_against(&input("x", "y  \nz\t", false), "x\n");
+        assert_eq!(n.new_string, "y\nz");
+        let md = EditInput { file_path: "/notes.md".into(), ..input("x", "y  ", false) };
+        assert_eq!(normalize_against(&md, "x").new_string, "y  ");
+        let n = normalize_against(&input("<n>a</n>", "<n>b</n>", false), "<name>a</name>");
+        assert_eq!((n.old_string.as_str(), n.new_string.as_str()), ("<name>a</name>", "<name>b</name>"));
+        // Present as written: nothing restored.
+        let n = normalize_against(&input("<n>", "<o>", false), "<n>");
+        assert_eq!((n.old_string.as_str(), n.new_string.as_str()), ("<n>", "<o>"));
+    }
+
+    #[test]
+    fn replace_all_accepts_string_booleans() {
+        let parse = |v: serde_json::Value| serde_json::from_value::<EditInput>(v);
+        let base = serde_json::json!({"file_path": "/f", "old_string": "a", "new_string": "b"});
+        assert!(!parse(base.clone()).unwrap().replace_all);
+        let mut v = base.clone();
+        v["replace_all"] = "true".into();
+        assert!(parse(v).unwrap().replace_all);
+        let mut v = base;
+        v["replace_all"] = "yes".into();
+        assert!(parse(v).is_err());
+    }
+
+    #[test]
+    fn schema_is_claude_codes() {
+        let schema = toolhost_sdk::schema::generate::<EditInput>();
+        assert_eq!(schema["required"], serde_json::json!(["file_path", "old_string", "new_string"]));
+        assert_eq!(schema["properties"]["replace_all"]["type"], "boolean");
+        assert_eq!(schema["properties"]["replace_all"]["default"], false);
+        assert_eq!(schema["additionalProperties"], false);
     }
 }

@@ -1,4 +1,7 @@
-//! The `Glob` tool: files matching a glob pattern, newest first.
+//! The `Glob` tool: the files matching a glob, as Claude Code 2.1.88 lists
+//! them with `rg --files --glob PATTERN --sort=modified --no-ignore --hidden`:
+//! ignore files not consulted, hidden files included, oldest first, at most
+//! 100, paths relative to the working directory.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -18,6 +21,13 @@ pub struct GlobInput {
     pub path: Option<String>,
 }
 
+impl GlobInput {
+    /// The `path` the model gave, when it gave a non-empty one.
+    fn given_path(&self) -> Option<&str> {
+        self.path.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
 pub struct Glob;
 
 impl Tool for Glob {
@@ -30,108 +40,133 @@ impl Tool for Glob {
     const DESCRIPTION: &'static str = "Fast file pattern matching tool that works with any codebase size.";
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
-        Some("find files by name pattern glob list".into())
+        Some("find files by name pattern or wildcard".into())
     }
     fn validate_input(input: &GlobInput, ctx: &Context) -> Result<(), ToolError> {
-        let base = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
-        let (root, _) = split_pattern(&base, &input.pattern);
+        if let Some(given) = input.given_path() {
+            let dir = fs::confine(ctx, given, Access::Read)?;
+            match std::fs::metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => return Err(ToolError::invalid_input(format!("Path is not a directory: {given}"))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(ToolError::not_found(fs::not_found_message(
+                        ctx,
+                        "Directory does not exist:",
+                        given,
+                        &dir,
+                    )));
+                }
+                Err(e) => return Err(fs::io_error(ctx, &dir, &e)),
+            }
+        }
+        let (root, _) = search_root(ctx, input);
         if fs::is_allowed(ctx, &root, Access::Read) { Ok(()) } else { Err(fs::outside(ctx, &root)) }
     }
 
     fn call(input: GlobInput, ctx: &Context) -> Result<Output, ToolError> {
-        let base = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
-        match std::fs::metadata(&base) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(ToolError::invalid_input(format!("Path is not a directory: {}", base.display()))),
-            Err(e) => return Err(fs::io_error(ctx, &base, &e)),
-        }
-        let (root, pattern) = split_pattern(&base, &input.pattern);
+        let (root, pattern) = search_root(ctx, &input);
         if !fs::is_allowed(ctx, &root, Access::Read) {
             return Err(fs::outside(ctx, &root));
         }
-        let found = find(&root, &pattern, &fs::Hidden::of_call())?;
-        let mut text = if found.paths.is_empty() {
-            "No files found".to_string()
-        } else {
-            found.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n")
-        };
-        if found.truncated {
+        let found = find(Path::new(ctx.cwd()), &root, &pattern, &fs::Hidden::of_call());
+        let filenames: Vec<String> =
+            found.paths.iter().map(|p| fs::to_relative_path(ctx.cwd(), &p.to_string_lossy())).collect();
+        let mut text = if filenames.is_empty() { "No files found".to_string() } else { filenames.join("\n") };
+        if !filenames.is_empty() && found.truncated {
             text.push_str("\n(Results are truncated. Consider using a more specific path or pattern.)");
         }
         Ok(Output::text(text).with_structured(serde_json::json!({
-            "numFiles": found.paths.len(),
+            "numFiles": filenames.len(),
+            "filenames": filenames,
             "truncated": found.truncated,
         })))
     }
 }
 
+/// The directory searched and the pattern matched there: the given `path`
+/// (else the working directory) with the pattern as given, except that an
+/// absolute pattern is split at its literal directory (see [`split_absolute`]).
+fn search_root(ctx: &Context, input: &GlobInput) -> (PathBuf, String) {
+    let dir = input.given_path().map_or_else(|| PathBuf::from(ctx.cwd()), |p| fs::absolute(ctx, p));
+    if input.pattern.starts_with('/')
+        && let Some((base, rest)) = split_absolute(&input.pattern)
+    {
+        return (fs::normalize(Path::new(&base)), rest);
+    }
+    (dir, input.pattern.clone())
+}
+
+/// Splits an absolute pattern as Claude Code does before handing it to
+/// ripgrep: at the last `/` before the first of `*?[{` (the directory is
+/// what precedes it, `/` for the root); without such a character, into the
+/// pattern's directory and its last component. `None` when nothing precedes
+/// the split.
+pub fn split_absolute(pattern: &str) -> Option<(String, String)> {
+    let Some(first_meta) = pattern.find(['*', '?', '[', '{']) else {
+        // Node's dirname and basename (trailing slashes ignored).
+        let trimmed = pattern.trim_end_matches('/');
+        if trimmed.is_empty() {
+            return Some(("/".into(), String::new()));
+        }
+        let (dir, name) = match trimmed.rfind('/') {
+            Some(0) => ("/".to_string(), &trimmed[1..]),
+            Some(i) => (trimmed[..i].trim_end_matches('/').to_string(), &trimmed[i + 1..]),
+            None => (".".to_string(), trimmed),
+        };
+        let dir = if dir.is_empty() { "/".to_string() } else { dir };
+        return Some((dir, name.to_string()));
+    };
+    let last_slash = pattern[..first_meta].rfind('/')?;
+    let base = if last_slash == 0 { "/".to_string() } else { pattern[..last_slash].to_string() };
+    Some((base, pattern[last_slash + 1..].to_string()))
+}
+
 /// The matches of one search.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Found {
-    /// Newest first, at most [`MAX_RESULTS`].
+    /// Oldest first, at most [`MAX_RESULTS`].
     pub paths: Vec<PathBuf>,
     /// More files matched than were returned.
     pub truncated: bool,
 }
 
-/// Splits `pattern` into the directory to walk (`base` joined with the pattern's
-/// literal leading components, or the pattern's own literal prefix when it is
-/// absolute) and the rest of the pattern, relative to that directory.
-pub fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
-    let is_meta = |s: &str| s.contains(['*', '?', '[', '{']);
-    let mut root = if pattern.starts_with('/') { PathBuf::from("/") } else { base.to_path_buf() };
-    let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    let literal = parts.iter().take_while(|p| !is_meta(p)).count();
-    // The last component is what is matched, even when it is literal.
-    let literal = literal.min(parts.len().saturating_sub(1));
-    for part in &parts[..literal] {
-        root.push(part);
-    }
-    (fs::normalize(&root), parts[literal..].join("/"))
-}
-
-/// Walks `root` (respecting `.gitignore`, `.ignore` and hidden files included,
-/// `.git` excluded) for files whose path relative to `root` matches `pattern`.
-pub fn find(root: &Path, pattern: &str, hidden: &fs::Hidden) -> Result<Found, ToolError> {
-    let glob = globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| ToolError::invalid_input(format!("Invalid glob pattern `{pattern}`: {e}")))?
-        .compile_matcher();
-    let mut hits: Vec<(SystemTime, PathBuf)> = Vec::new();
+/// Lists the files under `root` that `pattern` matches as a ripgrep `--glob`
+/// given in `cwd` (gitignore syntax: a pattern without a slash matches a
+/// name at any depth, one with a slash is anchored at `cwd`), no ignore files
+/// consulted, hidden files included, symlinks not followed, `hidden` paths
+/// skipped; sorted by modification time, oldest first. A pattern ripgrep
+/// would refuse matches nothing.
+pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::Hidden) -> Found {
+    let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
+    let Ok(overrides) = overrides.add(pattern).and_then(|o| o.build()) else {
+        return Found { paths: Vec::new(), truncated: false };
+    };
     let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(move |e| {
-            e.file_name() != ".git" && !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
-        })
+        .standard_filters(false)
+        .overrides(overrides)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |e| !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir())))
         .build();
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
-        if glob.is_match(rel) {
-            let mtime = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-            hits.push((mtime, entry.into_path()));
-        }
-    }
-    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut hits: Vec<(Option<SystemTime>, PathBuf)> = walker
+        .flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| (e.metadata().ok().and_then(|m| m.modified().ok()), e.into_path()))
+        .collect();
+    // Stable: equal times keep the walk's order. Unknown times go last.
+    hits.sort_by(|a, b| match (a.0, b.0) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
     let truncated = hits.len() > MAX_RESULTS;
     hits.truncate(MAX_RESULTS);
-    Ok(Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated })
+    Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated }
 }
-
-const PROMPT: &str = "- Fast file pattern matching tool that works with any codebase size
-- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"
-- Returns matching file paths sorted by modification time (newest first), at most 100
-- Respects .gitignore; hidden files are included, .git is not
-- Use this tool when you need to find files by name patterns";
 
 // What the built-in needs, stamped like any component's requests (the
 // host grants a built-in all it requests).
@@ -144,34 +179,64 @@ mod tests {
     use super::*;
 
     #[test]
-    fn splits_literal_prefix() {
-        let base = Path::new("/ws");
-        assert_eq!(split_pattern(base, "src/**/*.rs"), (PathBuf::from("/ws/src"), "**/*.rs".into()));
-        assert_eq!(split_pattern(base, "*.rs"), (PathBuf::from("/ws"), "*.rs".into()));
-        assert_eq!(split_pattern(base, "a/b.txt"), (PathBuf::from("/ws/a"), "b.txt".into()));
-        assert_eq!(split_pattern(base, "/etc/*.conf"), (PathBuf::from("/etc"), "*.conf".into()));
-        assert_eq!(split_pattern(base, "../x/*"), (PathBuf::from("/x"), "*".into()));
+    fn splits_absolute_patterns_like_claude_code() {
+        let s = split_absolute;
+        assert_eq!(s("/ws/src/**/*.rs"), Some(("/ws/src".into(), "**/*.rs".into())));
+        assert_eq!(s("/*.txt"), Some(("/".into(), "*.txt".into())));
+        assert_eq!(s("/ws/a.txt"), Some(("/ws".into(), "a.txt".into())));
+        assert_eq!(s("/ws/dir/"), Some(("/ws".into(), "dir".into())));
+        assert_eq!(s("/ws/sr*/x"), Some(("/ws".into(), "sr*/x".into())));
+    }
+
+    fn tree(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("glob-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn at(dir: &Path, name: &str, secs: u64) {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let file = std::fs::File::create(path).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
     }
 
     #[test]
-    fn finds_newest_first_and_respects_gitignore() {
-        let dir = std::env::temp_dir().join(format!("glob-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src/deep")).unwrap();
+    fn lists_oldest_first_ignoring_nothing() {
+        let dir = tree("order");
         std::fs::write(dir.join(".gitignore"), "ignored.rs\n").unwrap();
-        // Times set explicitly: files written in a row may or may not share
-        // a timestamp, which decides the order of equals (by path).
-        let at = |name: &str, secs: u64| {
-            let file = std::fs::File::create(dir.join(name)).unwrap();
-            file.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
-        };
-        at("src/old.rs", 1_000_000);
-        at("src/ignored.rs", 1_000_000);
-        at("top.rs", 1_000_000);
-        at("src/deep/new.rs", 2_000_000);
-        let found = find(&dir, "**/*.rs", &fs::Hidden::default()).unwrap();
-        assert_eq!(found.paths, vec![dir.join("src/deep/new.rs"), dir.join("src/old.rs"), dir.join("top.rs")]);
-        assert_eq!(find(&dir, "*.rs", &fs::Hidden::default()).unwrap().paths, vec![dir.join("top.rs")]);
+        at(&dir, "src/new.rs", 3_000_000);
+        at(&dir, "src/ignored.rs", 2_000_000);
+        at(&dir, "top.rs", 1_000_000);
+        at(&dir, ".hidden/h.rs", 1_500_000);
+        at(&dir, ".git/x.rs", 2_500_000);
+        let none = fs::Hidden::default();
+        let found = find(&dir, &dir, "**/*.rs", &none);
+        let names: Vec<_> = found.paths.iter().map(|p| p.strip_prefix(&dir).unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["top.rs", ".hidden/h.rs", "src/ignored.rs", ".git/x.rs", "src/new.rs"]);
+        // No slash: a name at any depth.
+        assert_eq!(find(&dir, &dir, "new.rs", &none).paths, [dir.join("src/new.rs")]);
+        assert_eq!(find(&dir, &dir, "*.rs", &none).paths.len(), 5);
+        // A slash anchors at the working directory, even when searching below it.
+        assert_eq!(find(&dir, &dir.join("src"), "src/*.rs", &none).paths.len(), 2);
+        assert!(find(&dir, &dir.join("src"), "*.txt", &none).paths.is_empty());
+        // A pattern ripgrep refuses finds nothing.
+        assert!(find(&dir, &dir, "a/**b/[", &none).paths.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keeps_the_oldest_hundred() {
+        let dir = tree("cap");
+        for i in 0..105u64 {
+            at(&dir, &format!("f{i:03}.txt"), 1_000_000 + i);
+        }
+        let found = find(&dir, &dir, "*.txt", &fs::Hidden::default());
+        assert!(found.truncated);
+        assert_eq!(found.paths.len(), MAX_RESULTS);
+        assert_eq!(found.paths[0], dir.join("f000.txt"));
+        assert_eq!(found.paths[99], dir.join("f099.txt"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

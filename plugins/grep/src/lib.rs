@@ -1,9 +1,12 @@
-//! The `Grep` tool: ripgrep's search (its own crates) over the working directories.
+//! The `Grep` tool: ripgrep's search (its own crates) over the working
+//! directories, with the flags, output and texts of Claude Code 2.1.88's
+//! Grep, which runs `rg --hidden --glob '!.git' … --max-columns 500` and
+//! post-processes its output.
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use serde::Deserializer;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 use toolhost_sdk::fs::{self, Access};
 use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool, serde_json};
 
@@ -11,18 +14,32 @@ use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, T
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
 /// Longer lines are replaced by a note, as `rg --max-columns 500` does.
 pub const MAX_COLUMNS: u64 = 500;
+/// Directories of version control systems, never searched.
+pub const VCS_DIRECTORIES: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
 /// What the search returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
 pub enum OutputMode {
-    /// Matching lines, with context lines when asked.
+    // Matching lines, with context lines when asked.
+    #[serde(rename = "content")]
     Content,
-    /// Paths of files that match (the default).
+    // Paths of files that match (the default).
     #[default]
+    #[serde(rename = "files_with_matches")]
     FilesWithMatches,
-    /// Number of matching lines per file.
+    // Number of matching lines per file.
+    #[serde(rename = "count")]
     Count,
+}
+
+impl OutputMode {
+    fn name(self) -> &'static str {
+        match self {
+            OutputMode::Content => "content",
+            OutputMode::FilesWithMatches => "files_with_matches",
+            OutputMode::Count => "count",
+        }
+    }
 }
 
 /// Input of `Grep`.
@@ -38,31 +55,87 @@ pub struct GrepInput {
     /// Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), "files_with_matches" shows file paths (supports head_limit), "count" shows match counts (supports head_limit). Defaults to "files_with_matches".
     pub output_mode: Option<OutputMode>,
     /// Number of lines to show before each match (rg -B). Requires output_mode: "content", ignored otherwise.
-    #[serde(rename = "-B")]
-    pub before: Option<u64>,
+    #[serde(rename = "-B", default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub before: Option<f64>,
     /// Number of lines to show after each match (rg -A). Requires output_mode: "content", ignored otherwise.
-    #[serde(rename = "-A")]
-    pub after: Option<u64>,
+    #[serde(rename = "-A", default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub after: Option<f64>,
+    /// Alias for context.
+    #[serde(rename = "-C", default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub context_short: Option<f64>,
     /// Number of lines to show before and after each match (rg -C). Requires output_mode: "content", ignored otherwise.
-    #[serde(rename = "-C")]
-    pub context_short: Option<u64>,
-    /// Alias for -C.
-    pub context: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub context: Option<f64>,
     /// Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.
-    #[serde(rename = "-n")]
+    #[serde(rename = "-n", default, deserialize_with = "lenient_bool")]
+    #[schemars(with = "Option<bool>")]
     pub line_numbers: Option<bool>,
     /// Case insensitive search (rg -i)
-    #[serde(rename = "-i")]
+    #[serde(rename = "-i", default, deserialize_with = "lenient_bool")]
+    #[schemars(with = "Option<bool>")]
     pub case_insensitive: Option<bool>,
     /// File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than include for standard file types.
     #[serde(rename = "type")]
     pub file_type: Option<String>,
-    /// Limit output to first N lines/entries, equivalent to "| head -N". Works across all output modes. Defaults to 250 when unspecified. Pass 0 for unlimited.
-    pub head_limit: Option<u64>,
-    /// Skip first N lines/entries before applying head_limit, equivalent to "| tail -n +N | head -N". Defaults to 0.
-    pub offset: Option<u64>,
+    /// Limit output to first N lines/entries, equivalent to "| head -N". Works across all output modes: content (limits output lines), files_with_matches (limits file paths), count (limits count entries). Defaults to 250 when unspecified. Pass 0 for unlimited (use sparingly — large result sets waste context).
+    #[serde(default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub head_limit: Option<f64>,
+    /// Skip first N lines/entries before applying head_limit, equivalent to "| tail -n +N | head -N". Works across all output modes. Defaults to 0.
+    #[serde(default, deserialize_with = "lenient_number")]
+    #[schemars(with = "Option<f64>")]
+    pub offset: Option<f64>,
     /// Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false.
+    #[serde(default, deserialize_with = "lenient_bool")]
+    #[schemars(with = "Option<bool>")]
     pub multiline: Option<bool>,
+}
+
+impl GrepInput {
+    /// The `path` the model gave, when it gave a non-empty one.
+    fn given_path(&self) -> Option<&str> {
+        self.path.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Lenient<T> {
+    Value(T),
+    Text(String),
+}
+
+/// A number that also accepts a decimal literal in a string (`"30"`,
+/// `"-5"`, `"2.5"`), as Claude Code's schema does.
+fn lenient_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<Lenient<f64>>::deserialize(d)? {
+        None => Ok(None),
+        Some(Lenient::Value(n)) => Ok(Some(n)),
+        Some(Lenient::Text(t)) => {
+            let digits = t.strip_prefix('-').unwrap_or(&t);
+            let (int, frac) = digits.split_once('.').unwrap_or((digits, "1"));
+            let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            match t.parse::<f64>() {
+                Ok(n) if decimal(int) && decimal(frac) && n.is_finite() => Ok(Some(n)),
+                _ => Err(serde::de::Error::custom(format!("expected a number, got the string {t:?}"))),
+            }
+        }
+    }
+}
+
+/// A boolean that also accepts the strings `"true"` and `"false"`.
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    match Option::<Lenient<bool>>::deserialize(d)? {
+        None => Ok(None),
+        Some(Lenient::Value(b)) => Ok(Some(b)),
+        Some(Lenient::Text(t)) if t == "true" => Ok(Some(true)),
+        Some(Lenient::Text(t)) if t == "false" => Ok(Some(false)),
+        Some(Lenient::Text(t)) => Err(serde::de::Error::custom(format!("expected a boolean, got the string {t:?}"))),
+    }
 }
 
 pub struct Grep;
@@ -74,50 +147,278 @@ impl Tool for Grep {
     const READ_ONLY_HINT: Option<bool> = Some(true);
     const CONCURRENCY_SAFE_HINT: Option<bool> = Some(true);
     const CHECKS_PERMISSIONS: bool = false;
+    const MAX_RESULT_SIZE_CHARS: Option<u64> = Some(20_000);
     const DESCRIPTION: &'static str = "A powerful search tool built on ripgrep.";
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
-        Some("search file contents regex ripgrep rg find text".into())
+        Some("search file contents with regex (ripgrep)".into())
     }
     fn validate_input(input: &GrepInput, ctx: &Context) -> Result<(), ToolError> {
-        fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read).map(drop)
+        let Some(given) = input.given_path() else { return Ok(()) };
+        let path = fs::confine(ctx, given, Access::Read)?;
+        match std::fs::metadata(&path) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(ToolError::not_found(fs::not_found_message(ctx, "Path does not exist:", given, &path)))
+            }
+            Err(e) => Err(fs::io_error(ctx, &path, &e)),
+        }
     }
 
     fn call(input: GrepInput, ctx: &Context) -> Result<Output, ToolError> {
-        let root = fs::confine(ctx, input.path.as_deref().unwrap_or(ctx.cwd()), Access::Read)?;
-        std::fs::metadata(&root).map_err(|e| fs::io_error(ctx, &root, &e))?;
-        let result = search(&root, &input, &fs::Hidden::of_call())?;
-        Ok(Output::text(result.text).with_structured(serde_json::json!({
-            "mode": match input.output_mode.unwrap_or_default() {
-                OutputMode::Content => "content",
-                OutputMode::FilesWithMatches => "files_with_matches",
-                OutputMode::Count => "count",
-            },
+        let root = match input.given_path() {
+            Some(given) => fs::confine(ctx, given, Access::Read)?,
+            None => PathBuf::from(ctx.cwd()),
+        };
+        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::Hidden::of_call())?;
+        let mode = input.output_mode.unwrap_or_default();
+        let mut structured = serde_json::json!({
+            "mode": mode.name(),
             "numFiles": result.files,
-            "truncated": result.truncated,
-        })))
+            "filenames": result.filenames,
+        });
+        if let Some(limit) = result.applied_limit {
+            structured["appliedLimit"] = serde_json::json!(limit);
+        }
+        if let Some(offset) = input.offset.filter(|o| *o > 0.0) {
+            structured["appliedOffset"] = serde_json::json!(offset);
+        }
+        Ok(Output::text(result.text).with_structured(structured))
     }
 }
 
 /// The outcome of [`search`].
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct SearchResult {
     /// What the model sees.
     pub text: String,
-    /// Files with at least one match (among those searched before stopping).
+    /// Files listed (files_with_matches) or counted (count); 0 in content mode.
     pub files: usize,
-    /// Entries were left out by `head_limit`.
+    /// The paths listed in files_with_matches mode.
+    pub filenames: Vec<String>,
+    /// `head_limit` left entries out: the limit in force.
+    pub applied_limit: Option<f64>,
+    /// Whether entries were left out by `head_limit`.
     pub truncated: bool,
 }
 
-/// Searches `root` (a file or a directory) as `input` asks. Runs unchanged in
-/// the component and natively (benchmarks).
-/// Searches `root` as ripgrep would, skipping `hidden` paths.
+/// Searches `root` (a file or a directory) as `input` asks, with paths shown
+/// relative to `root` (a directory) or its directory. Runs unchanged in the
+/// component and natively (benchmarks).
 pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
+    let cwd = if root.is_dir() { root } else { root.parent().unwrap_or(root) };
+    search_in(cwd, root, input, hidden)
+}
+
+/// Searches `root` as Claude Code's Grep does from the working directory
+/// `cwd`: ripgrep's output lines, paged by `head_limit`/`offset`, paths made
+/// relative to `cwd`, and the texts around them. A pattern, glob, type or
+/// context ripgrep refuses finds nothing, as there.
+pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
     let mode = input.output_mode.unwrap_or_default();
+    let cwd_text = cwd.to_string_lossy();
+    let offset = input.offset.unwrap_or(0.0);
+    let page = Page::new(input.head_limit, offset);
+    let relative = |p: &str| fs::to_relative_path(&cwd_text, p);
+    let limit_info = |applied: Option<f64>| {
+        let mut parts = Vec::new();
+        if let Some(limit) = applied {
+            parts.push(format!("limit: {limit}"));
+        }
+        if offset > 0.0 {
+            parts.push(format!("offset: {offset}"));
+        }
+        parts.join(", ")
+    };
+    let (items, applied_limit) = match mode {
+        OutputMode::Content => {
+            let lines = ripgrep(cwd, root, input, hidden, mode, page.enough());
+            let (items, applied) = page.apply(lines);
+            // `path:…`: the path is what precedes the first colon.
+            let items: Vec<String> = items
+                .into_iter()
+                .map(|l| match l.find(':') {
+                    Some(i) if i > 0 => format!("{}{}", relative(&l[..i]), &l[i..]),
+                    _ => l,
+                })
+                .collect();
+            (items, applied)
+        }
+        OutputMode::Count => {
+            let (items, applied) = page.apply(ripgrep(cwd, root, input, hidden, mode, None));
+            // `path:count`: the path is what precedes the last colon.
+            let items: Vec<String> = items
+                .into_iter()
+                .map(|l| match l.rfind(':') {
+                    Some(i) if i > 0 => format!("{}{}", relative(&l[..i]), &l[i..]),
+                    _ => l,
+                })
+                .collect();
+            (items, applied)
+        }
+        OutputMode::FilesWithMatches => {
+            let mut dated: Vec<(f64, String)> = ripgrep(cwd, root, input, hidden, mode, None)
+                .into_iter()
+                .map(|p| (mtime_ms(Path::new(&p)), p))
+                .collect();
+            // Newest first; equal times in locale order of the path.
+            dated.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| fs::locale_compare(&a.1, &b.1)));
+            let (items, applied) = page.apply(dated.into_iter().map(|(_, p)| p).collect());
+            (items.iter().map(|p| relative(p)).collect(), applied)
+        }
+    };
+    let info = limit_info(applied_limit);
+    let (text, files) = match mode {
+        OutputMode::Content => {
+            let content = if items.is_empty() { "No matches found".to_string() } else { items.join("\n") };
+            let text = if info.is_empty() {
+                content
+            } else {
+                format!("{content}\n\n[Showing results with pagination = {info}]")
+            };
+            (text, 0)
+        }
+        OutputMode::Count => {
+            let (mut matches, mut files) = (0u64, 0usize);
+            for line in &items {
+                if let Some(i) = line.rfind(':').filter(|i| *i > 0)
+                    && let Some(n) = parse_int(&line[i + 1..])
+                {
+                    matches += n;
+                    files += 1;
+                }
+            }
+            let content = if items.is_empty() { "No matches found".to_string() } else { items.join("\n") };
+            let pagination = if info.is_empty() { String::new() } else { format!(" with pagination = {info}") };
+            let text = format!(
+                "{content}\n\nFound {matches} total {} across {files} {}.{pagination}",
+                if matches == 1 { "occurrence" } else { "occurrences" },
+                if files == 1 { "file" } else { "files" }
+            );
+            (text, files)
+        }
+        OutputMode::FilesWithMatches => {
+            let n = items.len();
+            let text = if n == 0 {
+                "No files found".to_string()
+            } else {
+                let info = if info.is_empty() { String::new() } else { format!(" {info}") };
+                format!("Found {n} {}{info}\n{}", if n == 1 { "file" } else { "files" }, items.join("\n"))
+            };
+            (text, n)
+        }
+    };
+    let filenames = if mode == OutputMode::FilesWithMatches { items } else { Vec::new() };
+    Ok(SearchResult { text, files, filenames, applied_limit, truncated: applied_limit.is_some() })
+}
+
+/// JavaScript's `parseInt(s, 10)` for what follows a count's colon:
+/// leading digits, `None` when there are none.
+fn parse_int(s: &str) -> Option<u64> {
+    let s = s.trim_start_matches(fs::is_js_whitespace);
+    let digits: &str = &s[..s.bytes().take_while(u8::is_ascii_digit).count()];
+    digits.parse().ok()
+}
+
+/// Modification time in milliseconds as Node reports it (`mtimeMs`), 0 when
+/// the file cannot be examined.
+fn mtime_ms(path: &Path) -> f64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs() as f64 * 1000.0 + f64::from(d.subsec_nanos()) / 1e6)
+}
+
+/// Claude Code's `head_limit`/`offset` paging of a list, with JavaScript's
+/// `slice` on the numbers given.
+#[derive(Clone, Copy, Debug)]
+struct Page {
+    limit: Option<f64>,
+    offset: f64,
+}
+
+impl Page {
+    fn new(head_limit: Option<f64>, offset: f64) -> Page {
+        Page { limit: head_limit, offset }
+    }
+
+    /// How many lines are enough to page exactly as with all of them (the
+    /// search may stop there), or `None` when all are needed.
+    fn enough(&self) -> Option<usize> {
+        let limit = self.limit.unwrap_or(DEFAULT_HEAD_LIMIT as f64);
+        let end = self.offset + limit;
+        (limit > 0.0 && self.offset >= 0.0 && end.is_finite() && end < 1e15).then(|| end.floor() as usize + 1)
+    }
+
+    /// The page of `items`, and the limit applied when it left entries out.
+    fn apply(&self, items: Vec<String>) -> (Vec<String>, Option<f64>) {
+        let len = items.len();
+        if self.limit == Some(0.0) {
+            let (start, end) = js_slice(len, self.offset, None);
+            return (items.into_iter().skip(start).take(end - start).collect(), None);
+        }
+        let limit = self.limit.unwrap_or(DEFAULT_HEAD_LIMIT as f64);
+        let (start, end) = js_slice(len, self.offset, Some(self.offset + limit));
+        let truncated = len as f64 - self.offset > limit;
+        (items.into_iter().skip(start).take(end - start).collect(), truncated.then_some(limit))
+    }
+}
+
+/// The bounds JavaScript's `Array.prototype.slice(start, end)` takes of `len` items.
+fn js_slice(len: usize, start: f64, end: Option<f64>) -> (usize, usize) {
+    let at = |x: f64| {
+        let x = if x.is_nan() { 0.0 } else { x.trunc() };
+        if x < 0.0 { (len as f64 + x).max(0.0) as usize } else { x.min(len as f64) as usize }
+    };
+    let (s, e) = (at(start), end.map_or(len, at));
+    (s, e.max(s))
+}
+
+/// The lines ripgrep prints for `input` (see [`search_in`]), as Claude Code
+/// reads them: the whole output trimmed, split at newlines, a trailing `\r`
+/// dropped from each line, empty lines left out. With `enough`, the search
+/// stops at the first file after which more lines than that were printed.
+fn ripgrep(
+    cwd: &Path,
+    root: &Path,
+    input: &GrepInput,
+    hidden: &fs::Hidden,
+    mode: OutputMode,
+    enough: Option<usize>,
+) -> Vec<String> {
+    let stdout = ripgrep_output(cwd, root, input, hidden, mode, enough).unwrap_or_default();
+    String::from_utf8_lossy(&stdout)
+        .trim_matches(fs::is_js_whitespace)
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A context length as ripgrep parses it: a non-negative integer.
+fn context_len(n: Option<f64>) -> Result<usize, ()> {
+    match n {
+        None => Ok(0),
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 1e18 => Ok(n as usize),
+        Some(_) => Err(()),
+    }
+}
+
+/// What `rg` prints on stdout for `input`, or `Err` where ripgrep exits with
+/// an error before printing anything (bad pattern, glob, type or number).
+fn ripgrep_output(
+    cwd: &Path,
+    root: &Path,
+    input: &GrepInput,
+    hidden: &fs::Hidden,
+    mode: OutputMode,
+    enough: Option<usize>,
+) -> Result<Vec<u8>, ()> {
     let multiline = input.multiline.unwrap_or(false);
     let mut matcher = RegexMatcherBuilder::new();
     matcher.case_insensitive(input.case_insensitive.unwrap_or(false)).multi_line(true);
@@ -126,169 +427,128 @@ pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<Sea
     } else {
         matcher.line_terminator(Some(b'\n'));
     }
-    let matcher = matcher
-        .build(&input.pattern)
-        .map_err(|e| ToolError::invalid_input(format!("Invalid regular expression `{}`: {e}", input.pattern)))?;
+    let matcher = matcher.build(&input.pattern).map_err(drop)?;
 
-    let context = input.context_short.or(input.context);
+    // -C/context win over -B/-A; context over -C.
     let (before, after) = match mode {
-        OutputMode::Content => (input.before.or(context).unwrap_or(0), input.after.or(context).unwrap_or(0)),
+        OutputMode::Content => match input.context.or(input.context_short) {
+            Some(c) => (context_len(Some(c))?, context_len(Some(c))?),
+            None => (context_len(input.before)?, context_len(input.after)?),
+        },
         OutputMode::FilesWithMatches | OutputMode::Count => (0, 0),
     };
+    let single_file = root.is_file();
     let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(0))
+        // A file named on the command line is searched whole, as ripgrep does.
+        .binary_detection(if single_file { BinaryDetection::convert(0) } else { BinaryDetection::quit(0) })
         .line_number(mode == OutputMode::Content && input.line_numbers.unwrap_or(true))
-        .before_context(usize::try_from(before).unwrap_or(usize::MAX))
-        .after_context(usize::try_from(after).unwrap_or(usize::MAX))
+        .before_context(before)
+        .after_context(after)
         .multi_line(multiline)
         .build();
 
-    let limit = match input.head_limit {
-        None => DEFAULT_HEAD_LIMIT,
-        Some(0) => usize::MAX,
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-    };
-    let skip = input.offset.map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
-    let wanted = skip.saturating_add(limit);
-    let single_file = root.is_file();
-
-    let mut files = 0usize;
-    let mut entries: Vec<String> = Vec::new();
-    let mut dated: Vec<(SystemTime, PathBuf)> = Vec::new();
-    let mut total_count = 0u64;
-    let mut stopped_early = false;
-    let mut buf = Vec::new();
-    for path in walk(root, input, hidden)? {
-        match mode {
-            OutputMode::Content => {
-                buf.clear();
-                let mut printer = grep_printer::StandardBuilder::new()
-                    .path(!single_file)
-                    .max_columns(Some(MAX_COLUMNS))
-                    .max_columns_preview(true)
-                    .build_no_color(&mut buf);
-                let mut sink = printer.sink_with_path(&matcher, &path);
-                if searcher.search_path(&matcher, &path, &mut sink).is_err() || !sink.has_match() {
-                    continue;
-                }
-                drop(printer);
-                files += 1;
-                entries.extend(String::from_utf8_lossy(&buf).lines().map(str::to_owned));
-                if entries.len() > wanted {
-                    stopped_early = true;
-                    break;
+    let files = walk(cwd, root, input, hidden)?;
+    match mode {
+        OutputMode::Content => {
+            let mut printer = grep_printer::StandardBuilder::new()
+                .path(!single_file)
+                .max_columns(Some(MAX_COLUMNS))
+                .separator_search((before > 0 || after > 0).then(|| b"--".to_vec()))
+                .build_no_color(Vec::new());
+            let (mut lines, mut seen) = (0usize, 0usize);
+            for path in files {
+                let _ = searcher.search_path(&matcher, &path, printer.sink_with_path(&matcher, &path));
+                if let Some(enough) = enough {
+                    let buf = printer.get_mut().get_ref();
+                    lines += buf[seen..].iter().filter(|&&b| b == b'\n').count();
+                    seen = buf.len();
+                    if lines > enough {
+                        break;
+                    }
                 }
             }
-            OutputMode::Count => {
-                let mut sink = CountLines(0);
-                if searcher.search_path(&matcher, &path, &mut sink).is_ok() && sink.0 > 0 {
-                    files += 1;
-                    total_count += sink.0;
-                    entries.push(if single_file {
-                        sink.0.to_string()
-                    } else {
-                        format!("{}:{}", path.display(), sink.0)
-                    });
-                }
+            Ok(printer.into_inner().into_inner())
+        }
+        OutputMode::Count => {
+            let mut printer = grep_printer::SummaryBuilder::new()
+                .kind(grep_printer::SummaryKind::Count)
+                .path(!single_file)
+                .build_no_color(Vec::new());
+            for path in files {
+                let _ = searcher.search_path(&matcher, &path, printer.sink_with_path(&matcher, &path));
             }
-            OutputMode::FilesWithMatches => {
+            Ok(printer.into_inner().into_inner())
+        }
+        OutputMode::FilesWithMatches => {
+            let mut out = Vec::new();
+            for path in files {
                 let mut sink = FirstMatch(false);
                 if searcher.search_path(&matcher, &path, &mut sink).is_ok() && sink.0 {
-                    files += 1;
-                    let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-                    dated.push((mtime, path));
+                    out.extend_from_slice(path.to_string_lossy().as_bytes());
+                    out.push(b'\n');
                 }
             }
+            Ok(out)
         }
     }
-    if mode == OutputMode::FilesWithMatches {
-        dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        entries = dated.into_iter().map(|(_, p)| p.display().to_string()).collect();
-    }
-
-    let available = entries.len();
-    let page: Vec<String> = entries.into_iter().skip(skip).take(limit).collect();
-    let truncated = stopped_early || skip.saturating_add(page.len()) < available;
-    let pagination = if truncated || skip > 0 {
-        format!(
-            "\n\n[Showing results with pagination = limit: {}, offset: {skip}]",
-            input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT as u64)
-        )
-    } else {
-        String::new()
-    };
-    let text = match mode {
-        OutputMode::Content if page.is_empty() => "No matches found".to_string(),
-        OutputMode::Content => format!("{}{pagination}", page.join("\n")),
-        OutputMode::FilesWithMatches if page.is_empty() => "No files found".to_string(),
-        OutputMode::FilesWithMatches => {
-            format!("Found {files} file{}\n{}{pagination}", if files == 1 { "" } else { "s" }, page.join("\n"))
-        }
-        OutputMode::Count if page.is_empty() => "No matches found".to_string(),
-        OutputMode::Count => format!(
-            "{}\n\nFound {total_count} total occurrence{} across {files} file{}.{pagination}",
-            page.join("\n"),
-            if total_count == 1 { "" } else { "s" },
-            if files == 1 { "" } else { "s" }
-        ),
-    };
-    Ok(SearchResult { text, files, truncated })
 }
 
-/// The files to search under `root`, in a stable order: `.gitignore`/`.ignore`
-/// respected (inside a git repository or not), hidden files included, version
-/// control directories skipped, then `glob` and `type` filters as in ripgrep.
-fn walk(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<impl Iterator<Item = PathBuf>, ToolError> {
+/// The files to search under `root`, in a stable order, as ripgrep picks
+/// them: `.gitignore`/`.ignore`/`.rgignore` respected, hidden files
+/// included, version control directories skipped, then the `glob` and
+/// `type` filters; globs are read as ripgrep reads them from `cwd`.
+fn walk(
+    cwd: &Path,
+    root: &Path,
+    input: &GrepInput,
+    hidden: &fs::Hidden,
+) -> Result<impl Iterator<Item = PathBuf> + use<>, ()> {
     let hidden = hidden.clone();
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder.hidden(false).require_git(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(move |e| {
-        !matches!(e.file_name().to_str(), Some(".git" | ".svn" | ".hg" | ".bzr" | ".jj"))
-            && !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
-    });
-    if let Some(glob) = &input.glob {
-        let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-        // Like Claude Code, a space- or comma-free list is one glob; braces work.
-        for g in split_globs(glob) {
-            overrides.add(g).map_err(|e| ToolError::invalid_input(format!("Invalid glob `{g}`: {e}")))?;
-        }
-        builder
-            .overrides(overrides.build().map_err(|e| ToolError::invalid_input(format!("Invalid glob `{glob}`: {e}")))?);
+    let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
+    for dir in VCS_DIRECTORIES {
+        overrides.add(&format!("!{dir}")).map_err(drop)?;
     }
-    if let Some(ty) = &input.file_type {
+    for glob in split_globs(input.glob.as_deref().unwrap_or("")) {
+        overrides.add(glob).map_err(drop)?;
+    }
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        // The sandbox cannot see a repository's root above the working
+        // directory: read .gitignore files whether or not one is found.
+        .require_git(false)
+        .overrides(overrides.build().map_err(drop)?)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |e| !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir())));
+    if let Some(ty) = input.file_type.as_deref().filter(|t| !t.is_empty()) {
         let mut types = ignore::types::TypesBuilder::new();
         types.add_defaults();
         types.select(ty);
-        let types = types.build().map_err(|e| ToolError::invalid_input(format!("Unknown file type `{ty}`: {e}")))?;
-        builder.types(types);
+        builder.types(types.build().map_err(drop)?);
     }
     Ok(builder
         .build()
         .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        // A file named as the path is searched whatever it is; below, regular files only.
+        .filter(|e| {
+            let file_type = e.file_type();
+            file_type.is_some_and(|t| t.is_file()) || (e.depth() == 0 && !file_type.is_some_and(|t| t.is_dir()))
+        })
         .map(ignore::DirEntry::into_path))
 }
 
-/// Splits a `glob` argument on whitespace and on commas outside braces.
-fn split_globs(glob: &str) -> Vec<&str> {
+/// Claude Code's reading of the `glob` argument: split at whitespace; a
+/// piece holding both `{` and `}` stays whole, any other is split at commas.
+pub fn split_globs(glob: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in glob.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            ',' | ' ' | '\t' if depth == 0 => {
-                if start < i {
-                    out.push(&glob[start..i]);
-                }
-                start = i + c.len_utf8();
-            }
-            _ => {}
+    for piece in glob.split(fs::is_js_whitespace) {
+        if piece.contains('{') && piece.contains('}') {
+            out.push(piece);
+        } else {
+            out.extend(piece.split(',').filter(|g| !g.is_empty()));
         }
     }
-    if start < glob.len() {
-        out.push(&glob[start..]);
-    }
+    out.retain(|g| !g.is_empty());
     out
 }
 
@@ -303,29 +563,6 @@ impl Sink for FirstMatch {
     }
 }
 
-/// Counts matching lines, as `rg --count` does.
-struct CountLines(u64);
-
-impl Sink for CountLines {
-    type Error = std::io::Error;
-    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        self.0 += m.lines().count().max(1) as u64;
-        Ok(true)
-    }
-}
-
-const PROMPT: &str = "A powerful search tool built on ripgrep
-
-  Usage:
-  - ALWAYS use Grep for search tasks. NEVER invoke `grep` or `rg` as a Bash command.
-  - Supports full regex syntax (e.g., \"log.*Error\", \"function\\s+\\w+\")
-  - Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")
-  - Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts
-  - Pattern syntax: Uses ripgrep (not grep) - literal braces need escaping (use `interface\\{\\}` to find `interface{}` in Go code)
-  - Multiline matching: By default patterns match within single lines only. For cross-line patterns like `struct \\{[\\s\\S]*?field`, use `multiline: true`
-  - Respects .gitignore; hidden files are searched, version-control directories are not; binary files are skipped
-";
-
 // What the built-in needs, stamped like any component's requests (the
 // host grants a built-in all it requests).
 toolhost_sdk::requests!(r#"{"workspace": "read-only"}"#);
@@ -336,9 +573,8 @@ export_tool!(Grep);
 mod tests {
     use super::*;
 
-    fn tree() -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("grep-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+    fn tree(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("grep-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join(".gitignore"), "skip.txt\n").unwrap();
@@ -346,6 +582,14 @@ mod tests {
         std::fs::write(dir.join("src/a.rs"), "fn main() {\n    let needle = 1;\n}\n").unwrap();
         std::fs::write(dir.join("src/b.py"), "needle = 2\nNEEDLE = 3\n").unwrap();
         std::fs::write(dir.join("bin.dat"), b"needle\0binary").unwrap();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "needle\n").unwrap();
+        let at = |name: &str, secs: u64| {
+            let f = std::fs::File::options().write(true).open(dir.join(name)).unwrap();
+            f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
+        };
+        at("src/a.rs", 2_000_000);
+        at("src/b.py", 1_000_000);
         dir
     }
 
@@ -353,89 +597,165 @@ mod tests {
         search(dir, &input, &fs::Hidden::default()).unwrap().text
     }
 
+    fn content(pattern: &str) -> GrepInput {
+        GrepInput { pattern: pattern.into(), output_mode: Some(OutputMode::Content), ..Default::default() }
+    }
+
     #[test]
-    fn modes_and_flags() {
-        let dir = tree();
-        let files = run(&dir, GrepInput { pattern: "needle".into(), ..Default::default() });
-        assert!(files.starts_with("Found 2 files\n"), "{files}");
-        assert!(!files.contains("skip.txt") && !files.contains("bin.dat"), "{files}");
-
-        let content = run(
-            &dir,
-            GrepInput {
-                pattern: "needle".into(),
-                output_mode: Some(OutputMode::Content),
-                file_type: Some("rust".into()),
-                ..Default::default()
-            },
+    fn files_newest_first_relative() {
+        let dir = tree("files");
+        assert_eq!(
+            run(&dir, GrepInput { pattern: "needle".into(), ..Default::default() }),
+            "Found 2 files\nsrc/a.rs\nsrc/b.py"
         );
-        assert_eq!(content, format!("{}:2:    let needle = 1;", dir.join("src/a.rs").display()));
-
-        let ctx = run(
-            &dir,
-            GrepInput {
-                pattern: "let".into(),
-                output_mode: Some(OutputMode::Content),
-                before: Some(1),
-                glob: Some("*.rs".into()),
-                ..Default::default()
-            },
-        );
-        assert_eq!(ctx, format!("{0}-1-fn main() {{\n{0}:2:    let needle = 1;", dir.join("src/a.rs").display()));
-
-        let count = run(
-            &dir,
-            GrepInput {
-                pattern: "needle".into(),
-                output_mode: Some(OutputMode::Count),
-                case_insensitive: Some(true),
-                ..Default::default()
-            },
-        );
-        assert!(count.contains(&format!("{}:2", dir.join("src/b.py").display())), "{count}");
-        assert!(count.ends_with("Found 3 total occurrences across 2 files."), "{count}");
-
+        let paged = run(&dir, GrepInput { pattern: "needle".into(), head_limit: Some(1.0), ..Default::default() });
+        assert_eq!(paged, "Found 1 file limit: 1\nsrc/a.rs");
         let paged = run(
             &dir,
-            GrepInput {
-                pattern: "needle".into(),
-                output_mode: Some(OutputMode::Content),
-                case_insensitive: Some(true),
-                head_limit: Some(1),
-                offset: Some(1),
-                ..Default::default()
-            },
+            GrepInput { pattern: "needle".into(), head_limit: Some(1.0), offset: Some(1.0), ..Default::default() },
         );
-        assert!(paged.ends_with("[Showing results with pagination = limit: 1, offset: 1]"), "{paged}");
-        assert_eq!(paged.lines().count(), 3, "{paged}");
-
-        let multi = run(
-            &dir,
-            GrepInput { pattern: r"main\(\) \{.*needle".into(), multiline: Some(true), ..Default::default() },
-        );
-        assert!(multi.starts_with("Found 1 file\n"), "{multi}");
+        assert_eq!(paged, "Found 1 file offset: 1\nsrc/b.py");
+        assert_eq!(run(&dir, GrepInput { pattern: "nothing here".into(), ..Default::default() }), "No files found");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn bad_patterns_are_model_errors() {
-        let dir = tree();
-        let e =
-            search(&dir, &GrepInput { pattern: "(".into(), ..Default::default() }, &fs::Hidden::default()).unwrap_err();
-        assert!(e.message.starts_with("Invalid regular expression"), "{}", e.message);
-        let e = search(
-            &dir,
-            &GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() },
-            &fs::Hidden::default(),
-        )
-        .unwrap_err();
-        assert!(e.message.contains("Unknown file type"), "{}", e.message);
+    fn content_lines_and_context() {
+        let dir = tree("content");
+        let text = run(&dir, GrepInput { file_type: Some("rust".into()), ..content("needle") });
+        assert_eq!(text, "src/a.rs:2:    let needle = 1;");
+        let text = run(&dir, GrepInput { before: Some(1.0), glob: Some("*.rs".into()), ..content("let") });
+        // Claude Code relativizes what precedes a line's first colon: a
+        // context line without one keeps its absolute path.
+        assert_eq!(text, format!("{}/src/a.rs-1-fn main() {{\nsrc/a.rs:2:    let needle = 1;", dir.display()));
+        std::fs::write(dir.join("src/c.ts"), "let x: number;\nfind me\n").unwrap();
+        let text = run(&dir, GrepInput { before: Some(1.0), glob: Some("*.ts".into()), ..content("find") });
+        // `{dir}/src/c.ts-1-let x` is the "path": relative to the cwd, it loses the directory.
+        assert_eq!(text, "src/c.ts-1-let x: number;\nsrc/c.ts:2:find me", "a colon further on counts");
+        let text = run(&dir, GrepInput { line_numbers: Some(false), ..content("NEEDLE") });
+        assert_eq!(text, "src/b.py:NEEDLE = 3");
+        // Context lines between files are separated, as in ripgrep.
+        let text = run(&dir, GrepInput { context: Some(0.0), context_short: Some(5.0), ..content("^needle|let") });
+        assert_eq!(text.matches("\n--\n").count(), 0, "context wins over -C: {text}");
+        let text =
+            run(&dir, GrepInput { context_short: Some(1.0), case_insensitive: Some(true), ..content("needle =") });
+        assert!(text.contains("\n--\n"), "{text}");
+        // A single file: no path.
+        let text = run(&dir.join("src/a.rs"), content("needle"));
+        assert_eq!(text, "2:    let needle = 1;");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn splits_glob_lists() {
+    fn count_mode_and_summary() {
+        let dir = tree("count");
+        let text = run(
+            &dir,
+            GrepInput { output_mode: Some(OutputMode::Count), case_insensitive: Some(true), ..content("needle") },
+        );
+        assert_eq!(text, "src/a.rs:1\nsrc/b.py:2\n\nFound 3 total occurrences across 2 files.");
+        let text =
+            run(&dir, GrepInput { output_mode: Some(OutputMode::Count), head_limit: Some(1.0), ..content("needle") });
+        assert_eq!(text, "src/a.rs:1\n\nFound 1 total occurrence across 1 file. with pagination = limit: 1");
+        let text = run(&dir, GrepInput { output_mode: Some(OutputMode::Count), ..content("zzz") });
+        assert_eq!(text, "No matches found\n\nFound 0 total occurrences across 0 files.");
+        // One file: ripgrep prints the bare count, which Claude Code does not count.
+        let text = run(&dir.join("src/b.py"), GrepInput { output_mode: Some(OutputMode::Count), ..content("needle") });
+        assert_eq!(text, "1\n\nFound 0 total occurrences across 0 files.");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn paging_like_claude_code() {
+        let dir = tree("paging");
+        let body: String = (1..=300).map(|i| format!("hit {i}\n")).collect();
+        std::fs::write(dir.join("many.txt"), body).unwrap();
+        let text = run(&dir, content("hit"));
+        assert_eq!(text.lines().count(), 250 + 2);
+        assert!(text.ends_with("many.txt:250:hit 250\n\n[Showing results with pagination = limit: 250]"), "{text}");
+        let text = run(&dir, GrepInput { head_limit: Some(0.0), ..content("hit") });
+        assert_eq!(text.lines().count(), 300);
+        let text = run(&dir, GrepInput { head_limit: Some(2.0), offset: Some(298.0), ..content("hit") });
+        assert_eq!(
+            text,
+            "many.txt:299:hit 299\nmany.txt:300:hit 300\n\n[Showing results with pagination = offset: 298]"
+        );
+        let text = run(&dir, GrepInput { offset: Some(400.0), ..content("hit") });
+        assert_eq!(text, "No matches found\n\n[Showing results with pagination = offset: 400]");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn long_lines_are_omitted() {
+        let dir = tree("long");
+        std::fs::write(dir.join("long.txt"), format!("{}needle\nshort needle\n", "x".repeat(600))).unwrap();
+        let text = run(&dir, GrepInput { glob: Some("long.txt".into()), ..content("needle") });
+        assert_eq!(text, "long.txt:1:[Omitted long matching line]\nlong.txt:2:short needle");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refused_arguments_find_nothing() {
+        let dir = tree("refused");
+        assert_eq!(run(&dir, GrepInput { pattern: "(".into(), ..Default::default() }), "No files found");
+        assert_eq!(
+            run(&dir, GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() }),
+            "No files found"
+        );
+        assert_eq!(run(&dir, GrepInput { after: Some(1.5), ..content("needle") }), "No matches found");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn splits_glob_lists_as_claude_code() {
         assert_eq!(split_globs("*.{ts,tsx}"), vec!["*.{ts,tsx}"]);
-        assert_eq!(split_globs("*.rs, *.toml"), vec!["*.rs", "*.toml"]);
+        assert_eq!(split_globs("*.rs,*.toml  *.md"), vec!["*.rs", "*.toml", "*.md"]);
+        assert_eq!(split_globs("*.ts,{a,b}"), vec!["*.ts,{a,b}"]);
+        assert_eq!(split_globs(" ,"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn numbers_and_booleans_may_be_strings() {
+        let input: GrepInput =
+            serde_json::from_value(serde_json::json!({"pattern": "x", "-A": "3", "head_limit": "-2.5", "-i": "true"}))
+                .unwrap();
+        assert_eq!((input.after, input.head_limit, input.case_insensitive), (Some(3.0), Some(-2.5), Some(true)));
+        assert!(serde_json::from_value::<GrepInput>(serde_json::json!({"pattern": "x", "-A": "3e2"})).is_err());
+        assert!(serde_json::from_value::<GrepInput>(serde_json::json!({"pattern": "x", "-n": "yes"})).is_err());
+    }
+
+    #[test]
+    fn schema_is_claude_codes() {
+        let schema = toolhost_sdk::schema::generate::<GrepInput>();
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "pattern",
+                "path",
+                "glob",
+                "output_mode",
+                "-B",
+                "-A",
+                "-C",
+                "context",
+                "-n",
+                "-i",
+                "type",
+                "head_limit",
+                "offset",
+                "multiline"
+            ]
+        );
+        assert_eq!(schema["required"], serde_json::json!(["pattern"]));
+        assert_eq!(
+            schema["properties"]["output_mode"]["enum"],
+            serde_json::json!(["content", "files_with_matches", "count"])
+        );
+        assert_eq!(schema["properties"]["output_mode"]["type"], "string");
+        for number in ["-B", "-A", "-C", "context", "head_limit", "offset"] {
+            assert_eq!(schema["properties"][number]["type"], "number", "{number}");
+        }
+        assert_eq!(schema["properties"]["-C"]["description"], "Alias for context.");
     }
 }

@@ -1,27 +1,49 @@
-//! The `Read` tool: a file's lines in `cat -n` form, or an image.
+//! The `Read` tool, as Claude Code 2.1.88 presents it to a model
+//! (tools/FileReadTool): a text file's lines numbered `N\tline`, images as
+//! image blocks, Jupyter notebooks cell by cell with their outputs, PDFs as
+//! document blocks; the same caps, checks and texts.
 
-use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Content, Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool};
+pub mod notebook;
+pub mod pdf;
+pub mod text;
 
-/// Lines shown when the model gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 2000;
-/// Characters kept of a longer line.
-pub const MAX_LINE_CHARS: usize = 2000;
-/// Largest image returned as an image block.
-const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+use std::io::Read as _;
+use std::path::Path;
+use text::{Outcome, Selection, TokenCap};
+use toolhost_sdk::fs::{self, Access, format_file_size};
+use toolhost_sdk::{
+    Content, Context, Deserialize, ErrorKind, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool,
+};
+
+/// Largest file read without a `limit` (`MAX_OUTPUT_SIZE`, 256 KB): a read
+/// without one is refused over it, whatever the `offset`.
+pub const MAX_SIZE_BYTES: u64 = 256 * 1024;
+/// Files from this size on are streamed by Claude Code, and its size check
+/// counts the first streamed chunk instead of the file.
+const STREAMED_FROM: u64 = 10 * 1024 * 1024;
+/// The chunk Claude Code streams a large file in.
+const STREAMED_CHUNK: usize = 512 * 1024;
+/// Bytes of rendered text handed to the host at a time.
+pub const STREAM_CHUNK: usize = 256 * 1024;
+/// Largest image sent, in base64 (`API_IMAGE_MAX_BASE64_SIZE`).
+const MAX_IMAGE_BASE64: u64 = 5 * 1024 * 1024;
+/// Largest image side (`IMAGE_MAX_WIDTH`, `IMAGE_MAX_HEIGHT`).
+const MAX_IMAGE_SIDE: u32 = 2000;
 
 /// Input of `Read`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
-    /// The absolute path to the file to read
+    /// Absolute path of the file to read
     pub file_path: String,
-    /// The line number to start reading from. Only provide if the file is too large to read at once
+    /// Line number to start reading at (the first line is 1). Give it only for a file too large to read in one go
     #[schemars(range(min = 0))]
     pub offset: Option<u64>,
-    /// The number of lines to read. Only provide if the file is too large to read at once.
+    /// How many lines to read. Give it only for a file too large to read in one go.
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
+    /// Pages of a PDF to read, such as "3", "1-5" or "10-20" (numbered from 1). For PDF files only; at most 20 pages per request.
+    pub pages: Option<String>,
 }
 
 pub struct Read;
@@ -41,270 +63,367 @@ impl Tool for Read {
         PROMPT.to_string()
     }
     fn search_hint() -> Option<String> {
-        Some("read file contents cat view open".into())
+        Some("read file contents cat view open image pdf notebook".into())
     }
+
+    /// Claude Code's `validateInput`, in its order: the page range, then (the
+    /// path confined to the working directories) binary extensions and
+    /// devices, all without reading the file.
     fn validate_input(input: &ReadInput, ctx: &Context) -> Result<(), ToolError> {
-        fs::confine(ctx, &input.file_path, Access::Read).map(drop)
+        if let Some(pages) = &input.pages {
+            let range = pdf::parse_page_range(pages).ok_or_else(|| invalid(pdf::invalid_pages(pages)))?;
+            if range.pages() > pdf::MAX_PAGES_PER_READ {
+                return Err(invalid(pdf::too_many_pages_requested(pages)));
+            }
+        }
+        let path = fs::confine(ctx, &input.file_path, Access::Read)?;
+        let path_text = path.to_string_lossy();
+        let ext = extname(&path_text).to_ascii_lowercase();
+        if has_binary_extension(&path_text) && ext != ".pdf" && !is_image_extension(&ext) {
+            return Err(invalid(format!(
+                "This tool cannot read binary files. The file appears to be a binary {ext} file. Please use \
+                 appropriate tools for binary file analysis."
+            )));
+        }
+        if is_blocked_device(&path_text) {
+            return Err(invalid(format!(
+                "Cannot read '{}': this device file would block or produce infinite output.",
+                input.file_path
+            )));
+        }
+        Ok(())
     }
 
     fn call(input: ReadInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Read)?;
-        let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        if meta.is_dir() {
-            return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into()));
+        let path_text = path.to_string_lossy().into_owned();
+        let ext = extname(&path_text).to_ascii_lowercase();
+        match ext.as_str() {
+            ".ipynb" => read_notebook(&input, ctx, &path),
+            ".pdf" => match &input.pages {
+                Some(pages) => read_pdf_pages(ctx, &path, pages),
+                None => read_pdf(ctx, &path),
+            },
+            _ if is_image_extension(&ext) => read_image(ctx, &path),
+            _ => read_text(&input, ctx, &path, &ext),
         }
-        if let Some(media_type) = image_type(&path) {
-            if meta.len() > MAX_IMAGE_BYTES {
-                return Err(ToolError::new(
-                    toolhost_sdk::ErrorKind::TooLarge,
-                    format!(
-                        "{} is an image of {} bytes; images larger than {MAX_IMAGE_BYTES} bytes are not returned.",
-                        path.display(),
-                        meta.len()
-                    ),
-                ));
-            }
-            let data = std::fs::read(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-            fs::record_read(ctx, &path, &meta)?;
-            return Ok(Output {
-                content: vec![Content::Image { media_type: media_type.into(), data }],
-                ..Output::default()
-            });
-        }
-        let file = std::fs::File::open(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        // Lines stream out to the host as they are rendered: the tool never
-        // holds the file or the result whole.
-        let mut stream = ctx.output();
-        let rendered = render_file(file, input.offset, input.limit, STREAM_CHUNK, &mut |text| stream.append(text))
-            .map_err(|e| fs::io_error(ctx, &path, &e))?;
-        let Some(tail) = rendered else {
-            return Err(ToolError::unsupported(format!(
-                "{} appears to be a binary file ({} bytes); Read only shows text files and images. \
-                 Use Bash with a suitable command (e.g. `xxd`, `file`) to inspect it.",
-                path.display(),
-                meta.len()
-            )));
-        };
-        fs::record_read(ctx, &path, &meta)?;
-        Ok(Output::text(tail))
     }
 }
 
-/// Bytes of rendered text handed to the sink at a time in the component.
-pub const STREAM_CHUNK: usize = 256 * 1024;
-/// Bytes read from the file at a time.
-const READ_CHUNK: usize = 256 * 1024;
+fn invalid(message: String) -> ToolError {
+    ToolError::invalid_input(message)
+}
 
-/// Reads `file` in chunks and renders what Read shows for it: the selected
-/// lines go to `sink` whenever `flush_at` bytes of them are ready, and the
-/// rest (the last lines, a note or a warning) is returned. `None` means the
-/// file is binary. The same code runs natively in the benchmarks (with
-/// `flush_at` set to `usize::MAX`, so everything is returned).
+fn too_large(message: String) -> ToolError {
+    ToolError::new(ErrorKind::TooLarge, message)
+}
+
+/// A text file: the selected lines, streamed out once they cannot go over
+/// the token cap.
+fn read_text(input: &ReadInput, ctx: &Context, path: &Path, ext: &str) -> Result<Output, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| io_error(ctx, path, &e))?;
+    if meta.is_dir() {
+        return Err(invalid(format!("EISDIR: illegal operation on a directory, read '{}'", path.display())));
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| io_error(ctx, path, &e))?;
+    // The size cap applies to reads without a limit, on the whole file.
+    if input.limit.is_none() {
+        let size = if meta.len() < STREAMED_FROM {
+            meta.len()
+        } else {
+            let first = first_streamed_chunk(&mut file).map_err(|e| io_error(ctx, path, &e))?;
+            file = std::fs::File::open(path).map_err(|e| io_error(ctx, path, &e))?;
+            first
+        };
+        if size > MAX_SIZE_BYTES {
+            return Err(too_large(file_too_large(size)));
+        }
+    }
+    let cap = TokenCap::for_extension(ext.trim_start_matches('.'));
+    let selection = Selection { offset: input.offset, limit: input.limit };
+    let mut stream = ctx.output();
+    let outcome = text::render(file, selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut |t| stream.append(t))
+        .map_err(|e| io_error(ctx, path, &e))?;
+    let text = match outcome {
+        Outcome::Lines(text) | Outcome::Reminder(text) => text,
+        Outcome::TooManyTokens(tokens) => return Err(too_large(too_many_tokens(tokens))),
+    };
+    // Recorded with the range asked for, as Claude Code records it.
+    fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit)?;
+    Ok(Output::text(text))
+}
+
+/// The size check's error.
+pub fn file_too_large(size: u64) -> String {
+    format!(
+        "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific \
+         portions of the file, or search for specific content instead of reading the whole file.",
+        format_file_size(size),
+        format_file_size(MAX_SIZE_BYTES)
+    )
+}
+
+/// The token cap's error.
+pub fn too_many_tokens(tokens: u64) -> String {
+    format!(
+        "File content ({tokens} tokens) exceeds maximum allowed tokens ({}). Use offset and limit parameters to \
+         read specific portions of the file, or search for specific content instead of reading the whole file.",
+        text::MAX_TOKENS
+    )
+}
+
+/// The bytes Claude Code counts when it streams a large file and stops at
+/// the first chunk: 512 KiB decoded as UTF-8 (an incomplete character at the
+/// end waits for the next chunk, a byte order mark is dropped), measured
+/// again in UTF-8.
+fn first_streamed_chunk(file: &mut std::fs::File) -> std::io::Result<u64> {
+    let mut chunk = Vec::with_capacity(STREAMED_CHUNK);
+    file.by_ref().take(STREAMED_CHUNK as u64).read_to_end(&mut chunk)?;
+    Ok(streamed_len(&chunk))
+}
+
+fn streamed_len(chunk: &[u8]) -> u64 {
+    let chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
+    // An incomplete sequence at the end is held back.
+    let tail = chunk.len().saturating_sub(3);
+    let keep = match std::str::from_utf8(&chunk[tail..]) {
+        Err(e) if e.error_len().is_none() => tail + e.valid_up_to(),
+        _ => chunk.len(),
+    };
+    String::from_utf8_lossy(&chunk[..keep]).len() as u64
+}
+
+/// A notebook: its cells and outputs, within the size and token caps.
+fn read_notebook(input: &ReadInput, ctx: &Context, path: &Path) -> Result<Output, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?;
+    let cells = notebook::parse(&bytes).map_err(invalid)?;
+    let json = notebook::cells_json(&cells);
+    if json.len() as u64 > MAX_SIZE_BYTES {
+        let p = &input.file_path;
+        return Err(too_large(format!(
+            "Notebook content ({}) exceeds maximum allowed size ({}). Use Bash with jq to read specific portions:\n  \
+             cat \"{p}\" | jq '.cells[:20]' # First 20 cells\n  \
+             cat \"{p}\" | jq '.cells[100:120]' # Cells 100-120\n  \
+             cat \"{p}\" | jq '.cells | length' # Count total cells\n  \
+             cat \"{p}\" | jq '.cells[] | select(.cell_type==\"code\") | .source' # All code sources",
+            format_file_size(json.len() as u64),
+            format_file_size(MAX_SIZE_BYTES)
+        )));
+    }
+    if let (true, tokens) = notebook::token_estimate(&json) {
+        return Err(too_large(too_many_tokens(tokens)));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| io_error(ctx, path, &e))?;
+    fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit)?;
+    Ok(Output { content: notebook::to_content(&cells), ..Output::default() })
+}
+
+/// An image, sent as it is: Claude Code without an image processor. It
+/// refuses what it could not send unresized.
+fn read_image(ctx: &Context, path: &Path) -> Result<Output, ToolError> {
+    let data = std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?;
+    if data.is_empty() {
+        return Err(invalid(format!("Image file is empty: {}", path.display())));
+    }
+    check_image(&data).map_err(too_large)?;
+    let media_type = detect_image_type(&data).to_string();
+    Ok(Output { content: vec![Content::Image { media_type, data }], ..Output::default() })
+}
+
+/// The limits on an image sent unresized: its base64 within 5 MB, and for a
+/// PNG, sides of at most 2000 pixels.
+fn check_image(data: &[u8]) -> Result<(), String> {
+    let size = data.len() as u64;
+    let base64_size = (size * 4).div_ceil(3);
+    let side = |at: usize| u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+    let over_side =
+        data.len() >= 24 && data.starts_with(b"\x89PNG") && (side(16) > MAX_IMAGE_SIDE || side(20) > MAX_IMAGE_SIDE);
+    if over_side {
+        return Err(format!(
+            "Unable to resize image — dimensions exceed the {MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE}px limit and image \
+             processing failed. Please resize the image to reduce its pixel dimensions."
+        ));
+    }
+    if base64_size > MAX_IMAGE_BASE64 {
+        return Err(format!(
+            "Unable to resize image ({} raw, {} base64). The image exceeds the 5MB API limit and compression \
+             failed. Please resize the image manually or use a smaller image.",
+            format_file_size(size),
+            format_file_size(base64_size)
+        ));
+    }
+    Ok(())
+}
+
+/// The media type of an image from its first bytes (PNG when unknown).
+fn detect_image_type(data: &[u8]) -> &'static str {
+    if data.len() >= 4 {
+        if data.starts_with(b"\xFF\xD8\xFF") {
+            return "image/jpeg";
+        }
+        if data.starts_with(b"GIF") {
+            return "image/gif";
+        }
+        if data.starts_with(b"RIFF") && data.get(8..12) == Some(b"WEBP") {
+            return "image/webp";
+        }
+    }
+    "image/png"
+}
+
+/// A whole PDF: at most ten pages, sent as a document block.
+fn read_pdf(ctx: &Context, path: &Path) -> Result<Output, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| io_error(ctx, path, &e))?;
+    if meta.is_dir() {
+        return Err(invalid(DIRECTORY_READ.into()));
+    }
+    let path_text = path.display().to_string();
+    // Claude Code counts the pages first (when it can), then checks the file.
+    let bytes = if meta.len() <= pdf::MAX_EXTRACT_SIZE {
+        std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?
+    } else {
+        Vec::new()
+    };
+    if let Some(count) = pdf::page_count(&bytes)
+        && count > pdf::INLINE_PAGE_THRESHOLD
+    {
+        return Err(invalid(pdf::too_many_pages_to_inline(count)));
+    }
+    pdf::check_whole(&path_text, meta.len(), &bytes).map_err(invalid)?;
+    Ok(Output {
+        content: vec![
+            Content::Text(pdf::read_text(&path_text, meta.len())),
+            Content::Document { media_type: "application/pdf".into(), data: bytes },
+        ],
+        ..Output::default()
+    })
+}
+
+/// Pages of a PDF, as a smaller PDF holding just them.
+fn read_pdf_pages(ctx: &Context, path: &Path, pages: &str) -> Result<Output, ToolError> {
+    let path_text = path.display().to_string();
+    // Validated before the call.
+    let range = pdf::parse_page_range(pages).ok_or_else(|| invalid(pdf::invalid_pages(pages)))?;
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        // Claude Code reports the failed stat as it is here, not as a missing file.
+        std::io::ErrorKind::NotFound => {
+            ToolError::not_found(format!("ENOENT: no such file or directory, stat '{path_text}'"))
+        }
+        _ => io_error(ctx, path, &e),
+    })?;
+    if meta.is_dir() {
+        return Err(invalid(DIRECTORY_READ.into()));
+    }
+    pdf::check_extract(&path_text, meta.len()).map_err(too_large)?;
+    let bytes = std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?;
+    let (data, count) = pdf::extract_pages(&bytes, range).map_err(invalid)?;
+    Ok(Output {
+        content: vec![
+            Content::Text(pdf::pages_text(&path_text, count, meta.len())),
+            Content::Document { media_type: "application/pdf".into(), data },
+        ],
+        ..Output::default()
+    })
+}
+
+/// Node's error for reading a directory as a file.
+const DIRECTORY_READ: &str = "EISDIR: illegal operation on a directory, read";
+
+/// An I/O error on `path` as Claude Code reports it where it has its own
+/// text (a missing file, a directory); toolhost's otherwise.
+fn io_error(ctx: &Context, path: &Path, err: &std::io::Error) -> ToolError {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => ToolError::not_found(not_found(ctx, path)),
+        std::io::ErrorKind::IsADirectory => invalid(DIRECTORY_READ.into()),
+        _ => fs::io_error(ctx, path, err),
+    }
+}
+
+/// The missing-file error: the working directory, and a guess when there
+/// is one (the same path under the working directory, for a path that left
+/// out its directory; else a file of the same name with another extension).
+fn not_found(ctx: &Context, path: &Path) -> String {
+    let mut message = format!("File does not exist. {} {}.", fs::CWD_NOTE, ctx.cwd());
+    let suggestion =
+        fs::suggest_path_under_cwd(ctx, path).map(|p| p.display().to_string()).or_else(|| fs::find_similar_file(path));
+    if let Some(suggestion) = suggestion {
+        message.push_str(&format!(" Did you mean {suggestion}?"));
+    }
+    message
+}
+
+/// Node's `path.extname`: from the last `.` of the last component, unless
+/// that dot starts the name (`.bashrc`) or the name is `..`; with the dot.
+pub fn extname(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.rfind('.') {
+        Some(0) | None => "",
+        Some(_) if name == ".." => "",
+        Some(dot) => &path[path.len() - (name.len() - dot)..],
+    }
+}
+
+/// Extensions of files Read refuses as binary (constants/files.ts
+/// `BINARY_EXTENSIONS`); PDFs and images among them are read all the same.
+const BINARY_EXTENSIONS: &[&str] = &[
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".tif", ".mp4", ".mov", ".avi", ".mkv", ".webm",
+    ".wmv", ".flv", ".m4v", ".mpeg", ".mpg", ".mp3", ".wav", ".ogg", ".flac", ".aac", ".m4a", ".wma", ".aiff", ".opus",
+    ".zip", ".tar", ".gz", ".bz2", ".7z", ".rar", ".xz", ".z", ".tgz", ".iso", ".exe", ".dll", ".so", ".dylib", ".bin",
+    ".o", ".a", ".obj", ".lib", ".app", ".msi", ".deb", ".rpm", ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt",
+    ".pptx", ".odt", ".ods", ".odp", ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pyc", ".pyo", ".class", ".jar",
+    ".war", ".ear", ".node", ".wasm", ".rlib", ".sqlite", ".sqlite3", ".db", ".mdb", ".idx", ".psd", ".ai", ".eps",
+    ".sketch", ".fig", ".xd", ".blend", ".3ds", ".max", ".swf", ".fla", ".lockb", ".dat", ".data",
+];
+
+/// Whether the text from the path's last `.` on (even across a `/`) is a
+/// binary extension, as Claude Code tests it.
+fn has_binary_extension(path: &str) -> bool {
+    path.rfind('.').is_some_and(|dot| BINARY_EXTENSIONS.contains(&path[dot..].to_ascii_lowercase().as_str()))
+}
+
+/// Devices that never end or wait for input (checked by path only).
+fn is_blocked_device(path: &str) -> bool {
+    const BLOCKED: &[&str] = &[
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/full",
+        "/dev/stdin",
+        "/dev/tty",
+        "/dev/console",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/fd/0",
+        "/dev/fd/1",
+        "/dev/fd/2",
+    ];
+    BLOCKED.contains(&path)
+        || (path.starts_with("/proc/") && ["/fd/0", "/fd/1", "/fd/2"].iter().any(|fd| path.ends_with(fd)))
+}
+
+/// Whether an extension (lower case, with the dot) is one of the images
+/// Read shows (the media type comes from the file's first bytes).
+fn is_image_extension(ext: &str) -> bool {
+    matches!(ext, ".png" | ".jpg" | ".jpeg" | ".gif" | ".webp")
+}
+
+/// What Read shows for a text file, rendered whole and without the token
+/// cap: the component's code natively, for benchmarks. `None` is never
+/// returned (the signature is the benchmarks').
 pub fn render_file(
-    mut file: impl std::io::Read,
+    file: impl std::io::Read,
     offset: Option<u64>,
     limit: Option<u64>,
     flush_at: usize,
     sink: &mut dyn FnMut(&str),
 ) -> std::io::Result<Option<String>> {
-    let mut render = Render::new(offset, limit, flush_at, sink);
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut first = true;
-    loop {
-        // Fill the buffer (after any carried partial line) up to a chunk.
-        let want = buf.len() + READ_CHUNK;
-        let eof = loop {
-            let len = buf.len();
-            if len >= want {
-                break false;
-            }
-            buf.resize(want, 0);
-            match file.read(&mut buf[len..]) {
-                Ok(0) => {
-                    buf.truncate(len);
-                    break true;
-                }
-                Ok(n) => buf.truncate(len + n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(len),
-                Err(e) => return Err(e),
-            }
-        };
-        if first {
-            if fs::looks_binary(&buf) {
-                return Ok(None);
-            }
-            first = false;
-        }
-        if eof {
-            render.feed(&buf, true);
-            return Ok(Some(render.finish()));
-        }
-        // Feed complete lines; a line cut by the chunk waits for the next.
-        match memchr::memrchr(b'\n', &buf) {
-            Some(last) => {
-                render.feed(&buf[..=last], false);
-                buf.drain(..=last);
-            }
-            None => continue,
-        }
-    }
-}
-
-/// What Read shows for bytes already in memory, or `None` for a binary file.
-pub fn text_of(bytes: &[u8], offset: Option<u64>, limit: Option<u64>) -> Option<String> {
-    render_file(bytes, offset, limit, usize::MAX, &mut |_| {}).ok().flatten()
-}
-
-/// Renders lines `cat -n` style as they are fed.
-struct Render<'s> {
-    start: usize,
-    limit: usize,
-    /// Lines seen so far.
-    index: usize,
-    shown: usize,
-    out: String,
-    flush_at: usize,
-    sink: &'s mut dyn FnMut(&str),
-}
-
-impl<'s> Render<'s> {
-    fn new(offset: Option<u64>, limit: Option<u64>, flush_at: usize, sink: &'s mut dyn FnMut(&str)) -> Self {
-        Render {
-            // `offset` is a 1-based line number; 0 means the start as well.
-            start: offset.map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX).saturating_sub(1)),
-            limit: limit.map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX)),
-            index: 0,
-            shown: 0,
-            out: String::new(),
-            flush_at,
-            sink,
-        }
-    }
-
-    /// Feeds bytes made of whole lines (each ending in `\n`), or, at the end of
-    /// the file, whatever is left (a last line without `\n`).
-    fn feed(&mut self, bytes: &[u8], at_end: bool) {
-        if bytes.is_empty() {
-            return;
-        }
-        if self.shown == self.limit {
-            // Only the count of lines is still needed.
-            self.index += memchr::memchr_iter(b'\n', bytes).count() + usize::from(at_end && !bytes.ends_with(b"\n"));
-            return;
-        }
-        // Cut at `\n`, so no UTF-8 sequence is split; SIMD validation, and only
-        // invalid text pays for a lossy copy.
-        let text = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(bytes),
-        };
-        let body = text.strip_suffix('\n').unwrap_or(&text);
-        if self.out.capacity() == 0 {
-            let estimate = body.len().min(self.limit.saturating_mul(128)) + body.len() / 8;
-            self.out.reserve(estimate.min(self.flush_at.saturating_add(4096)));
-        }
-        let mut line_start = 0;
-        let mut ends = memchr::memchr_iter(b'\n', body.as_bytes()).chain(std::iter::once(body.len()));
-        for end in ends.by_ref() {
-            if self.index >= self.start {
-                let line = &body[line_start..end];
-                push_numbered(&mut self.out, self.index + 1, line.strip_suffix('\r').unwrap_or(line));
-                self.shown += 1;
-                if self.out.len() >= self.flush_at {
-                    (self.sink)(&self.out);
-                    self.out.clear();
-                }
-            }
-            self.index += 1;
-            line_start = end + 1;
-            if self.shown == self.limit {
-                self.index += ends.count();
-                return;
-            }
-        }
-    }
-
-    /// The text not yet handed to the sink, with the closing note or warning.
-    fn finish(mut self) -> String {
-        let total = self.index;
-        if total == 0 {
-            return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into();
-        }
-        if self.shown == 0 {
-            return format!(
-                "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {total} lines.</system-reminder>",
-                self.start + 1
-            );
-        }
-        if self.start + self.shown < total {
-            self.out.push_str(&format!(
-                "\n(Showing lines {}-{} of {total}. Use offset and limit to read other parts.)\n",
-                self.start + 1,
-                self.start + self.shown
-            ));
-        }
-        self.out
-    }
-}
-
-/// The text the model sees for a file's contents, all at once.
-pub fn render(text: &str, offset: Option<u64>, limit: Option<u64>) -> String {
-    text_of(text.as_bytes(), offset, limit).unwrap_or_default()
-}
-
-/// Appends `number` right-aligned in six columns, a tab, and `line` (cut at
-/// [`MAX_LINE_CHARS`]), without the formatting machinery: this loop is most of
-/// Read's time on large files.
-fn push_numbered(out: &mut String, number: usize, line: &str) {
-    let mut digits = [b' '; 20];
-    let mut n = number;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let width = (digits.len() - i).max(6);
-    // SAFETY: `digits` holds only ASCII spaces and digits.
-    out.push_str(unsafe { std::str::from_utf8_unchecked(&digits[digits.len() - width..]) });
-    out.push('\t');
-    if line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS {
-        let cut = line.char_indices().nth(MAX_LINE_CHARS).map_or(line.len(), |(i, _)| i);
-        out.push_str(&line[..cut]);
-        out.push_str(&format!("... [line truncated, {} characters in all]", line.chars().count()));
-    } else {
-        out.push_str(line);
-    }
-    out.push('\n');
-}
-
-fn image_type(path: &std::path::Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        _ => return None,
+    Ok(match text::render(file, Selection { offset, limit }, None, None, flush_at, sink)? {
+        Outcome::Lines(text) | Outcome::Reminder(text) => Some(text),
+        Outcome::TooManyTokens(_) => None,
     })
 }
 
-const PROMPT: &str = "Reads a file from the local filesystem. You can access any file directly by using this tool.
-Assume this tool is able to read all files on the machine. If the User provides a path to a file assume that path is valid. It is okay to read a file that does not exist; an error will be returned.
-
-Usage:
-- The file_path parameter must be an absolute path, not a relative path
-- By default, it reads up to 2000 lines starting from the beginning of the file
-- You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters
-- Any lines longer than 2000 characters will be truncated
-- Results are returned using cat -n format, with line numbers starting at 1
-- This tool can read images (PNG, JPG, GIF, WebP); the contents are presented visually
-- This tool can only read files, not directories. To read a directory, use an ls command via the Bash tool.
-- Binary files other than images are refused.
-- If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents.";
+const PROMPT: &str = include_str!("prompt.md");
 
 // What the built-in needs, stamped like any component's requests (the
 // host grants a built-in all it requests).
@@ -315,36 +434,112 @@ export_tool!(Read);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_sdk::Mode;
 
     #[test]
-    fn renders_numbered_lines() {
-        assert_eq!(render("a\nb\n", None, None), "     1\ta\n     2\tb\n");
-        assert_eq!(render("a\r\nb", None, None), "     1\ta\n     2\tb\n");
+    fn sizes_format_as_in_claude_code() {
+        assert_eq!(format_file_size(1023), "1023 bytes");
+        assert_eq!(format_file_size(1024), "1KB");
+        // Ties round up, as toFixed does (1.25 → 1.3).
+        assert_eq!(format_file_size(1280), "1.3KB");
+        assert_eq!(format_file_size(262_144), "256KB");
+        assert_eq!(format_file_size(300_000), "293KB");
+        assert_eq!(format_file_size(1_048_575), "1024KB");
+        assert_eq!(format_file_size(20 * 1024 * 1024), "20MB");
+        assert_eq!(format_file_size(3 * 1024 * 1024 * 1024 / 2), "1.5GB");
     }
 
     #[test]
-    fn offset_and_limit_select_lines() {
-        let text = "1\n2\n3\n4\n5\n";
+    fn cap_messages() {
         assert_eq!(
-            render(text, Some(2), Some(2)),
-            "     2\t2\n     3\t3\n\n(Showing lines 2-3 of 5. Use offset and limit to read other parts.)\n"
+            file_too_large(300_000),
+            "File content (293KB) exceeds maximum allowed size (256KB). Use offset and limit parameters to read \
+             specific portions of the file, or search for specific content instead of reading the whole file."
         );
-        assert!(render(text, Some(9), None).contains("shorter than the provided offset (9). The file has 5 lines"));
+        assert_eq!(
+            too_many_tokens(25_001),
+            "File content (25001 tokens) exceeds maximum allowed tokens (25000). Use offset and limit parameters \
+             to read specific portions of the file, or search for specific content instead of reading the whole file."
+        );
+        // The first 512 KiB streamed, less a byte order mark and a cut character.
+        let mut chunk = b"\xEF\xBB\xBF".to_vec();
+        chunk.extend(std::iter::repeat_n(b'a', STREAMED_CHUNK - 5));
+        chunk.extend(b"\xE2\x82");
+        assert_eq!(streamed_len(&chunk), STREAMED_CHUNK as u64 - 5);
+        assert_eq!(streamed_len(b"a\xffb"), 5, "an invalid byte is three bytes of U+FFFD");
     }
 
     #[test]
-    fn wide_line_numbers_and_invalid_utf8() {
-        let mut out = String::new();
-        push_numbered(&mut out, 1_234_567, "x");
-        assert_eq!(out, "1234567\tx\n");
-        assert_eq!(text_of(b"caf\xe9\n", None, None).unwrap(), "     1\tcaf\u{fffd}\n");
-        assert_eq!(text_of(b"\0\x01", None, None), None);
+    fn extensions_as_node_and_claude_code_read_them() {
+        assert_eq!(extname("/w/a.tar.gz"), ".gz");
+        assert_eq!(extname("/w/.bashrc"), "");
+        assert_eq!(extname("/w/..foo"), ".foo");
+        assert_eq!(extname("/w.d/Makefile"), "");
+        assert_eq!(extname("/w/a."), ".");
+        assert!(has_binary_extension("/w/app.EXE"));
+        assert!(has_binary_extension("/w/.bin"), "a dot file named like an extension");
+        assert!(!has_binary_extension("/w/dir.zip/notes"));
+        assert!(!has_binary_extension("/w/main.rs"));
     }
 
     #[test]
-    fn long_lines_are_cut_and_empty_files_warned() {
-        let long = "x".repeat(MAX_LINE_CHARS + 5);
-        assert!(render(&long, None, None).contains("[line truncated, 2005 characters in all]"));
-        assert!(render("", None, None).contains("contents are empty"));
+    fn validation_refuses_bad_pages_binary_files_and_devices() {
+        let ctx = Context::for_tests("/", Mode::Default);
+        let check = |path: &str, pages: Option<&str>| {
+            let input = ReadInput { file_path: path.into(), offset: None, limit: None, pages: pages.map(String::from) };
+            Read::validate_input(&input, &ctx).map_err(|e| e.message)
+        };
+        assert_eq!(check("/a.pdf", Some("0")), Err(pdf::invalid_pages("0")));
+        assert_eq!(check("/a.pdf", Some("1-21")), Err(pdf::too_many_pages_requested("1-21")));
+        assert_eq!(check("/a.pdf", Some("3-")), Err(pdf::too_many_pages_requested("3-")));
+        assert_eq!(check("/a.pdf", Some("1-20")), Ok(()));
+        assert_eq!(
+            check("/w/app.exe", None),
+            Err("This tool cannot read binary files. The file appears to be a binary .exe file. Please use \
+                 appropriate tools for binary file analysis."
+                .into())
+        );
+        assert_eq!(check("/w/a.PNG", None), Ok(()));
+        assert_eq!(check("/w/a.pdf", None), Ok(()));
+        assert_eq!(
+            check("/dev/zero", None),
+            Err("Cannot read '/dev/zero': this device file would block or produce infinite output.".into())
+        );
+        assert!(check("/proc/self/fd/0", None).is_err());
+        assert_eq!(check("/dev/null", None), Ok(()));
+    }
+
+    #[test]
+    fn images_within_the_limits_are_sent_as_they_are() {
+        let png = |w: u32, h: u32| {
+            let mut d = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+            d.extend(w.to_be_bytes());
+            d.extend(h.to_be_bytes());
+            d
+        };
+        assert_eq!(check_image(&png(2000, 2000)), Ok(()));
+        assert!(check_image(&png(2001, 10)).unwrap_err().contains("dimensions exceed the 2000x2000px limit"));
+        let big = vec![0u8; 3_932_161];
+        assert_eq!(
+            check_image(&big).unwrap_err(),
+            "Unable to resize image (3.8MB raw, 5MB base64). The image exceeds the 5MB API limit and compression \
+             failed. Please resize the image manually or use a smaller image."
+        );
+        assert_eq!(check_image(&big[1..]), Ok(()));
+        assert_eq!(detect_image_type(b"\xFF\xD8\xFF\xE0"), "image/jpeg");
+        assert_eq!(detect_image_type(b"RIFF\0\0\0\0WEBPVP8 "), "image/webp");
+        assert_eq!(detect_image_type(b"GIF89a"), "image/gif");
+        assert_eq!(detect_image_type(b"????"), "image/png");
+    }
+
+    #[test]
+    fn schema_takes_pages() {
+        let schema: toolhost_sdk::serde_json::Value =
+            toolhost_sdk::serde_json::from_str(&toolhost_sdk::input_schema::<Read>()).unwrap();
+        assert_eq!(schema["required"], toolhost_sdk::serde_json::json!(["file_path"]));
+        assert!(schema["properties"]["pages"]["description"].as_str().unwrap().contains("20 pages"));
+        assert_eq!(schema["properties"]["offset"]["minimum"], 0);
+        assert_eq!(schema["properties"]["limit"]["minimum"], 1);
+        assert_eq!(schema["additionalProperties"], false);
     }
 }

@@ -61,7 +61,7 @@ impl Tool for ToolSearch {
     const ALWAYS_LOAD: bool = true;
 
     fn prompt() -> String {
-        PROMPT.into()
+        include_str!("prompt.md").into()
     }
     fn is_read_only(_: &ToolSearchInput) -> bool {
         true
@@ -203,21 +203,6 @@ fn name_parts(name: &str) -> Vec<String> {
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
-
-const PROMPT: &str = "Loads the definitions of deferred tools so you can call them.
-
-Some tools are deferred: you see their names, but not their parameters, so you cannot call them yet. \
-ToolSearch finds them and returns each one's full definition (description and parameter schema) inside a \
-<functions> block; from then on the tool can be called like any other for the rest of the conversation. \
-Calling a deferred tool before loading it fails.
-
-Queries:
-- \"select:NotebookEdit\" loads that tool by its exact name; \"select:A,B,C\" loads several at once.
-- Keywords (\"github pull request\") search tool names, their search hints and descriptions; the best \
-matches come first, at most max_results (5 unless given).
-- A keyword with a leading + must match: \"+slack send\" only returns tools matching \"slack\", ranked by \"send\".
-
-When you know which tool you need, use select:. No match returns \"No matching deferred tools found\".";
 
 export_tool!(ToolSearch);
 

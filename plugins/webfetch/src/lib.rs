@@ -56,7 +56,7 @@ impl Tool for WebFetch {
     const MAX_RESULT_SIZE_CHARS: Option<u64> = None;
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
         Some("fetch web page url http download read website".into())
@@ -420,21 +420,6 @@ pub fn fetch<T: Transport>(
         })));
     }
 }
-
-const PROMPT: &str = "Fetches a web page and hands its content back to you, with your prompt, to work on.
-
-- Give a full, valid URL (at most 2000 characters) and a prompt saying what you want from the page.
-- Plain http URLs are upgraded to https, except for localhost and IP addresses.
-- HTML is turned into markdown; other text (JSON, XML, plain text, scripts) comes back as it is; \
-binary content such as images or PDFs is described, not shown.
-- toolhost runs no model of its own: instead of a summary, you get the page itself (as markdown) \
-together with your prompt, and you apply the prompt to it yourself.
-- Pages larger than 10 MB are refused, and content longer than 100,000 characters is cut off.
-- Redirects within the same host are followed (up to 10). A redirect to another host is not: the \
-result names the redirect URL, and you can call WebFetch again with it if you want that content.
-- The tool only reads: it sends a GET without cookies or credentials, so pages behind a login will \
-not work; for those, prefer a more specific tool if one is available.
-- The operator decides which hosts are reachable; a refused host comes back as an error.";
 
 export_tool!(WebFetch);
 

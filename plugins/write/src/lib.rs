@@ -1,7 +1,10 @@
-//! The `Write` tool: create a file, or overwrite one that was read first.
+//! The `Write` tool: create a file, or overwrite one that was read first,
+//! with the checks and texts of Claude Code 2.1.88's Write.
 
-use toolhost_sdk::fs::{self, Access};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool};
+use toolhost_sdk::fs::{self, Access, Encoding, TextFile};
+use toolhost_sdk::{
+    Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool, serde_json,
+};
 
 /// Input of `Write`.
 #[derive(Deserialize, JsonSchema)]
@@ -24,10 +27,10 @@ impl Tool for Write {
     const DESCRIPTION: &'static str = "Writes a file to the local filesystem.";
 
     fn prompt() -> String {
-        PROMPT.to_string()
+        include_str!("prompt.md").to_string()
     }
     fn search_hint() -> Option<String> {
-        Some("write create file save overwrite".into())
+        Some("create or overwrite files".into())
     }
     fn is_destructive(input: &WriteInput) -> bool {
         // Overwriting replaces whatever was there; creating destroys nothing.
@@ -35,7 +38,30 @@ impl Tool for Write {
     }
 
     fn validate_input(input: &WriteInput, ctx: &Context) -> Result<(), ToolError> {
-        fs::confine(ctx, &input.file_path, Access::Write).map(drop)
+        let path = fs::confine(ctx, &input.file_path, Access::Write)?;
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // A path the sandbox cannot reach (a symlink out of the working
+            // directories): the permission step decides, and the call reports it.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(()),
+            // Claude Code's stat fails with Node's error, which reaches the
+            // model as a failed tool call.
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                return Err(ToolError::invalid_input(format!(
+                    "Error calling tool (Write): ENOTDIR: not a directory, stat '{}'",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(fs::io_error(ctx, &path, &e)),
+        };
+        let Some(record) = fs::read_record(ctx, &path) else {
+            return Err(ToolError::conflict(fs::NOT_READ_YET));
+        };
+        if record.is_older_than(&meta) {
+            return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
+        }
+        Ok(())
     }
 
     fn check_permissions(_input: &WriteInput, ctx: &Context) -> Permission {
@@ -44,41 +70,68 @@ impl Tool for Write {
 
     fn call(input: WriteInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
-        let existing = match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => {
-                return Err(fs::io_error(ctx, &path, &std::io::ErrorKind::IsADirectory.into()));
-            }
-            Ok(meta) => {
-                fs::check_fresh(ctx, &path, &meta)?;
-                Some(std::fs::read_to_string(&path).unwrap_or_default())
-            }
+        let content = normalize_content(&input.file_path, &input.content);
+        let old = match std::fs::read(&path) {
+            Ok(bytes) => Some(TextFile::decode(&bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                return Err(ToolError::invalid_input("EISDIR: illegal operation on a directory, read"));
+            }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
-        fs::replace(&path, input.content.as_bytes())?;
+        if let Some(old) = &old {
+            let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
+            let fresh = fs::read_record(ctx, &path).is_some_and(|r| !r.is_older_than(&meta) || r.saw(&old.text));
+            if !fresh {
+                return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
+            }
+        }
+        // The content's own line endings are kept; the old file's encoding is.
+        let encoding = old.as_ref().map_or(Encoding::Utf8, |f| f.encoding);
+        fs::replace(&path, &fs::encode_as(&content, encoding))?;
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-        fs::record_read(ctx, &path, &meta)?;
-        Ok(Output::text(match existing {
-            None => format!("File created successfully at: {}", path.display()),
-            Some(old) => format!(
-                "The file {} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
-                path.display(),
-                fs::snippet_of_change(&old, &input.content)
-            ),
-        }))
+        fs::record_write(ctx, &path, &meta, &content)?;
+        // An existing but empty file counts as created, as in Claude Code.
+        let updated = old.is_some_and(|f| !f.text.is_empty());
+        let text = if updated {
+            format!("The file {} has been updated successfully.", input.file_path)
+        } else {
+            format!("File created successfully at: {}", input.file_path)
+        };
+        Ok(Output::text(text).with_structured(serde_json::json!({
+            "type": if updated { "update" } else { "create" },
+            "filePath": input.file_path,
+        })))
     }
 }
 
-const PROMPT: &str = "Writes a file to the local filesystem.
-
-Usage:
-- This tool will overwrite the existing file if there is one at the provided path.
-- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first, or if it changed on disk since you read it.
-- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.
-- The write is atomic: on failure the old file is left untouched.";
+/// What Claude Code writes for `content`: trailing whitespace removed from
+/// every line, except in Markdown files.
+pub fn normalize_content(file_path: &str, content: &str) -> String {
+    if fs::keeps_trailing_whitespace(file_path) { content.to_owned() } else { fs::strip_trailing_whitespace(content) }
+}
 
 // What the built-in needs, stamped like any component's requests (the
 // host grants a built-in all it requests).
 toolhost_sdk::requests!(r#"{"workspace": "read-write"}"#);
 
 export_tool!(Write);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_whitespace_is_dropped_outside_markdown() {
+        assert_eq!(normalize_content("/w/a.rs", "fn a() {}  \n\tx\t\r\n"), "fn a() {}\n\tx\r\n");
+        assert_eq!(normalize_content("/w/README.md", "line  \nnext\n"), "line  \nnext\n");
+    }
+
+    #[test]
+    fn schema_is_claude_codes() {
+        let schema = toolhost_sdk::schema::generate::<WriteInput>();
+        assert_eq!(schema["required"], serde_json::json!(["file_path", "content"]));
+        assert_eq!(schema["properties"]["content"]["type"], "string");
+        assert_eq!(schema["additionalProperties"], false);
+    }
+}

@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 /// Bytes kept per stream of a background process between reads.
 pub const BACKGROUND_KEEP: usize = 8 << 20;
 
+/// What a background process's id is made of: `b` (a shell task, as Claude
+/// Code names them) and 8 characters of this alphabet, chosen at random so
+/// an id says nothing about the host's other processes.
+const ID_ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
 /// One stream of a background process: what it printed since the last read.
 #[derive(Default)]
 struct Pending {
@@ -83,7 +88,8 @@ pub struct BackgroundOutput {
 /// Dropping the registry (the host ending) kills them all.
 #[derive(Default)]
 pub struct BackgroundRegistry {
-    next: AtomicU64,
+    /// Mixed into ids when the system's random source fails.
+    fallback: AtomicU64,
     running: Mutex<HashMap<String, Arc<Background>>>,
 }
 
@@ -110,9 +116,32 @@ impl BackgroundRegistry {
             .name("toolhost-background".into())
             .spawn(move || follower.follow(child, deadline))
             .map_err(|e| ProcessError::SpawnFailed(format!("could not start a thread: {e}")))?;
-        let id = format!("bash_{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), entry);
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let id = loop {
+            let id = self.new_id();
+            if !running.contains_key(&id) {
+                break id;
+            }
+        };
+        running.insert(id.clone(), entry);
         Ok(id)
+    }
+
+    /// `b` and 8 random characters of [`ID_ALPHABET`] (`b3k9x0q2a`).
+    fn new_id(&self) -> String {
+        let mut bytes = [0u8; 8];
+        // SAFETY: `bytes` is valid for writes of its length.
+        let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+        if usize::try_from(filled).ok() != Some(bytes.len()) {
+            // No random source: a counter spread over the alphabet (`start`
+            // skips an id already in use).
+            let n = self.fallback.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            bytes = n.to_le_bytes();
+        }
+        let mut id = String::with_capacity(9);
+        id.push('b');
+        id.extend(bytes.iter().map(|b| char::from(ID_ALPHABET[usize::from(*b) % ID_ALPHABET.len()])));
+        id
     }
 
     fn get(&self, session: &str, id: &str) -> Result<Arc<Background>, ProcessError> {
@@ -182,6 +211,11 @@ mod tests {
         let permit = permit(&dirs, Approval::Any);
         let registry = BackgroundRegistry::default();
         let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &permit).unwrap();
+        assert!(
+            id.len() == 9 && id.starts_with('b') && id[1..].bytes().all(|b| ID_ALPHABET.contains(&b)),
+            "ids look like Claude Code's: {id}"
+        );
+        assert_ne!(registry.new_id(), registry.new_id());
         assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));
         let mut seen = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(10);

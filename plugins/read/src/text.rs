@@ -1,0 +1,528 @@
+//! Text files: the selected lines, numbered, in one pass over the file, with
+//! the token cap decided before any text leaves the tool.
+//!
+//! What Claude Code 2.1.88 shows for a text file (tools/FileReadTool and
+//! utils/readFileInRange.ts, utils/file.ts `addLineNumbers`):
+//! - lines are cut at `\n`, a UTF-8 byte order mark at the start is dropped,
+//!   one `\r` is dropped from the end of each line; whatever follows the last
+//!   `\n` is one more line, even when empty (so `a\n` has two lines);
+//! - lines `[offset - 1, offset - 1 + limit)` are selected (`offset` 0 means the
+//!   start too), all of them when there is no `limit`;
+//! - each is shown as `N\tline`, `N` counting from `offset` as given (1 when
+//!   absent), joined with `\n`, nothing after the last line; a line that still
+//!   ends in `\r` loses it too, unless it is the last one shown;
+//! - the token estimate of the selected text (its length in UTF-16 units over
+//!   the bytes-per-token of the file type, rounded) must not exceed the cap;
+//! - when the selected text is empty, a reminder stands in its place.
+
+use std::borrow::Cow;
+use std::io;
+
+/// Largest estimated token count one read may return (`DEFAULT_MAX_OUTPUT_TOKENS`).
+pub const MAX_TOKENS: u64 = 25_000;
+
+/// Bytes read from the file at a time.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// How Claude Code estimates the tokens of a text: its length in UTF-16 code
+/// units over a ratio that depends on the file type, rounded half up
+/// (services/tokenEstimation.ts `roughTokenCountEstimationForFileType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenCap {
+    pub max_tokens: u64,
+    pub bytes_per_token: u64,
+}
+
+impl TokenCap {
+    /// The cap for a file whose extension (lower case, without the dot) is `ext`.
+    pub fn for_extension(ext: &str) -> TokenCap {
+        let bytes_per_token = match ext {
+            "json" | "jsonl" | "jsonc" => 2,
+            _ => 4,
+        };
+        TokenCap { max_tokens: MAX_TOKENS, bytes_per_token }
+    }
+
+    /// The estimate for a text of `units` UTF-16 code units.
+    pub fn estimate(&self, units: u64) -> u64 {
+        (2 * units + self.bytes_per_token) / (2 * self.bytes_per_token)
+    }
+
+    /// Whether a text of `units` code units is over the cap.
+    pub fn exceeded_by(&self, units: u64) -> bool {
+        self.estimate(units) > self.max_tokens
+    }
+}
+
+/// Which lines to show: `offset` and `limit` as the model gave them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub offset: Option<u64>,
+    pub limit: Option<u64>,
+}
+
+/// The result of rendering a text file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The numbered lines not yet handed to the sink.
+    Lines(String),
+    /// The selection is empty: the reminder to show instead.
+    Reminder(String),
+    /// The selected text is over the token cap: its estimate.
+    TooManyTokens(u64),
+}
+
+/// Reads `file` in chunks and renders what Read shows for it. Rendered text
+/// goes to `sink` whenever `flush_at` bytes of it are ready and the cap can no
+/// longer be exceeded (known from `total_size`, the bytes the file holds: the
+/// text of a byte is at most one code unit), and the rest is returned. With
+/// a `cap` and no `total_size`, nothing is streamed.
+pub fn render(
+    mut file: impl io::Read,
+    selection: Selection,
+    cap: Option<TokenCap>,
+    total_size: Option<u64>,
+    flush_at: usize,
+    sink: &mut dyn FnMut(&str),
+) -> io::Result<Outcome> {
+    let mut render = Renderer::new(selection, cap, total_size, flush_at, sink);
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut first = true;
+    loop {
+        // Fill the buffer (after any carried partial line) up to a chunk.
+        let want = buf.len() + READ_CHUNK;
+        let eof = loop {
+            let len = buf.len();
+            if len >= want {
+                break false;
+            }
+            buf.resize(want, 0);
+            match file.read(&mut buf[len..]) {
+                Ok(0) => {
+                    buf.truncate(len);
+                    break true;
+                }
+                Ok(n) => buf.truncate(len + n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
+                Err(e) => return Err(e),
+            }
+        };
+        let mut skip = 0;
+        if first {
+            first = false;
+            if buf.starts_with(b"\xEF\xBB\xBF") {
+                skip = 3;
+            }
+        }
+        if eof {
+            render.feed(&buf[skip..], true);
+            return Ok(render.finish());
+        }
+        // Feed complete lines; a line cut by the chunk waits for the next.
+        if let Some(last) = memchr::memrchr(b'\n', &buf[skip..]) {
+            let end = skip + last + 1;
+            if render.feed(&buf[skip..end], false) == Flow::Done {
+                return Ok(render.finish());
+            }
+            buf.drain(..end);
+        } else if skip > 0 {
+            buf.drain(..skip);
+        }
+    }
+}
+
+/// Whether the renderer needs more of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    More,
+    Done,
+}
+
+struct Renderer<'s> {
+    /// Index (0-based) of the first selected line, and one past the last.
+    start: u64,
+    end: u64,
+    /// The number shown for the first selected line.
+    first_number: u64,
+    /// Lines seen so far.
+    index: u64,
+    /// Lines selected so far.
+    shown: u64,
+    first_line_empty: bool,
+    /// The selected text's UTF-16 code units, plus one per line (counted
+    /// only under a cap).
+    units: u64,
+    /// The last line shown had a second `\r` left out, to be put back if it
+    /// stays the last.
+    pending_cr: bool,
+    /// Over the cap: lines are counted, no longer rendered.
+    over: bool,
+    cap: Option<TokenCap>,
+    total_size: Option<u64>,
+    /// Bytes of the file fed so far.
+    consumed: u64,
+    out: String,
+    flush_at: usize,
+    sink: &'s mut dyn FnMut(&str),
+}
+
+impl<'s> Renderer<'s> {
+    fn new(
+        selection: Selection,
+        cap: Option<TokenCap>,
+        total_size: Option<u64>,
+        flush_at: usize,
+        sink: &'s mut dyn FnMut(&str),
+    ) -> Self {
+        let offset = selection.offset.unwrap_or(1);
+        let start = offset.saturating_sub(1);
+        Renderer {
+            start,
+            end: selection.limit.map_or(u64::MAX, |l| start.saturating_add(l)),
+            first_number: offset,
+            index: 0,
+            shown: 0,
+            first_line_empty: false,
+            units: 0,
+            pending_cr: false,
+            over: false,
+            cap,
+            total_size,
+            consumed: 0,
+            out: String::new(),
+            flush_at,
+            sink,
+        }
+    }
+
+    /// Whether the selected text is empty so far.
+    fn content_empty(&self) -> bool {
+        self.shown == 0 || (self.shown == 1 && self.first_line_empty)
+    }
+
+    /// Whether text may leave now: the whole selection is sure to fit the cap.
+    fn may_flush(&self) -> bool {
+        match (self.cap, self.total_size) {
+            (None, _) => true,
+            (Some(cap), Some(total)) => !cap.exceeded_by(self.units + total.saturating_sub(self.consumed)),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Feeds bytes made of whole lines (each ending in `\n`), or, at the end of
+    /// the file, whatever is left (its last line has no `\n`, and may be empty).
+    fn feed(&mut self, bytes: &[u8], at_end: bool) -> Flow {
+        // Safe at the start of the piece is safe for all of it: its text
+        // adds at most one code unit per byte.
+        let may_flush = self.may_flush();
+        self.consumed += bytes.len() as u64;
+        // Cut at `\n`, so no UTF-8 sequence is split; SIMD validation, and only
+        // invalid text pays for a lossy copy (U+FFFD for each maximal invalid
+        // subpart, as Node decodes it).
+        let text = match simdutf8::basic::from_utf8(bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let b = text.as_bytes();
+        let mut pos = 0;
+
+        // Lines before the selection are only counted.
+        if self.index < self.start {
+            let need = self.start - self.index;
+            let mut seen = 0;
+            for newline in memchr::memchr_iter(b'\n', b) {
+                seen += 1;
+                if seen == need {
+                    pos = newline + 1;
+                    break;
+                }
+            }
+            if seen < need {
+                self.index += seen + u64::from(at_end);
+                return if at_end { Flow::Done } else { Flow::More };
+            }
+            self.index = self.start;
+        }
+
+        // The selected lines.
+        if self.index < self.end {
+            let region = pos;
+            if self.out.capacity() == 0 && !self.over {
+                // Room for this piece's lines and their numbers, within reason.
+                let rest = b.len() - pos;
+                let lines = usize::try_from(self.end - self.index).unwrap_or(usize::MAX);
+                let estimate = rest.min(lines.saturating_mul(128)) + rest / 8;
+                self.out.reserve(estimate.min(self.flush_at.saturating_add(4096)));
+            }
+            let mut stripped = 0u64;
+            let mut last_line = false;
+            while self.index < self.end {
+                let line_end = match memchr::memchr(b'\n', &b[pos..]) {
+                    Some(i) => pos + i,
+                    None if at_end => {
+                        last_line = true;
+                        b.len()
+                    }
+                    None => break,
+                };
+                let mut line = &text[pos..line_end];
+                if let Some(l) = line.strip_suffix('\r') {
+                    line = l;
+                    stripped += 1;
+                }
+                if self.shown == 0 {
+                    self.first_line_empty = line.is_empty();
+                }
+                if !self.over {
+                    self.push_line(line);
+                    if may_flush && self.out.len() >= self.flush_at && !self.pending_cr && !self.content_empty() {
+                        (self.sink)(&self.out);
+                        self.out.clear();
+                    }
+                }
+                self.shown += 1;
+                self.index += 1;
+                if last_line {
+                    pos = b.len();
+                    break;
+                }
+                pos = line_end + 1;
+            }
+            if let Some(cap) = self.cap {
+                self.units += utf16_len(&text[region..pos]) - stripped + u64::from(last_line);
+                if !self.over && cap.exceeded_by(self.units.saturating_sub(1)) {
+                    self.over = true;
+                    self.out = String::new();
+                }
+            }
+            if last_line || (self.index == self.end && !self.content_empty()) {
+                return Flow::Done;
+            }
+        }
+
+        // Lines after the selection count only for the reminder.
+        self.index += memchr::memchr_iter(b'\n', &b[pos..]).count() as u64 + u64::from(at_end);
+        if at_end { Flow::Done } else { Flow::More }
+    }
+
+    /// Appends one selected line, `N\t` before it, `\n` between lines.
+    #[inline]
+    fn push_line(&mut self, line: &str) {
+        if self.shown > 0 {
+            self.out.push('\n');
+        }
+        push_number(&mut self.out, self.first_number.saturating_add(self.shown));
+        self.out.push('\t');
+        // Numbering splits the joined text at `\r?\n`: a line still ending in
+        // `\r` loses it, unless it is the last.
+        match line.strip_suffix('\r') {
+            Some(l) => {
+                self.out.push_str(l);
+                self.pending_cr = true;
+            }
+            None => {
+                self.out.push_str(line);
+                self.pending_cr = false;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Outcome {
+        if self.over
+            && let Some(cap) = self.cap
+        {
+            return Outcome::TooManyTokens(cap.estimate(self.units.saturating_sub(1)));
+        }
+        if self.content_empty() {
+            return Outcome::Reminder(empty_reminder(self.first_number, self.index));
+        }
+        if self.pending_cr {
+            self.out.push('\r');
+        }
+        Outcome::Lines(self.out)
+    }
+}
+
+/// What stands in place of an empty selection. Claude Code counts the text
+/// after the last `\n` as a line, so a file always has at least one line and
+/// its "contents are empty" wording never shows for a text file: an empty
+/// file gets this one, with offset 1 and 1 line.
+pub fn empty_reminder(offset: u64, total_lines: u64) -> String {
+    format!(
+        "<system-reminder>Warning: the file exists but is shorter than the provided offset ({offset}). \
+         The file has {total_lines} lines.</system-reminder>"
+    )
+}
+
+/// The length of `s` in UTF-16 code units, as JavaScript counts a string:
+/// one per character, one more for each of four bytes (a surrogate pair).
+pub fn utf16_len(s: &str) -> u64 {
+    // Counted in blocks small enough for byte counters, which the compiler
+    // turns into vector code (a count per byte is three times slower).
+    let pairs: u64 =
+        s.as_bytes().chunks(255).map(|block| u64::from(block.iter().fold(0u8, |n, &b| n + u8::from(b >= 0xF0)))).sum();
+    s.chars().count() as u64 + pairs
+}
+
+/// Appends `number` in decimal, without the formatting machinery: this runs
+/// once per line shown.
+#[inline]
+fn push_number(out: &mut String, number: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = number;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // SAFETY: `digits[i..]` holds only ASCII digits.
+    out.push_str(unsafe { std::str::from_utf8_unchecked(&digits[i..]) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn show(bytes: &[u8], offset: Option<u64>, limit: Option<u64>) -> Outcome {
+        let cap = Some(TokenCap::for_extension("txt"));
+        render(bytes, Selection { offset, limit }, cap, Some(bytes.len() as u64), usize::MAX, &mut |_| {}).unwrap()
+    }
+
+    fn lines(bytes: &[u8], offset: Option<u64>, limit: Option<u64>) -> String {
+        match show(bytes, offset, limit) {
+            Outcome::Lines(text) => text,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn compact_prefix_joined_without_a_trailing_newline() {
+        assert_eq!(lines(b"one\ntwo", None, None), "1\tone\n2\ttwo");
+        // The text after the last newline is a line, even when empty.
+        assert_eq!(lines(b"one\ntwo\n", None, None), "1\tone\n2\ttwo\n3\t");
+        assert_eq!(lines(b"\n", None, None), "1\t\n2\t");
+    }
+
+    #[test]
+    fn carriage_returns_and_byte_order_mark() {
+        assert_eq!(lines(b"a\r\nb\r\n", None, None), "1\ta\n2\tb\n3\t");
+        // A second `\r` is lost between lines, kept on the last one shown.
+        assert_eq!(lines(b"a\r\r\nb", None, None), "1\ta\n2\tb");
+        assert_eq!(lines(b"a\r\r\nb", None, Some(1)), "1\ta\r");
+        // A lone `\r` does not end a line.
+        assert_eq!(lines(b"a\rb\n", None, Some(1)), "1\ta\rb");
+        assert_eq!(lines(b"\xEF\xBB\xBFhi", None, None), "1\thi");
+        assert_eq!(lines(b"caf\xe9\n", None, Some(1)), "1\tcaf\u{fffd}");
+        // No sniffing for binary content: NUL bytes are text.
+        assert_eq!(lines(b"\0\x01", None, None), "1\t\0\x01");
+    }
+
+    #[test]
+    fn offset_and_limit_select_and_number_lines() {
+        let text = b"1\n2\n3\n4\n5\n";
+        assert_eq!(lines(text, Some(2), Some(2)), "2\t2\n3\t3");
+        assert_eq!(lines(text, Some(5), None), "5\t5\n6\t");
+        // Offset 0 starts at the first line, numbered 0.
+        assert_eq!(lines(text, Some(0), Some(2)), "0\t1\n1\t2");
+        // No line is cut, however long.
+        let long = "x".repeat(5000);
+        assert_eq!(lines(long.as_bytes(), None, None), format!("1\t{long}"));
+    }
+
+    #[test]
+    fn empty_selections_get_the_reminder() {
+        let reminder = |o, n| Outcome::Reminder(empty_reminder(o, n));
+        assert_eq!(show(b"", None, None), reminder(1, 1));
+        assert_eq!(show(b"", Some(0), None), reminder(0, 1));
+        assert_eq!(show(b"a\nb\n", Some(10), None), reminder(10, 3));
+        // The last line of `a\n` is empty: selected alone, nothing to show.
+        assert_eq!(show(b"a\n", Some(2), Some(5)), reminder(2, 2));
+        assert_eq!(show(b"\n\n\n", Some(1), Some(1)), reminder(1, 4));
+        assert_eq!(
+            empty_reminder(9, 5),
+            "<system-reminder>Warning: the file exists but is shorter than the provided offset (9). The file has 5 lines.</system-reminder>"
+        );
+    }
+
+    #[test]
+    fn token_cap_on_the_selected_text() {
+        let cap = TokenCap::for_extension("txt");
+        assert_eq!((cap.estimate(100_001), cap.estimate(100_002)), (25_000, 25_001));
+        assert_eq!(TokenCap::for_extension("json").estimate(50_001), 25_001);
+        assert_eq!(cap.estimate(2), 1, "rounded half up");
+        // 100,001 units (line text and the newlines between lines) fit.
+        let fits = "x".repeat(99_999) + "\n";
+        assert!(matches!(show(fits.as_bytes(), None, None), Outcome::Lines(_)));
+        let over = "x".repeat(100_001) + "\n";
+        assert_eq!(show(over.as_bytes(), None, None), Outcome::TooManyTokens(25_001));
+        // Only the selection counts; a limit keeps it under.
+        let many: String = (0..50_000).map(|_| "abcdefghi\n").collect();
+        assert_eq!(show(many.as_bytes(), None, None), Outcome::TooManyTokens(125_000));
+        assert!(matches!(show(many.as_bytes(), Some(10), Some(100)), Outcome::Lines(_)));
+        // Characters count in UTF-16 units: é one, 😀 two.
+        assert_eq!(utf16_len("é😀a"), 4);
+    }
+
+    #[test]
+    fn streams_only_what_cannot_go_over_the_cap() {
+        // CRLF lines: the text shown is 2,000 units shorter than the file.
+        let body: String = (0..2000).map(|i| format!("line {i}\r\n")).collect();
+        let units = body.len() as u64 - 2000;
+        let run = |cap: Option<TokenCap>, total: Option<u64>, flush_at: usize| {
+            let mut streamed = String::new();
+            let out =
+                render(body.as_bytes(), Selection::default(), cap, total, flush_at, &mut |t| streamed.push_str(t))
+                    .unwrap();
+            (streamed, out)
+        };
+        let Outcome::Lines(expected) = run(None, None, usize::MAX).1 else { panic!() };
+        let size = Some(body.len() as u64);
+        let (streamed, out) = run(Some(TokenCap::for_extension("txt")), size, 1024);
+        assert!(!streamed.is_empty());
+        assert_eq!(out, Outcome::Lines(expected[streamed.len()..].to_string()));
+        assert!(expected.starts_with(&streamed));
+        // Unknown size, or a file whose bytes could be over the cap though
+        // its text is not: held to the end.
+        let (streamed, out) = run(Some(TokenCap::for_extension("txt")), None, 1024);
+        assert_eq!((streamed.as_str(), out), ("", Outcome::Lines(expected.clone())));
+        let tight = TokenCap { max_tokens: units / 4 + 1, bytes_per_token: 4 };
+        assert!(!tight.exceeded_by(units) && tight.exceeded_by(units + 2000));
+        let (streamed, out) = run(Some(tight), size, 1024);
+        assert_eq!((streamed.as_str(), out), ("", Outcome::Lines(expected)));
+        // Over the cap, nothing leaves, and the estimate counts the whole selection.
+        let (streamed, out) = run(Some(TokenCap { max_tokens: 100, bytes_per_token: 4 }), size, 16);
+        assert_eq!((streamed.as_str(), out), ("", Outcome::TooManyTokens((units + 2) / 4)));
+    }
+
+    #[test]
+    fn chunked_reads_match_whole_reads() {
+        // Lines across the 256 KiB chunks, CRLF, a BOM and a long line.
+        let mut body = String::from("\u{feff}");
+        for i in 0..40_000 {
+            body.push_str(&format!("line {i} é 😀\r\n"));
+        }
+        body.push_str(&"y".repeat(300_000));
+        let reader = |limit| {
+            struct Slow<'a>(&'a [u8]);
+            impl io::Read for Slow<'_> {
+                fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                    let n = out.len().min(self.0.len()).min(7919);
+                    out[..n].copy_from_slice(&self.0[..n]);
+                    self.0 = &self.0[n..];
+                    Ok(n)
+                }
+            }
+            render(Slow(body.as_bytes()), Selection { offset: Some(3), limit }, None, None, usize::MAX, &mut |_| {})
+                .unwrap()
+        };
+        let whole = body.trim_start_matches('\u{feff}').split('\n').skip(2);
+        let expected: Vec<String> =
+            whole.enumerate().map(|(i, l)| format!("{}\t{}", i + 3, l.strip_suffix('\r').unwrap_or(l))).collect();
+        assert_eq!(reader(None), Outcome::Lines(expected.join("\n")));
+        assert_eq!(reader(Some(2)), Outcome::Lines(expected[..2].join("\n")));
+    }
+}
