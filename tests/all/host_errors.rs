@@ -22,7 +22,7 @@ fn wrong_type() {
     call(&sb, "Read", &json!({"file_path": 7}), &[])
         .assert_error("The parameter `file_path` type is expected as `string` but provided as `integer`");
     call(&sb, "Grep", &json!({"pattern": "x", "-i": "yes"}), &[])
-        .assert_error("The parameter `-i` type is expected as `boolean or null` but provided as `string`");
+        .assert_error("The parameter `-i` type is expected as `boolean` but provided as `string`");
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn exit_code_and_plain_output() {
     let sb = Sandbox::new();
     let file = sb.write("hello.txt", "hello\nworld\n");
     let ok = toolhost(&sb, &["call", "Read", &json!({"file_path": p(&file)}).to_string()]);
-    assert_eq!((ok.code, ok.stdout.as_str()), (0, "     1\thello\n     2\tworld\n\n"), "{ok:?}");
+    assert_eq!((ok.code, ok.stdout.as_str()), (0, "1\thello\n2\tworld\n3\t\n"), "{ok:?}");
     let bad = toolhost(&sb, &["call", "Nope", "{}"]);
     assert_eq!(bad.code, 1, "{bad:?}");
 }

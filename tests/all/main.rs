@@ -8,6 +8,7 @@ mod support;
 
 mod bash;
 mod check;
+mod compat;
 mod file_tools;
 mod grants;
 mod hooks;
@@ -20,6 +21,7 @@ mod mcp;
 mod modes;
 mod network;
 mod new;
+mod notebook;
 mod permissions;
 mod prompt;
 mod python;

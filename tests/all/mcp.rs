@@ -63,7 +63,7 @@ const RULES: &[&str] = &[
     "--allow",
     "Bash",
     "--allow",
-    "KillShell",
+    "TaskStop",
     "--deny",
     "Bash(curl:*)",
     "--ask",

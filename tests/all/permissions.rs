@@ -77,11 +77,29 @@ fn decide(sb: &Sandbox, mut settings: Settings, mode: PermissionMode, tool: &str
         .child_confinement(toolhost::Confinement::BestEffort)
         .build()
         .expect("host");
-    let tool_use = ToolUse { id: "toolu_table".into(), name: tool.into(), input: input.clone() };
-    let result = host.call(&host.ephemeral_session(), &tool_use, &CallOptions::default());
+    let session = host.ephemeral_session();
+    let mut input = input.clone();
+    // Edit and Write check before the permission step, as Claude Code does,
+    // that an existing file was read and that old_string is in it: read the
+    // file first in the session, and edit its whole text.
+    if let ("Edit" | "Write", Some(path)) = (tool, input["file_path"].as_str().map(str::to_owned)) {
+        let read = ToolUse { id: "toolu_read".into(), name: "Read".into(), input: json!({"file_path": path}) };
+        host.call(&session, &read, &CallOptions::default());
+        if let (Ok(text), "Edit") = (std::fs::read_to_string(&path), tool) {
+            input["old_string"] = json!(text);
+            input["new_string"] = json!(format!("{text}x"));
+        }
+    }
+    let before = std::fs::read_to_string(&audit).unwrap_or_default().lines().count();
+    let tool_use = ToolUse { id: "toolu_table".into(), name: tool.into(), input };
+    let result = host.call(&session, &tool_use, &CallOptions::default());
     let text = std::fs::read_to_string(&audit).unwrap_or_default();
-    let lines: Vec<Value> =
-        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["event"] == "decision").collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .skip(before)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["event"] == "decision")
+        .collect();
     if lines.is_empty() {
         return match result.text() {
             t if t.contains("No such tool available") => "none".into(),
@@ -162,11 +180,13 @@ fn decisions_follow_rules_hooks_and_modes() {
         (&none, Edits, "Bash", bash("touch x"), "ask"),
         (&none, DontAsk, "Bash", bash("touch x"), "deny:mode"),
         (&none, Bypass, "Bash", bash("touch x"), "allow:mode"),
-        (&none, Plan, "BashOutput", json!({"bash_id": "bash_1"}), "allow:mode"),
-        (&none, Dflt, "BashOutput", json!({"bash_id": "bash_1"}), "allow:mode"),
-        (&none, Plan, "KillShell", json!({"shell_id": "bash_1"}), "deny:mode"),
-        (&none, Dflt, "KillShell", json!({"shell_id": "bash_1"}), "allow:tool"),
-        (&none, Bypass, "KillShell", json!({"shell_id": "bash_1"}), "allow:tool"),
+        // dangerouslyDisableSandbox asks, even for a read-only command; the
+        // mode resolves the ask, and deny rules come first.
+        (&none, Dflt, "Bash", json!({"command": "ls", "dangerouslyDisableSandbox": true}), "ask"),
+        (&none, Plan, "Bash", json!({"command": "ls", "dangerouslyDisableSandbox": true}), "deny:mode"),
+        (&none, DontAsk, "Bash", json!({"command": "ls", "dangerouslyDisableSandbox": true}), "deny:mode"),
+        (&none, Bypass, "Bash", json!({"command": "ls", "dangerouslyDisableSandbox": true}), "allow:mode"),
+        (&bash_rules, Bypass, "Bash", json!({"command": "rm -f x", "dangerouslyDisableSandbox": true}), "deny:rule:Bash(rm:*)"),
         (&none, Dflt, "Echo", json!({"text": "hi"}), "allow:mode"),
         // Sensitive paths: asked in every mode.
         (&none, Edits, "Write", write(".git/config"), "ask"),

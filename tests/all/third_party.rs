@@ -186,10 +186,26 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     // One line per tool; the capability lines under a tool are indented.
     let names: Vec<&str> =
         r.stdout.lines().filter(|l| !l.starts_with(' ')).map(|l| l.split_whitespace().next().unwrap()).collect();
-    assert_eq!(names, ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "WebFetch", "Write", "Echo"]);
+    assert_eq!(
+        names,
+        [
+            "Bash",
+            "Edit",
+            "Glob",
+            "Grep",
+            "NotebookEdit",
+            "Read",
+            "TaskOutput",
+            "TaskStop",
+            "ToolSearch",
+            "WebFetch",
+            "Write",
+            "Echo"
+        ]
+    );
     for expected in [
         "broken on purpose while describing itself",
-        "was built against toolhost contract 2.0.0, but this host implements contract 1.3.0",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.4.0",
         "imports the `files` capability, which is not granted to it",
         "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",

@@ -14,15 +14,66 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
     let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "WebFetch", "Write", "Adversary", "Echo"]
+        [
+            "Bash",
+            "Edit",
+            "Glob",
+            "Grep",
+            "NotebookEdit",
+            "Read",
+            "TaskOutput",
+            "TaskStop",
+            "ToolSearch",
+            "WebFetch",
+            "Write",
+            "Adversary",
+            "Echo"
+        ]
     );
+    // As in Claude Code, NotebookEdit and the background-task tools are
+    // deferred: listed by name until ToolSearch loads them.
     for tool in list.as_array().unwrap() {
+        let keys = tool.as_object().unwrap().keys().collect::<Vec<_>>();
+        if ["NotebookEdit", "TaskOutput", "TaskStop"].contains(&tool["name"].as_str().unwrap()) {
+            assert_eq!(keys, ["name", "deferred"], "{tool}");
+            continue;
+        }
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
         assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
-        assert_eq!(tool.as_object().unwrap().keys().collect::<Vec<_>>(), ["name", "description", "input_schema"]);
+        assert_eq!(keys, ["name", "description", "input_schema"]);
     }
     let second = toolhost(&sb, &["tools", "--json"]);
     assert_eq!(first.stdout, second.stdout, "byte-stable across runs");
+}
+
+/// A model is given each built-in's full prompt as its description (people
+/// get the one-liner from `toolhost tools`), and schemas in the subset every
+/// function-calling API accepts; deferred ones included (what ToolSearch and
+/// MCP give).
+#[test]
+fn builtins_are_offered_with_their_prompts_and_portable_schemas() {
+    let sb = Sandbox::new();
+    let host = toolhost::Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(None)
+        .data_dir(&sb.data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .build()
+        .expect("host");
+    let people = toolhost(&sb, &["tools"]);
+    let pool = host.pool();
+    assert!(pool.len() >= 11, "{}", pool.len());
+    for tool in pool {
+        let definition = tool.spec.definition();
+        let name = definition["name"].as_str().unwrap();
+        let description = definition["description"].as_str().unwrap();
+        assert_eq!(description, tool.spec.prompt, "{name}");
+        assert!(description.len() >= 200, "{name}: a prompt of {} characters", description.len());
+        let line = people.stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
+        assert!(line.contains(&tool.spec.description) && line.len() < 200, "{name}: {line}");
+        let problems = toolhost::registry::portability_problems(&definition["input_schema"]);
+        assert!(problems.is_empty(), "{name}: {problems:#?}");
+    }
 }
 
 #[test]
@@ -39,7 +90,11 @@ fn builtin_schemas_follow_claude_code() {
     };
     assert_eq!(
         props("Read"),
-        (vec!["file_path".into(), "limit".into(), "offset".into()], serde_json::json!(["file_path"]), false.into())
+        (
+            vec!["file_path".into(), "limit".into(), "offset".into(), "pages".into()],
+            serde_json::json!(["file_path"]),
+            false.into()
+        )
     );
     assert_eq!(props("Write").0, ["content", "file_path"]);
     assert_eq!(props("Edit").0, ["file_path", "new_string", "old_string", "replace_all"]);
@@ -102,7 +157,7 @@ fn descriptions_are_cached_and_bad_entries_are_rebuilt() {
         (String::from_utf8_lossy(&out.stdout).into_owned(), described)
     };
     let (listed, described) = tools();
-    assert!(listed.contains("Echo        Echoes its input."), "{listed}");
+    assert!(listed.lines().any(|l| l.starts_with("Echo ") && l.contains("  Echoes its input.  [")), "{listed}");
     assert_eq!(described, ["Echo"], "only Echo had no saved description");
     assert_eq!(tools(), (listed.clone(), vec![]), "a second start instantiates nothing");
 

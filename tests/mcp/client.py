@@ -150,7 +150,7 @@ async def scenario_main():
         tools = await c.list_tools()
         names = [t.name for t in tools]
         assert names == sorted(names), names
-        for expected in ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write"]:
+        for expected in ["Bash", "Edit", "Glob", "Grep", "Read", "TaskOutput", "TaskStop", "Write"]:
             assert expected in names, names
         for t in tools:
             schema = field(t, 'inputSchema')
@@ -158,9 +158,9 @@ async def scenario_main():
             assert schema.get("type") == "object", (t.name, schema)
             assert t.description, t.name
         by_name = {t.name: t for t in tools}
-        for name in ["Read", "Glob", "Grep", "BashOutput"]:
+        for name in ["Read", "Glob", "Grep", "TaskOutput"]:
             assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is True, name
-        for name in ["Write", "Edit", "KillShell"]:
+        for name in ["Write", "Edit", "TaskStop"]:
             assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is False, name
         # Read-only or not depends on the command: no claim.
         assert by_name["Bash"].annotations is None or field(by_name["Bash"].annotations, "readOnlyHint") is None
@@ -184,19 +184,15 @@ async def scenario_main():
         err(await c.call("Bash", {"command": "exit 3"}), "Bash exit 3")
         err(await c.call("Bash", {}), "Bash bad", "command")
         started = ok(await c.call("Bash", {"command": "echo background", "run_in_background": True}), "Bash bg")
-        bash_id = re.search(r'bash_id "([^"]+)"', started).group(1)
-        for _ in range(50):
-            out = ok(await c.call("BashOutput", {"bash_id": bash_id}), "BashOutput")
-            if "background" in out:
-                break
-            await asyncio.sleep(0.1)
-        assert "background" in out, out
-        err(await c.call("BashOutput", {"bash_id": "nope"}), "BashOutput unknown id")
-        err(await c.call("BashOutput", {}), "BashOutput bad")
+        task_id = re.search(r'ID: (b[0-9a-z]{8})', started).group(1)
+        out = ok(await c.call("TaskOutput", {"task_id": task_id}), "TaskOutput")
+        assert "<output>\nbackground\n</output>" in out, out
+        err(await c.call("TaskOutput", {"task_id": "nope"}), "TaskOutput unknown id")
+        err(await c.call("TaskOutput", {}), "TaskOutput bad")
         started = ok(await c.call("Bash", {"command": "sleep 30", "run_in_background": True}), "Bash bg sleep")
-        shell_id = re.search(r'bash_id "([^"]+)"', started).group(1)
-        ok(await c.call("KillShell", {"shell_id": shell_id}), "KillShell")
-        err(await c.call("KillShell", {}), "KillShell bad")
+        task_id = re.search(r'ID: (b[0-9a-z]{8})', started).group(1)
+        ok(await c.call("TaskStop", {"task_id": task_id}), "TaskStop")
+        err(await c.call("TaskStop", {}), "TaskStop bad")
         passed("every built-in tool, with good and bad input")
 
         err(await c.call("NoSuchTool", {"x": 1}), "unknown tool", "No such tool")
