@@ -312,7 +312,8 @@ fn exit_codes_as_claude_code_reads_them() {
         "Exit code 2\ngrep: no-such.txt: No such file or directory"
     );
     assert_eq!(
-        bash(&sb, "echo out; echo err >&2; exit 3", &bypass).assert_error("Exit code 3"),
+        // The streams are two pipes, merged as they arrive: a pause orders them.
+        bash(&sb, "echo out; sleep 0.2; echo err >&2; exit 3", &bypass).assert_error("Exit code 3"),
         "Exit code 3\nout\nerr"
     );
     assert_eq!(bash(&sb, "printf '\\n\\n  x  \\n\\n'", &[]).assert_ok(), "  x");
