@@ -54,7 +54,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.4.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.5.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //!
 //! # Security
@@ -73,13 +73,14 @@ pub mod fs;
 mod output;
 pub mod process;
 pub mod schema;
+pub mod search;
 pub mod shell;
 
 pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.4.0";
+pub const CONTRACT_VERSION: &str = "1.5.0";
 
 #[doc(hidden)]
 pub mod __private {

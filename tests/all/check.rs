@@ -9,7 +9,7 @@ fn a_good_component_passes() {
     let r = toolhost(&sb, &["check", ECHO]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("is the tool `Echo`"), "{}", r.stdout);
-    assert!(r.stdout.contains("contract:      1.4.0"), "{}", r.stdout);
+    assert!(r.stdout.contains("contract:      1.5.0"), "{}", r.stdout);
     assert!(r.stdout.contains("capabilities:  progress"), "{}", r.stdout);
 }
 

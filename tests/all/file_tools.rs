@@ -331,6 +331,41 @@ fn grep_modes_through_the_binary() {
     assert_eq!(call(&sb, "Grep", &json!({"pattern": "(unclosed"}), &[]).assert_ok(), "No files found");
 }
 
+/// Grep searches through the host's ripgrep on every core; the output keeps
+/// the walk's order and every context separator, and skips what deny rules
+/// hide from reads.
+#[test]
+fn grep_in_parallel_keeps_order_context_and_hidden_paths() {
+    let sb = Sandbox::new();
+    let mut expected = String::new();
+    for d in 0..4 {
+        for f in 0..12 {
+            let rel = format!("d{d}/f{f:02}.txt");
+            sb.write(&rel, format!("a\nneedle {d} {f}\nb\nc\nd\nneedle again\n"));
+            if !expected.is_empty() {
+                expected.push_str("--\n");
+            }
+            // Claude Code makes the paths of match lines relative, not of context lines.
+            let abs = p(&sb.ws(&rel));
+            expected.push_str(&format!(
+                "{abs}-1-a\n{rel}:2:needle {d} {f}\n{abs}-3-b\n--\n{abs}-5-d\n{rel}:6:needle again\n"
+            ));
+        }
+    }
+    sb.write("secret/key.txt", "needle secret\n");
+    let input = json!({"pattern": "needle", "output_mode": "content", "-C": 1, "head_limit": 0, "path": p(&sb.ws(""))});
+    let r = call(&sb, "Grep", &input, &["--deny", "Read(./secret/**)"]);
+    assert_eq!(format!("{}\n", r.assert_ok()), expected);
+    // A page stops the search early and is the same page as one thread's.
+    let page =
+        call(&sb, "Grep", &json!({"pattern": "needle", "output_mode": "content", "head_limit": 7}), &[]).assert_ok();
+    assert!(
+        page.starts_with("d0/f00.txt:2:needle 0 0\nd0/f00.txt:6:needle again\nd0/f01.txt:2:needle 0 1\n"),
+        "{page}"
+    );
+    assert!(page.ends_with("[Showing results with pagination = limit: 7]"), "{page}");
+}
+
 #[test]
 fn oversized_results_are_persisted_and_readable() {
     let sb = Sandbox::new();

@@ -198,3 +198,34 @@ fn the_working_directories_and_the_process_are_granted_only_when_asked_and_grant
     spawn(&[]).assert_ok();
     assert!(made.exists());
 }
+
+/// The `search` capability (the host's ripgrep) reaches only what the call
+/// may read: the granted working directories, not a path outside them, not
+/// through a symlink, not what a deny rule hides.
+#[test]
+fn the_search_capability_stays_inside_what_the_call_may_read() {
+    use toolhost_tests::FILES_THIEF;
+    let sb = Sandbox::new();
+    sb.install(FILES_THIEF);
+    sb.write("src/mine.txt", "needle inside\n");
+    sb.write("secret/key.txt", "needle secret\n");
+    let outside = sb.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("loot.txt"), "needle outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, sb.ws("door")).unwrap();
+    std::os::unix::fs::symlink(outside.join("loot.txt"), sb.ws("src/loot-link.txt")).unwrap();
+    let settings = json!({"toolGrants": {"Thief": {"workspace": "read-write"}}}).to_string();
+    let search = |path: &std::path::Path| {
+        let input = json!({"path": p(path), "search": "needle"});
+        call(&sb, "Thief", &input, &["--settings", &settings, "--allow", "Thief", "--deny", "Read(./secret/**)"])
+    };
+    let found = search(&sb.ws(""));
+    let text = found.assert_ok();
+    assert!(text.contains("needle inside"), "{found:?}");
+    assert!(!text.contains("outside"), "symlinks are not followed: {found:?}");
+    assert!(!text.contains("needle secret"), "what a deny rule hides is skipped: {found:?}");
+    for escape in [outside.clone(), sb.ws("door"), sb.ws("src/loot-link.txt"), sb.ws("src/../../outside")] {
+        let r = search(&escape);
+        assert!(r.is_error() && r.text().contains("outside the directories this call may read"), "{escape:?}: {r:?}");
+    }
+}

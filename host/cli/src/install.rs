@@ -430,6 +430,7 @@ fn refused_imports(tool: &LoadedTool, granted: &Requests, project: &Path) -> Vec
                 (grants.files != FileAccess::ReadWrite).then_some("the working directories (read-write)")
             }
             Capability::Process => (!grants.process).then_some("the process capability"),
+            Capability::Search => (!grants.reads_files()).then_some("files to read (the workspace or a directory)"),
             Capability::Progress
             | Capability::Session
             | Capability::Output

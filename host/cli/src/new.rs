@@ -28,6 +28,7 @@ const RUST_SDK: &[(&str, &str)] = &[
     ("src/output.rs", include_str!("../../../sdk/src/output.rs")),
     ("src/process.rs", include_str!("../../../sdk/src/process.rs")),
     ("src/schema.rs", include_str!("../../../sdk/src/schema.rs")),
+    ("src/search.rs", include_str!("../../../sdk/src/search.rs")),
     ("src/shell.rs", include_str!("../../../sdk/src/shell.rs")),
 ];
 

@@ -1,8 +1,9 @@
 //! The contract's host side: the WIT bindings of the current contract and of
-//! each frozen one (`v1_0_0` to `v1_3_0`), the version-independent view of a tool's
+//! each frozen one (`v1_0_0` to `v1_3_0`; 1.4.0 differs from today's only by an
+//! import, so its exports are served by today's bindings), the version-independent view of a tool's
 //! exports ([`Guest`]), what a component is ([`Shape`]: its contract version
 //! and the capabilities it imports), and the host interfaces, one file each
-//! (`progress`, `output`, `session`, `policy`, `files`, `shell`, `process`),
+//! (`progress`, `output`, `session`, `policy`, `files`, `search`, `shell`, `process`),
 //! all working on the [`CallScope`] of the call a Store serves.
 
 pub(crate) mod bindings;
@@ -17,6 +18,7 @@ mod progress;
 pub mod requests;
 pub mod scan;
 mod scope;
+mod search;
 mod session;
 mod shape;
 mod shell;
@@ -35,7 +37,7 @@ pub use session::Namespace;
 pub use shape::{Capability, Shape, ShapeError, Version, check_header, inspect};
 
 /// The contract version this host implements (the package version in `wit/`).
-pub const CONTRACT: Version = Version(1, 4, 0);
+pub const CONTRACT: Version = Version(1, 5, 0);
 /// The contract's package, without version.
 pub const PACKAGE: &str = "toolhost:tool";
 

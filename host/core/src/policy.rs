@@ -222,6 +222,10 @@ impl CallRules for ToolRules {
     fn hidden_paths(&self) -> Vec<String> {
         self.rules.hidden_paths(&self.tool, &self.roles)
     }
+
+    fn hidden_from_searches(&self) -> Vec<String> {
+        self.rules.hidden_from_searches(&self.tool)
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 //! Grep, which runs `rg --hidden --glob '!.git' … --max-columns 500` and
 //! post-processes its output.
 
-use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde::Deserializer;
 use std::path::{Path, PathBuf};
 use toolhost_sdk::fs::{self, Access};
@@ -13,7 +11,7 @@ use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, T
 /// Lines or entries returned when the model gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
 /// Longer lines are replaced by a note, as `rg --max-columns 500` does.
-pub const MAX_COLUMNS: u64 = 500;
+pub const MAX_COLUMNS: u32 = 500;
 /// Directories of version control systems, never searched.
 pub const VCS_DIRECTORIES: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
@@ -173,7 +171,8 @@ impl Tool for Grep {
             Some(given) => fs::confine(ctx, given, Access::Read)?,
             None => PathBuf::from(ctx.cwd()),
         };
-        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::Hidden::of_call())?;
+        // The host's search skips what the permission rules hide.
+        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::Hidden::default())?;
         let mode = input.output_mode.unwrap_or_default();
         let mut structured = serde_json::json!({
             "mode": mode.name(),
@@ -235,7 +234,7 @@ pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden
     };
     let (items, applied_limit) = match mode {
         OutputMode::Content => {
-            let lines = ripgrep(cwd, root, input, hidden, mode, page.enough());
+            let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
             let (items, applied) = page.apply(lines);
             // `path:…`: the path is what precedes the first colon.
             let items: Vec<String> = items
@@ -248,7 +247,7 @@ pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden
             (items, applied)
         }
         OutputMode::Count => {
-            let (items, applied) = page.apply(ripgrep(cwd, root, input, hidden, mode, None));
+            let (items, applied) = page.apply(ripgrep(cwd, root, input, hidden, mode, None)?);
             // `path:count`: the path is what precedes the last colon.
             let items: Vec<String> = items
                 .into_iter()
@@ -260,7 +259,7 @@ pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden
             (items, applied)
         }
         OutputMode::FilesWithMatches => {
-            let mut dated: Vec<(f64, String)> = ripgrep(cwd, root, input, hidden, mode, None)
+            let mut dated: Vec<(f64, String)> = ripgrep(cwd, root, input, hidden, mode, None)?
                 .into_iter()
                 .map(|p| (mtime_ms(Path::new(&p)), p))
                 .collect();
@@ -389,46 +388,38 @@ fn ripgrep(
     hidden: &fs::Hidden,
     mode: OutputMode,
     enough: Option<usize>,
-) -> Vec<String> {
-    let stdout = ripgrep_output(cwd, root, input, hidden, mode, enough).unwrap_or_default();
-    String::from_utf8_lossy(&stdout)
+) -> Result<Vec<String>, ToolError> {
+    let stdout = match ripgrep_query(cwd, root, input, mode, enough) {
+        Some(query) => engine::run(query, hidden)?,
+        None => Vec::new(),
+    };
+    Ok(String::from_utf8_lossy(&stdout)
         .trim_matches(fs::is_js_whitespace)
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect())
 }
 
 /// A context length as ripgrep parses it: a non-negative integer.
-fn context_len(n: Option<f64>) -> Result<usize, ()> {
+fn context_len(n: Option<f64>) -> Option<u32> {
     match n {
-        None => Ok(0),
-        Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 1e18 => Ok(n as usize),
-        Some(_) => Err(()),
+        None => Some(0),
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX) => Some(n as u32),
+        Some(_) => None,
     }
 }
 
-/// What `rg` prints on stdout for `input`, or `Err` where ripgrep exits with
-/// an error before printing anything (bad pattern, glob, type or number).
-fn ripgrep_output(
+/// The arguments Claude Code's Grep gives `rg` for `input`, or `None` where
+/// ripgrep refuses a number before searching (and prints nothing).
+fn ripgrep_query(
     cwd: &Path,
     root: &Path,
     input: &GrepInput,
-    hidden: &fs::Hidden,
     mode: OutputMode,
     enough: Option<usize>,
-) -> Result<Vec<u8>, ()> {
-    let multiline = input.multiline.unwrap_or(false);
-    let mut matcher = RegexMatcherBuilder::new();
-    matcher.case_insensitive(input.case_insensitive.unwrap_or(false)).multi_line(true);
-    if multiline {
-        matcher.dot_matches_new_line(true);
-    } else {
-        matcher.line_terminator(Some(b'\n'));
-    }
-    let matcher = matcher.build(&input.pattern).map_err(drop)?;
-
+) -> Option<engine::Query> {
     // -C/context win over -B/-A; context over -C.
     let (before, after) = match mode {
         OutputMode::Content => match input.context.or(input.context_short) {
@@ -437,104 +428,103 @@ fn ripgrep_output(
         },
         OutputMode::FilesWithMatches | OutputMode::Count => (0, 0),
     };
-    let single_file = root.is_file();
-    let mut searcher = SearcherBuilder::new()
-        // A file named on the command line is searched whole, as ripgrep does.
-        .binary_detection(if single_file { BinaryDetection::convert(0) } else { BinaryDetection::quit(0) })
-        .line_number(mode == OutputMode::Content && input.line_numbers.unwrap_or(true))
-        .before_context(before)
-        .after_context(after)
-        .multi_line(multiline)
-        .build();
+    Some(engine::Query {
+        pattern: input.pattern.clone(),
+        root: root.to_string_lossy().into_owned(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        mode: match mode {
+            OutputMode::Content => engine::SearchMode::Content,
+            OutputMode::Count => engine::SearchMode::Count,
+            OutputMode::FilesWithMatches => engine::SearchMode::FilesWithMatches,
+        },
+        case_insensitive: input.case_insensitive.unwrap_or(false),
+        multiline: input.multiline.unwrap_or(false),
+        line_numbers: mode == OutputMode::Content && input.line_numbers.unwrap_or(true),
+        before,
+        after,
+        globs: split_globs(input.glob.as_deref().unwrap_or("")).into_iter().map(str::to_owned).collect(),
+        file_type: input.file_type.clone().filter(|t| !t.is_empty()),
+        max_columns: Some(MAX_COLUMNS),
+        enough_lines: enough.map(|e| e as u64),
+    })
+}
 
-    let files = walk(cwd, root, input, hidden)?;
-    match mode {
-        OutputMode::Content => {
-            let mut printer = grep_printer::StandardBuilder::new()
-                .path(!single_file)
-                .max_columns(Some(MAX_COLUMNS))
-                .separator_search((before > 0 || after > 0).then(|| b"--".to_vec()))
-                .build_no_color(Vec::new());
-            let (mut lines, mut seen) = (0usize, 0usize);
-            for path in files {
-                let _ = searcher.search_path(&matcher, &path, printer.sink_with_path(&matcher, &path));
-                if let Some(enough) = enough {
-                    let buf = printer.get_mut().get_ref();
-                    lines += buf[seen..].iter().filter(|&&b| b == b'\n').count();
-                    seen = buf.len();
-                    if lines > enough {
-                        break;
-                    }
-                }
-            }
-            Ok(printer.into_inner().into_inner())
-        }
-        OutputMode::Count => {
-            let mut printer = grep_printer::SummaryBuilder::new()
-                .kind(grep_printer::SummaryKind::Count)
-                .path(!single_file)
-                .build_no_color(Vec::new());
-            for path in files {
-                let _ = searcher.search_path(&matcher, &path, printer.sink_with_path(&matcher, &path));
-            }
-            Ok(printer.into_inner().into_inner())
-        }
-        OutputMode::FilesWithMatches => {
-            let mut out = Vec::new();
-            for path in files {
-                let mut sink = FirstMatch(false);
-                if searcher.search_path(&matcher, &path, &mut sink).is_ok() && sink.0 {
-                    out.extend_from_slice(path.to_string_lossy().as_bytes());
-                    out.push(b'\n');
-                }
-            }
-            Ok(out)
-        }
+/// In the component: the host's `search` capability (ripgrep natively, on
+/// every core, skipping what the permission rules hide).
+#[cfg(target_arch = "wasm32")]
+mod engine {
+    pub use toolhost_sdk::search::{Query, SearchMode};
+    use toolhost_sdk::{ToolError, fs};
+
+    pub fn run(query: Query, _hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
+        toolhost_sdk::search::run(&query)
     }
 }
 
-/// The files to search under `root`, in a stable order, as ripgrep picks
-/// them: `.gitignore`/`.ignore`/`.rgignore` respected, hidden files
-/// included, version control directories skipped, then the `glob` and
-/// `type` filters; globs are read as ripgrep reads them from `cwd`.
-fn walk(
-    cwd: &Path,
-    root: &Path,
-    input: &GrepInput,
-    hidden: &fs::Hidden,
-) -> Result<impl Iterator<Item = PathBuf> + use<>, ()> {
-    let hidden = hidden.clone();
-    let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
-    for dir in VCS_DIRECTORIES {
-        overrides.add(&format!("!{dir}")).map_err(drop)?;
+/// Natively (unit tests, benchmarks): the same engine the host runs.
+#[cfg(not(target_arch = "wasm32"))]
+mod engine {
+    use std::path::PathBuf;
+    use toolhost_sdk::{ToolError, fs};
+    use toolhost_search::{Confinement, Error, Mode, Options};
+
+    pub struct Query {
+        pub pattern: String,
+        pub root: String,
+        pub cwd: String,
+        pub mode: SearchMode,
+        pub case_insensitive: bool,
+        pub multiline: bool,
+        pub line_numbers: bool,
+        pub before: u32,
+        pub after: u32,
+        pub globs: Vec<String>,
+        pub file_type: Option<String>,
+        pub max_columns: Option<u32>,
+        pub enough_lines: Option<u64>,
     }
-    for glob in split_globs(input.glob.as_deref().unwrap_or("")) {
-        overrides.add(glob).map_err(drop)?;
+
+    pub enum SearchMode {
+        Content,
+        Count,
+        FilesWithMatches,
     }
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        // The sandbox cannot see a repository's root above the working
-        // directory: read .gitignore files whether or not one is found.
-        .require_git(false)
-        .overrides(overrides.build().map_err(drop)?)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| !hidden.contains(e.path(), e.file_type().is_some_and(|t| t.is_dir())));
-    if let Some(ty) = input.file_type.as_deref().filter(|t| !t.is_empty()) {
-        let mut types = ignore::types::TypesBuilder::new();
-        types.add_defaults();
-        types.select(ty);
-        builder.types(types.build().map_err(drop)?);
+
+    pub fn run(query: Query, hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
+        let hidden = hidden.clone();
+        let options = Options {
+            threads: Options::cores(),
+            max_output: 64 << 20,
+            confinement: Confinement::Ambient,
+            skip: std::sync::Arc::new(move |path, is_dir| hidden.contains(path, is_dir)),
+            stop: &|| false,
+        };
+        let query = toolhost_search::Query {
+            pattern: query.pattern,
+            root: PathBuf::from(query.root),
+            cwd: PathBuf::from(query.cwd),
+            mode: match query.mode {
+                SearchMode::Content => Mode::Content,
+                SearchMode::Count => Mode::Count,
+                SearchMode::FilesWithMatches => Mode::FilesWithMatches,
+            },
+            case_insensitive: query.case_insensitive,
+            multiline: query.multiline,
+            line_numbers: query.line_numbers,
+            before: query.before as usize,
+            after: query.after as usize,
+            globs: query.globs,
+            file_type: query.file_type,
+            max_columns: query.max_columns.map(u64::from),
+            enough_lines: query.enough_lines,
+        };
+        match toolhost_search::run(&query, &options) {
+            Ok(out) => Ok(out),
+            Err(Error::Invalid(_)) => Ok(Vec::new()),
+            Err(Error::TooLarge(bytes)) => Err(toolhost_sdk::search::too_large(bytes)),
+            Err(Error::Interrupted) => Err(ToolError::io("the search was interrupted")),
+        }
     }
-    Ok(builder
-        .build()
-        .flatten()
-        // A file named as the path is searched whatever it is; below, regular files only.
-        .filter(|e| {
-            let file_type = e.file_type();
-            file_type.is_some_and(|t| t.is_file()) || (e.depth() == 0 && !file_type.is_some_and(|t| t.is_dir()))
-        })
-        .map(ignore::DirEntry::into_path))
 }
 
 /// Claude Code's reading of the `glob` argument: split at whitespace; a
@@ -550,17 +540,6 @@ pub fn split_globs(glob: &str) -> Vec<&str> {
     }
     out.retain(|g| !g.is_empty());
     out
-}
-
-/// Stops at the first match.
-struct FirstMatch(bool);
-
-impl Sink for FirstMatch {
-    type Error = std::io::Error;
-    fn matched(&mut self, _: &Searcher, _: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        self.0 = true;
-        Ok(false)
-    }
 }
 
 // What the built-in needs, stamped like any component's requests (the

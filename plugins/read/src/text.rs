@@ -16,7 +16,7 @@
 //! - when the selected text is empty, a reminder stands in its place.
 
 use std::borrow::Cow;
-use std::io;
+use std::io::{self, Read as _};
 
 /// Largest estimated token count one read may return (`DEFAULT_MAX_OUTPUT_TOKENS`).
 pub const MAX_TOKENS: u64 = 25_000;
@@ -86,27 +86,17 @@ pub fn render(
     sink: &mut dyn FnMut(&str),
 ) -> io::Result<Outcome> {
     let mut render = Renderer::new(selection, cap, total_size, flush_at, sink);
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // A small file gets a buffer of its size: memory a call touches is memory
+    // the instance must fault in and the host must reset after it.
+    let chunk =
+        total_size.map_or(READ_CHUNK, |size| usize::try_from(size).unwrap_or(READ_CHUNK).clamp(1, READ_CHUNK - 1) + 1);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
     let mut first = true;
     loop {
-        // Fill the buffer (after any carried partial line) up to a chunk.
-        let want = buf.len() + READ_CHUNK;
-        let eof = loop {
-            let len = buf.len();
-            if len >= want {
-                break false;
-            }
-            buf.resize(want, 0);
-            match file.read(&mut buf[len..]) {
-                Ok(0) => {
-                    buf.truncate(len);
-                    break true;
-                }
-                Ok(n) => buf.truncate(len + n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-                Err(e) => return Err(e),
-            }
-        };
+        // Append up to a chunk (after any carried partial line), into the
+        // buffer's spare capacity: nothing is zeroed first.
+        let read = (&mut file).take(chunk as u64).read_to_end(&mut buf)?;
+        let eof = read < chunk;
         let mut skip = 0;
         if first {
             first = false;

@@ -12,6 +12,10 @@ pub trait CallRules: CommandRules {
     /// Absolute glob patterns of what deny and ask rules keep from the
     /// tool's reads (a trailing `/`: directories only).
     fn hidden_paths(&self) -> Vec<String>;
+
+    /// The same for a search the host runs for the tool (`search.run`),
+    /// which reads whatever the tool's fields declare.
+    fn hidden_from_searches(&self) -> Vec<String>;
 }
 
 impl policy::Host for CallView<'_> {

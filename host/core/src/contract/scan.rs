@@ -172,7 +172,7 @@ const WASI: &[&str] = &[
 const WASI_HTTP: &[&str] = &["wasi:http/types", "wasi:http/outgoing-handler"];
 
 /// The toolhost interfaces a component may import.
-const TOOLHOST: &[&str] = &["types", "progress", "session", "output", "files", "shell", "policy", "process"];
+const TOOLHOST: &[&str] = &["types", "progress", "session", "output", "files", "search", "shell", "policy", "process"];
 
 /// Checks `outline` against what this host serves: the contract version of
 /// its `tool` export, and every import. Each import the host does not

@@ -24,6 +24,9 @@ pub struct CallScope {
     pub(super) progress_sent: u32,
     /// Directories `files.replace` may write (empty: not granted).
     pub writable: Vec<PathBuf>,
+    /// Directories the call may read (its WASI directories), which
+    /// `search.run` searches within.
+    pub readable: Vec<PathBuf>,
     /// The call's directories.
     pub dirs: Arc<Dirs>,
     /// The process capability was granted.
@@ -64,6 +67,7 @@ impl CallScope {
             progress: None,
             progress_sent: 0,
             writable: Vec::new(),
+            readable: Vec::new(),
             dirs,
             process_granted: false,
             approval: Approval::Nothing,
@@ -91,6 +95,7 @@ impl CallScope {
             progress: self.progress.clone(),
             progress_sent: self.progress_sent,
             writable: Vec::new(),
+            readable: Vec::new(),
             dirs: Arc::clone(&self.dirs),
             process_granted: false,
             approval: self.approval.clone(),

@@ -47,6 +47,9 @@ pub enum Capability {
     Policy,
     /// `process`: starting processes.
     Process,
+    /// `search`: ripgrep run by the host, within the directories the call
+    /// may read.
+    Search,
 }
 
 impl Capability {
@@ -59,6 +62,7 @@ impl Capability {
             Capability::Shell => "shell",
             Capability::Policy => "policy",
             Capability::Process => "process",
+            Capability::Search => "search",
         }
     }
 }
@@ -164,6 +168,7 @@ pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeErr
             "shell" => capabilities.push(Capability::Shell),
             "policy" => capabilities.push(Capability::Policy),
             "process" => capabilities.push(Capability::Process),
+            "search" => capabilities.push(Capability::Search),
             _ => return Err(ShapeError::UnknownImport(name.to_string())),
         }
     }

@@ -483,6 +483,17 @@ impl RuleSet {
     /// given to the tool was checked.
     pub fn hidden_paths(&self, tool: &str, roles: &InputRoles) -> Vec<String> {
         let reads: Vec<PathAccess> = roles.paths.iter().map(|p| p.access).filter(|a| *a != PathAccess::Edit).collect();
+        self.hidden_from(tool, &reads)
+    }
+
+    /// The patterns of [`RuleSet::hidden_paths`] for a search `tool` runs
+    /// through the host (the `search` capability), whatever its fields
+    /// declare: a search reads.
+    pub fn hidden_from_searches(&self, tool: &str) -> Vec<String> {
+        self.hidden_from(tool, &[PathAccess::Search])
+    }
+
+    fn hidden_from(&self, tool: &str, reads: &[PathAccess]) -> Vec<String> {
         self.paths
             .globs
             .iter()

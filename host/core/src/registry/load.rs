@@ -206,6 +206,7 @@ impl Loader<'_> {
                 | Capability::Policy => true,
                 Capability::Files => grants.files == FileAccess::ReadWrite,
                 Capability::Process => grants.process,
+                Capability::Search => grants.reads_files(),
             };
             if !granted {
                 return Err(LoadError::NotGranted(*cap));

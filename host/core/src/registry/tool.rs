@@ -325,6 +325,7 @@ fn request_for(capability: Capability) -> &'static str {
     match capability {
         Capability::Files => r#"`"workspace": "read-write"`"#,
         Capability::Process => r#"`"process": true`"#,
+        Capability::Search => r#"`"workspace": "read-only"` or a directory"#,
         _ => "nothing (every tool has it)",
     }
 }

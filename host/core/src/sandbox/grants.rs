@@ -61,6 +61,14 @@ pub struct Grants {
     pub timeout: Option<(Duration, Option<Duration>)>,
 }
 
+impl Grants {
+    /// Whether the tool may read some files (the working directories or a
+    /// directory of its own): what the `search` capability needs.
+    pub fn reads_files(&self) -> bool {
+        self.files != FileAccess::None || !self.dirs.is_empty()
+    }
+}
+
 /// Requested ∩ granted, and what was requested but not granted (one line
 /// each, naming the grant that would add it).
 pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (Grants, Vec<String>) {

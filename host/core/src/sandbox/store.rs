@@ -286,6 +286,11 @@ fn per_call(mut call: CallScope, grants: &Grants, limits: CallLimits) -> CallSco
     if grants.files == FileAccess::ReadWrite {
         call.writable = call.dirs.working.clone();
     }
+    // What the WASI directories of `store` hold.
+    call.readable = grants.dirs.iter().map(|(dir, _)| dir.clone()).collect();
+    if grants.files != FileAccess::None {
+        call.readable.extend(call.dirs.working.iter().chain(&call.dirs.read_only).cloned());
+    }
     call.process_granted = grants.process;
     call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
     call

@@ -1,7 +1,7 @@
 //! A hostile third-party tool, written against the raw bindings so it can break
 //! every rule of the contract. The input's `action` picks the misbehaviour.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit/v1.4.0" });
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
 use toolhost::tool::types::{

@@ -1,0 +1,633 @@
+//! ripgrep's search as toolhost runs it for tools: the files under a root
+//! walked in a stable order (sorted by name, ignore files respected, hidden
+//! files included, version-control directories skipped), each searched with
+//! ripgrep's own crates on every core, and the output of each file put back
+//! in walk order, so what comes out is what `rg -j1` prints for the same
+//! arguments, byte for byte.
+//!
+//! Files are opened through a capability handle on the directory they are in
+//! ([`Confinement::Within`]), so no symlink swapped in during the search can
+//! make it read outside.
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+/// Version-control directories ripgrep is told to skip (`--glob '!.git'` …).
+pub const VCS_DIRECTORIES: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// What is printed per file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Matching lines (`rg`).
+    Content,
+    /// `path:count` (`rg --count`).
+    Count,
+    /// Paths (`rg --files-with-matches`).
+    FilesWithMatches,
+}
+
+/// One search: `rg`'s arguments.
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub pattern: String,
+    /// A directory to walk or a file to search (absolute).
+    pub root: PathBuf,
+    /// Where globs are read from (ripgrep's current directory).
+    pub cwd: PathBuf,
+    pub mode: Mode,
+    pub case_insensitive: bool,
+    pub multiline: bool,
+    pub line_numbers: bool,
+    pub before: usize,
+    pub after: usize,
+    pub globs: Vec<String>,
+    pub file_type: Option<String>,
+    pub max_columns: Option<u64>,
+    /// Content mode: stop after the first file at which more than this many
+    /// lines were printed.
+    pub enough_lines: Option<u64>,
+}
+
+/// Why a search printed nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Error {
+    /// ripgrep would refuse the arguments; why.
+    Invalid(String),
+    /// The output went over [`Options::max_output`] bytes.
+    TooLarge(u64),
+    /// [`Options::stop`] said so.
+    Interrupted,
+}
+
+/// How files are opened.
+#[derive(Clone, Debug)]
+pub enum Confinement {
+    /// As the process may (benchmarks, the plugin's native tests).
+    Ambient,
+    /// Only inside these directories (absolute, normalized), through a
+    /// capability handle on each: a path that leaves them, by `..` or a
+    /// symlink, fails to open.
+    Within(Vec<PathBuf>),
+}
+
+/// Paths a walk leaves out.
+pub type Skip = std::sync::Arc<dyn Fn(&Path, bool) -> bool + Send + Sync>;
+
+/// How a search runs.
+pub struct Options<'a> {
+    /// Threads searching files (the walk runs beside them); at least 1.
+    pub threads: usize,
+    /// The most output kept, in bytes.
+    pub max_output: u64,
+    pub confinement: Confinement,
+    /// Paths to leave out, as if absent (`(path, is_dir)`): a directory left
+    /// out is not entered.
+    pub skip: Skip,
+    /// Asked between files (and between reads of a large one): true ends the
+    /// search with [`Error::Interrupted`].
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl Options<'_> {
+    /// One thread per core the process may use.
+    pub fn cores() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// What `rg` prints on stdout for `query`.
+pub fn run(query: &Query, options: &Options<'_>) -> Result<Vec<u8>, Error> {
+    let matcher = matcher(query)?;
+    let walker = walker(query, options.skip.clone())?;
+    let single_file = query.root.is_file();
+    let opener = Opener::new(&options.confinement);
+    let shared = Shared {
+        walked: Mutex::new(Walked { paths: Vec::new(), done: false }),
+        ready: Condvar::new(),
+        next: AtomicUsize::new(0),
+        enough: AtomicBool::new(false),
+        failed: Mutex::new(None),
+        lines: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+    };
+    let threads = options.threads.max(1);
+    let results: Vec<Vec<(usize, Vec<u8>)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (shared, matcher, opener) = (&shared, &matcher, &opener);
+                scope.spawn(move || work(query, options, shared, matcher, opener, single_file))
+            })
+            .collect();
+        // The walk, beside the workers: each path is searched as soon as it is found.
+        for entry in walker {
+            if shared.should_end(options) {
+                break;
+            }
+            let mut walked = shared.walked.lock().unwrap_or_else(|e| e.into_inner());
+            walked.paths.push(entry);
+            drop(walked);
+            shared.ready.notify_one();
+        }
+        shared.walked.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+        shared.ready.notify_all();
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+    });
+    if let Some(e) = shared.failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    if (options.stop)() {
+        return Err(Error::Interrupted);
+    }
+    let mut outputs: Vec<(usize, Vec<u8>)> = results.into_iter().flatten().collect();
+    outputs.sort_unstable_by_key(|(i, _)| *i);
+    Ok(merge(query, outputs))
+}
+
+/// The files' outputs in walk order, with the `--` rg puts between context
+/// groups of different files, cut after the file that printed enough.
+fn merge(query: &Query, outputs: Vec<(usize, Vec<u8>)>) -> Vec<u8> {
+    let separate = query.mode == Mode::Content && (query.before > 0 || query.after > 0);
+    let mut out = Vec::with_capacity(outputs.iter().map(|(_, o)| o.len() + 3).sum());
+    let mut lines = 0u64;
+    for (_, output) in outputs {
+        if output.is_empty() {
+            continue;
+        }
+        if separate && !out.is_empty() {
+            out.extend_from_slice(b"--\n");
+            lines += 1;
+        }
+        lines += count_lines(&output);
+        out.extend_from_slice(&output);
+        if query.enough_lines.is_some_and(|enough| lines > enough) {
+            break;
+        }
+    }
+    out
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+struct Walked {
+    paths: Vec<PathBuf>,
+    done: bool,
+}
+
+struct Shared {
+    walked: Mutex<Walked>,
+    ready: Condvar,
+    /// The next walk index to search.
+    next: AtomicUsize,
+    /// Content mode has printed enough lines: take no more files.
+    enough: AtomicBool,
+    failed: Mutex<Option<Error>>,
+    lines: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Shared {
+    fn should_end(&self, options: &Options<'_>) -> bool {
+        self.enough.load(Ordering::Relaxed)
+            || self.failed.lock().map(|f| f.is_some()).unwrap_or(true)
+            || (options.stop)()
+    }
+
+    fn fail(&self, error: Error) {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        failed.get_or_insert(error);
+    }
+
+    /// The path at walk index `i`, waiting for the walk to reach it; `None`
+    /// when the walk ended before.
+    fn path(&self, i: usize) -> Option<PathBuf> {
+        let mut walked = self.walked.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(p) = walked.paths.get(i) {
+                return Some(p.clone());
+            }
+            if walked.done {
+                return None;
+            }
+            walked = self.ready.wait(walked).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// A worker: takes the next walk index until none is left, searching each
+/// file into its own buffer. An index taken is always searched, so the files
+/// searched are a prefix of the walk whatever stops the search.
+fn work(
+    query: &Query,
+    options: &Options<'_>,
+    shared: &Shared,
+    matcher: &RegexMatcher,
+    opener: &Opener,
+    single_file: bool,
+) -> Vec<(usize, Vec<u8>)> {
+    let mut searcher = searcher(query, single_file);
+    // A regex's scratch space is pooled: a worker with its own clone never
+    // waits on another's.
+    let matcher = &matcher.clone();
+    let mut done = Vec::new();
+    loop {
+        if shared.should_end(options) {
+            break;
+        }
+        let i = shared.next.fetch_add(1, Ordering::Relaxed);
+        let Some(path) = shared.path(i) else { break };
+        let output = match search_one(query, &mut searcher, matcher, opener, &path, single_file, options.stop) {
+            Ok(output) => output,
+            Err(SearchFailure::Interrupted) => {
+                shared.fail(Error::Interrupted);
+                break;
+            }
+            // A file that cannot be opened or read prints nothing on stdout, as in rg.
+            Err(SearchFailure::Io) => Vec::new(),
+        };
+        let bytes = shared.bytes.fetch_add(output.len() as u64, Ordering::Relaxed) + output.len() as u64;
+        if bytes > options.max_output {
+            shared.fail(Error::TooLarge(bytes));
+            break;
+        }
+        if let Some(enough) = query.enough_lines {
+            // Separators left out: counting low only searches more.
+            let printed = count_lines(&output);
+            if shared.lines.fetch_add(printed, Ordering::Relaxed) + printed > enough {
+                shared.enough.store(true, Ordering::Relaxed);
+            }
+        }
+        done.push((i, output));
+    }
+    done
+}
+
+enum SearchFailure {
+    Io,
+    Interrupted,
+}
+
+fn search_one(
+    query: &Query,
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    opener: &Opener,
+    path: &Path,
+    single_file: bool,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<u8>, SearchFailure> {
+    let file = opener.open(path).map_err(|_| SearchFailure::Io)?;
+    let stopped = AtomicBool::new(false);
+    let reader = Interruptible { file, stop, stopped: &stopped };
+    let result = match query.mode {
+        Mode::Content => {
+            let mut printer = grep_printer::StandardBuilder::new()
+                .path(!single_file)
+                .max_columns(query.max_columns)
+                .build_no_color(Vec::new());
+            let r = searcher.search_reader(matcher, reader, printer.sink_with_path(matcher, path));
+            r.map(|()| printer.into_inner().into_inner())
+        }
+        Mode::Count => {
+            let mut printer = grep_printer::SummaryBuilder::new()
+                .kind(grep_printer::SummaryKind::Count)
+                .path(!single_file)
+                .build_no_color(Vec::new());
+            let r = searcher.search_reader(matcher, reader, printer.sink_with_path(matcher, path));
+            r.map(|()| printer.into_inner().into_inner())
+        }
+        Mode::FilesWithMatches => {
+            let mut sink = FirstMatch(false);
+            searcher.search_reader(matcher, reader, &mut sink).map(|()| {
+                if sink.0 {
+                    let mut line = path.as_os_str().as_encoded_bytes().to_vec();
+                    line.push(b'\n');
+                    line
+                } else {
+                    Vec::new()
+                }
+            })
+        }
+    };
+    match result {
+        _ if stopped.load(Ordering::Relaxed) => Err(SearchFailure::Interrupted),
+        Ok(output) => Ok(output),
+        Err(_) => Err(SearchFailure::Io),
+    }
+}
+
+/// A file that fails its next read once the search must stop.
+struct Interruptible<'a> {
+    file: std::fs::File,
+    stop: &'a (dyn Fn() -> bool + Sync),
+    stopped: &'a AtomicBool,
+}
+
+impl io::Read for Interruptible<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if (self.stop)() {
+            self.stopped.store(true, Ordering::Relaxed);
+            // Not `Interrupted`, which readers retry.
+            return Err(io::Error::other("search stopped"));
+        }
+        self.file.read(buf)
+    }
+}
+
+/// Opens files as the confinement allows.
+enum Opener {
+    Ambient,
+    /// The allowed directories, longest first, each with its handle (None:
+    /// it could not be opened).
+    Within(Vec<(PathBuf, Option<cap_std::fs::Dir>)>),
+}
+
+impl Opener {
+    fn new(confinement: &Confinement) -> Opener {
+        match confinement {
+            Confinement::Ambient => Opener::Ambient,
+            Confinement::Within(dirs) => {
+                let mut dirs: Vec<_> = dirs
+                    .iter()
+                    .map(|d| (d.clone(), cap_std::fs::Dir::open_ambient_dir(d, cap_std::ambient_authority()).ok()))
+                    .collect();
+                dirs.sort_by_key(|(d, _)| std::cmp::Reverse(d.as_os_str().len()));
+                Opener::Within(dirs)
+            }
+        }
+    }
+
+    fn open(&self, path: &Path) -> io::Result<std::fs::File> {
+        match self {
+            Opener::Ambient => std::fs::File::open(path),
+            Opener::Within(dirs) => {
+                let denied = || io::Error::new(io::ErrorKind::PermissionDenied, "outside the readable directories");
+                let (rel, dir) = dirs
+                    .iter()
+                    .find_map(|(root, dir)| Some((path.strip_prefix(root).ok()?, dir.as_ref()?)))
+                    .ok_or_else(denied)?;
+                Ok(dir.open(rel)?.into_std())
+            }
+        }
+    }
+}
+
+/// Paths the permission rules hide from a walk: absolute glob patterns
+/// (`*` within a path component, `**` across them; a trailing `/` matches
+/// directories only), as `policy.hidden-paths` gives them.
+#[derive(Clone, Debug, Default)]
+pub struct HiddenPaths {
+    set: globset::GlobSet,
+    dir_only: Vec<bool>,
+}
+
+impl HiddenPaths {
+    /// Compiles `patterns`; one that does not compile hides nothing (the
+    /// host's rules compiled them already).
+    pub fn new(patterns: &[String]) -> HiddenPaths {
+        let mut builder = globset::GlobSetBuilder::new();
+        let mut dir_only = Vec::new();
+        for p in patterns {
+            let (pattern, dirs) = match p.strip_suffix('/') {
+                Some(d) if !d.is_empty() => (d, true),
+                _ => (p.as_str(), false),
+            };
+            if let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).backslash_escape(true).build()
+            {
+                builder.add(glob);
+                dir_only.push(dirs);
+            }
+        }
+        HiddenPaths { set: builder.build().unwrap_or_default(), dir_only }
+    }
+
+    /// Whether `path` (a directory when `is_dir`) is hidden.
+    pub fn contains(&self, path: &Path, is_dir: bool) -> bool {
+        !self.dir_only.is_empty() && self.set.matches(path).into_iter().any(|i| is_dir || !self.dir_only[i])
+    }
+}
+
+/// The regex as `rg` builds it for these flags.
+fn matcher(query: &Query) -> Result<RegexMatcher, Error> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder.case_insensitive(query.case_insensitive).multi_line(true);
+    if query.multiline {
+        builder.dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(&query.pattern).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+fn searcher(query: &Query, single_file: bool) -> Searcher {
+    let content = query.mode == Mode::Content;
+    SearcherBuilder::new()
+        // A file named on the command line is searched whole, as ripgrep does.
+        .binary_detection(if single_file { BinaryDetection::convert(0) } else { BinaryDetection::quit(0) })
+        .line_number(content && query.line_numbers)
+        .before_context(if content { query.before } else { 0 })
+        .after_context(if content { query.after } else { 0 })
+        .multi_line(query.multiline)
+        .build()
+}
+
+/// The files to search, in a stable order, as ripgrep picks them:
+/// `.gitignore`/`.ignore`/`.rgignore` respected, hidden files included,
+/// version-control directories skipped, then the globs and the type; globs
+/// read from `cwd`.
+fn walker(query: &Query, skip: Skip) -> Result<impl Iterator<Item = PathBuf> + use<>, Error> {
+    let invalid = |e: ignore::Error| Error::Invalid(e.to_string());
+    let mut overrides = ignore::overrides::OverrideBuilder::new(&query.cwd);
+    for dir in VCS_DIRECTORIES {
+        overrides.add(&format!("!{dir}")).map_err(invalid)?;
+    }
+    for glob in &query.globs {
+        overrides.add(glob).map_err(invalid)?;
+    }
+    let mut builder = ignore::WalkBuilder::new(&query.root);
+    builder
+        .hidden(false)
+        // A sandbox cannot see a repository's root above the working
+        // directory: read .gitignore files whether or not one is found.
+        .require_git(false)
+        .overrides(overrides.build().map_err(invalid)?)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |e| !skip(e.path(), e.file_type().is_some_and(|t| t.is_dir())));
+    if let Some(ty) = query.file_type.as_deref().filter(|t| !t.is_empty()) {
+        let mut types = ignore::types::TypesBuilder::new();
+        types.add_defaults();
+        types.select(ty);
+        builder.types(types.build().map_err(invalid)?);
+    }
+    Ok(builder
+        .build()
+        .flatten()
+        // A file named as the path is searched whatever it is; below, regular files only.
+        .filter(|e| {
+            let file_type = e.file_type();
+            file_type.is_some_and(|t| t.is_file()) || (e.depth() == 0 && !file_type.is_some_and(|t| t.is_dir()))
+        })
+        .map(ignore::DirEntry::into_path))
+}
+
+/// Stops at the first match.
+struct FirstMatch(bool);
+
+impl Sink for FirstMatch {
+    type Error = io::Error;
+    fn matched(&mut self, _: &Searcher, _: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.0 = true;
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn query(root: &Path, pattern: &str, mode: Mode) -> Query {
+        Query {
+            pattern: pattern.into(),
+            root: root.to_path_buf(),
+            cwd: root.to_path_buf(),
+            mode,
+            case_insensitive: false,
+            multiline: false,
+            line_numbers: true,
+            before: 0,
+            after: 0,
+            globs: Vec::new(),
+            file_type: None,
+            max_columns: Some(500),
+            enough_lines: None,
+        }
+    }
+
+    fn options(threads: usize, confinement: Confinement) -> Options<'static> {
+        Options { threads, max_output: 1 << 30, confinement, skip: Arc::new(|_, _| false), stop: &|| false }
+    }
+
+    /// 300 files over 3 directories, some with matches near each other (context).
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for d in 0..3 {
+            std::fs::create_dir(dir.path().join(format!("d{d}"))).unwrap();
+            for f in 0..100 {
+                let mut text = String::new();
+                for l in 0..40 {
+                    let hit = (d * 7 + f * 3 + l) % 11 == 0;
+                    text.push_str(&format!("line {l} {}\n", if hit { "needle here" } else { "hay" }));
+                }
+                std::fs::write(dir.path().join(format!("d{d}/f{f:03}.txt")), text).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join(".gitignore"), "d2/f05*\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn every_thread_count_prints_what_one_thread_prints() {
+        let dir = tree();
+        let root = dir.path().canonicalize().unwrap();
+        for mode in [Mode::Content, Mode::Count, Mode::FilesWithMatches] {
+            let mut q = query(&root, "needle", mode);
+            q.before = 1;
+            q.after = 2;
+            let one = run(&q, &options(1, Confinement::Ambient)).unwrap();
+            assert!(!one.is_empty());
+            for threads in [2, 3, 8] {
+                assert_eq!(run(&q, &options(threads, Confinement::Ambient)).unwrap(), one, "{mode:?}, {threads}");
+            }
+        }
+        let q = query(&root, "needle", Mode::FilesWithMatches);
+        let listed = String::from_utf8(run(&q, &options(4, Confinement::Ambient)).unwrap()).unwrap();
+        assert!(!listed.contains("d2/f05"), "the .gitignore holds");
+        let paths: Vec<&str> = listed.lines().collect();
+        let mut sorted = paths.clone();
+        sorted.sort_unstable();
+        assert_eq!(paths, sorted, "walk order");
+    }
+
+    #[test]
+    fn context_groups_of_different_files_are_separated() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "x\nneedle\ny\n").unwrap();
+        std::fs::write(dir.path().join("b"), "needle\n").unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut q = query(&root, "needle", Mode::Content);
+        q.after = 1;
+        let out = String::from_utf8(run(&q, &options(2, Confinement::Ambient)).unwrap()).unwrap();
+        let (a, b) = (root.join("a").display().to_string(), root.join("b").display().to_string());
+        assert_eq!(out, format!("{a}:2:needle\n{a}-3-y\n--\n{b}:1:needle\n"));
+    }
+
+    #[test]
+    fn stops_after_the_file_that_printed_enough() {
+        let dir = tree();
+        let root = dir.path().canonicalize().unwrap();
+        let whole = run(&query(&root, "needle", Mode::Content), &options(1, Confinement::Ambient)).unwrap();
+        let mut q = query(&root, "needle", Mode::Content);
+        q.enough_lines = Some(25);
+        for threads in [1, 2, 4] {
+            let page = run(&q, &options(threads, Confinement::Ambient)).unwrap();
+            let lines = count_lines(&page);
+            assert!(lines > 25 && lines < 25 + 10, "{lines}");
+            assert!(whole.starts_with(&page), "a prefix of the whole output");
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_and_limits_hold() {
+        let dir = tree();
+        let root = dir.path().canonicalize().unwrap();
+        let bad = |q: Query| run(&q, &options(2, Confinement::Ambient)).unwrap_err();
+        assert!(matches!(bad(query(&root, "(", Mode::Count)), Error::Invalid(_)));
+        let mut q = query(&root, "x", Mode::Count);
+        q.file_type = Some("no-such-type".into());
+        assert!(matches!(bad(q), Error::Invalid(_)));
+        let mut small = options(2, Confinement::Ambient);
+        small.max_output = 100;
+        assert!(matches!(run(&query(&root, "line", Mode::Content), &small), Err(Error::TooLarge(_))));
+        let stopped = Options { stop: &|| true, ..options(2, Confinement::Ambient) };
+        assert_eq!(run(&query(&root, "line", Mode::Content), &stopped), Err(Error::Interrupted));
+    }
+
+    #[test]
+    fn skipped_paths_are_neither_listed_nor_entered() {
+        let dir = tree();
+        let root = dir.path().canonicalize().unwrap();
+        let d1 = root.join("d1");
+        let skip: Skip = Arc::new(move |p, is_dir| is_dir && p == d1);
+        let opts = Options { skip, ..options(2, Confinement::Ambient) };
+        let out = String::from_utf8(run(&query(&root, "needle", Mode::FilesWithMatches), &opts).unwrap()).unwrap();
+        assert!(out.contains("/d0/") && out.contains("/d2/") && !out.contains("/d1/"), "{out}");
+    }
+
+    #[test]
+    fn confined_search_reads_nothing_outside_its_directories() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "needle outside\n").unwrap();
+        let inside = tempfile::tempdir().unwrap();
+        let root = inside.path().canonicalize().unwrap();
+        std::fs::write(root.join("mine.txt"), "needle inside\n").unwrap();
+        // A symlink to a file outside, named directly as the root: the walk
+        // does not follow links, but a named file is opened, and must fail.
+        let link = root.join("link.txt");
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), &link).unwrap();
+        let within = || Confinement::Within(vec![root.clone()]);
+        let q = query(&root, "needle", Mode::Content);
+        let out = String::from_utf8(run(&q, &options(2, within())).unwrap()).unwrap();
+        assert!(out.contains("needle inside") && !out.contains("outside"), "{out}");
+        let mut q = query(&link, "needle", Mode::Content);
+        q.cwd = root.clone();
+        assert_eq!(run(&q, &options(2, within())).unwrap(), b"");
+        // Ambient, the same named link is followed, as rg follows it.
+        assert!(!run(&q, &options(2, Confinement::Ambient)).unwrap().is_empty());
+    }
+}
