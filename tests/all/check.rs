@@ -1,7 +1,16 @@
 //! `toolhost check FILE.wasm`.
 
 use crate::support::*;
-use toolhost_tests::{ECHO, FILES_THIEF, FUTURE_CONTRACT};
+use toolhost_tests::{ADVERSARY, ECHO, FILES_THIEF, FUTURE_CONTRACT};
+
+/// The adversary is built against the frozen 1.4.0, which today's bindings
+/// serve (1.5.0 only added an import); every adversary test runs it so.
+#[test]
+fn a_component_of_the_frozen_1_4_0_is_checked_as_such() {
+    let sb = Sandbox::new();
+    let r = toolhost(&sb, &["check", ADVERSARY]);
+    assert!(r.stdout.contains("contract:      1.4.0"), "{r:?}");
+}
 
 #[test]
 fn a_good_component_passes() {

@@ -19,6 +19,9 @@ use std::sync::{Condvar, Mutex};
 /// Version-control directories ripgrep is told to skip (`--glob '!.git'` …).
 pub const VCS_DIRECTORIES: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
+/// Files the walk finds between wake-ups of the workers waiting for it.
+const WAKE_BATCH: usize = 64;
+
 /// What is printed per file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -129,8 +132,13 @@ pub fn run(query: &Query, options: &Options<'_>) -> Result<Vec<u8>, Error> {
             }
             let mut walked = shared.walked.lock().unwrap_or_else(|e| e.into_inner());
             walked.paths.push(entry);
+            // Waking workers in batches: a wake-up per file costs more than
+            // searching a small one.
+            let batch = walked.paths.len() % WAKE_BATCH == 0;
             drop(walked);
-            shared.ready.notify_one();
+            if batch {
+                shared.ready.notify_all();
+            }
         }
         shared.walked.lock().unwrap_or_else(|e| e.into_inner()).done = true;
         shared.ready.notify_all();
@@ -294,12 +302,21 @@ fn search_one(
             r.map(|()| printer.into_inner().into_inner())
         }
         Mode::Count => {
-            let mut printer = grep_printer::SummaryBuilder::new()
-                .kind(grep_printer::SummaryKind::Count)
-                .path(!single_file)
-                .build_no_color(Vec::new());
-            let r = searcher.search_reader(matcher, reader, printer.sink_with_path(matcher, path));
-            r.map(|()| printer.into_inner().into_inner())
+            // The printer's own path costs a `realpath` per file (for
+            // hyperlinks, which are off): the path is put before the count here.
+            let mut printer =
+                grep_printer::SummaryBuilder::new().kind(grep_printer::SummaryKind::Count).build_no_color(Vec::new());
+            let r = searcher.search_reader(matcher, reader, printer.sink(matcher));
+            r.map(|()| {
+                let count = printer.into_inner().into_inner();
+                if single_file || count.is_empty() {
+                    return count;
+                }
+                let mut line = path.as_os_str().as_encoded_bytes().to_vec();
+                line.push(b':');
+                line.extend_from_slice(&count);
+                line
+            })
         }
         Mode::FilesWithMatches => {
             let mut sink = FirstMatch(false);

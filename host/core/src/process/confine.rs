@@ -97,6 +97,7 @@ pub fn apply(cmd: &mut Command, plan: &Plan) -> Result<Confined, String> {
         }
     }
     let netns = isolate_network && missing.iter().all(|m| !m.starts_with("network"));
+    let shared_netns = if netns { shared_network_namespace() } else { None };
     let maps = IdMaps::new();
     let ruleset_fd = ruleset.as_ref().map(AsRawFd::as_raw_fd);
     // SAFETY: the closure runs in the child between fork and exec and only
@@ -104,8 +105,10 @@ pub fn apply(cmd: &mut Command, plan: &Plan) -> Result<Confined, String> {
     // buffer it uses was allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            if netns {
-                enter_network_namespace(&maps)?;
+            match shared_netns {
+                Some(fd) if libc::setns(fd, libc::CLONE_NEWNET) == 0 => {}
+                _ if netns => enter_network_namespace(&maps)?,
+                _ => {}
             }
             if let Some(fd) = ruleset_fd {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
@@ -169,6 +172,33 @@ fn network_namespace_available() -> Result<(), String> {
         .clone()
 }
 
+/// An empty network namespace made once per host process, which children
+/// join instead of each creating their own: creating and tearing down a
+/// namespace is most of the cost of starting a short command. Its loopback
+/// is down, so it reaches nothing; children of this host share only its
+/// (unix abstract socket) namespace, as they share the working directories.
+/// Made only where this process may create a network namespace itself (as
+/// root); otherwise every child makes its own inside a user namespace.
+fn shared_network_namespace() -> Option<std::os::fd::RawFd> {
+    static SHARED: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            std::thread::spawn(|| {
+                // SAFETY: unshare moves only this thread, which ends here,
+                // into a new network namespace; the file keeps it alive.
+                if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                    return None;
+                }
+                std::fs::File::open("/proc/thread-self/ns/net").ok().map(OwnedFd::from)
+            })
+            .join()
+            .ok()
+            .flatten()
+        })
+        .as_ref()
+        .map(AsRawFd::as_raw_fd)
+}
+
 /// The uid/gid maps written when an unprivileged user needs a user namespace
 /// to get a network namespace (the ids map to themselves).
 #[derive(Clone)]
@@ -226,4 +256,29 @@ pub fn temp_dir(session_dir: &Path) -> std::io::Result<PathBuf> {
     let dir = session_dir.join("tmp");
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The namespace a confined `readlink` reports for itself.
+    fn child_netns() -> Option<String> {
+        let mut cmd = Command::new("readlink");
+        cmd.arg("/proc/self/ns/net");
+        let plan = Plan { writable: Vec::new(), network: false, mode: Confinement::Required };
+        let _confined = apply(&mut cmd, &plan).ok()?;
+        let out = cmd.output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    #[test]
+    fn children_share_one_empty_network_namespace_not_the_hosts() {
+        let Some(first) = child_netns() else { return }; // no namespaces here
+        let ours = std::fs::read_link("/proc/self/ns/net").unwrap().display().to_string();
+        assert_ne!(first, ours, "the child left the host's network namespace");
+        if shared_network_namespace().is_some() {
+            assert_eq!(child_netns().unwrap(), first, "children join the one namespace");
+        }
+    }
 }
