@@ -211,18 +211,7 @@ fn throughput(allocator: Allocator) -> Value {
 
 fn read_10mb() -> Value {
     let ws = bench_dir("read-ws");
-    let file = ws.join("ten-megabytes.txt");
-    if std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) < 10_000_000 {
-        let mut text = String::with_capacity(10_100_000);
-        let mut i = 0u64;
-        while text.len() < 10_000_000 {
-            text.push_str(&format!(
-                "{i:08} the quick brown fox jumps over the lazy dog; fn main() {{ println!(\"{i}\"); }}\n"
-            ));
-            i += 1;
-        }
-        std::fs::write(&file, text).expect("write 10 MB file");
-    }
+    let file = common::ten_megabyte_file(&ws);
     let host = host(Allocator::Pooling, &ws, None);
     let session = host.ephemeral_session();
     let call = ToolUse {
@@ -262,8 +251,8 @@ const PATTERNS: [(&str, &str); 3] = [
 
 fn grep_tree() -> Value {
     let root = bench_dir("grep-tree");
-    generate_tree(&root);
-    let rg = ripgrep();
+    common::generate_tree(&root);
+    let rg = common::ripgrep();
     let host = host(Allocator::Pooling, &root, None);
     let session = host.ephemeral_session();
     let mut rows = Vec::new();
@@ -287,71 +276,6 @@ fn grep_tree() -> Value {
         rows.push(json!({"pattern": label, "regex": pattern, "wasm_ms": wasm.p50 / 1e3, "native_ms": native.p50 / 1e3, "rg_ms": rg_ms}));
     }
     json!(rows)
-}
-
-/// 5,000 files of about 10 KB (50 MB) in 50 directories, from a fixed seed.
-fn generate_tree(root: &Path) {
-    let marker = root.join(".complete");
-    if marker.exists() {
-        return;
-    }
-    const WORDS: [&str; 24] = [
-        "the", "request", "error", "handler", "value", "returns", "warning", "config", "socket", "buffer", "client",
-        "server", "fatal", "parse", "token", "stream", "errors", "warnings", "index", "cache", "thread", "lock",
-        "queue", "timeout",
-    ];
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for d in 0..50 {
-        let dir = root.join(format!("dir{d:02}"));
-        std::fs::create_dir_all(&dir).expect("tree dir");
-        for f in 0..100 {
-            let mut text = String::with_capacity(10_400);
-            while text.len() < 10_000 {
-                let n = next();
-                match n % 97 {
-                    0 => text.push_str("    if elapsed > connection_timeout { return Err(Timeout); }\n"),
-                    1 => text.push_str(&format!("const CODE: &str = \"{}{}{}{:03}\";\n", 'A', 'Q', 'Z', n % 1000)),
-                    _ => {
-                        let words = 6 + (n % 8) as usize;
-                        let line: Vec<&str> =
-                            (0..words).map(|_| WORDS[(next() % WORDS.len() as u64) as usize]).collect();
-                        text.push_str(&line.join(" "));
-                        text.push('\n');
-                    }
-                }
-            }
-            std::fs::write(dir.join(format!("file{f:03}.rs")), text).expect("tree file");
-        }
-    }
-    std::fs::write(marker, "").expect("marker");
-}
-
-fn ripgrep() -> Option<PathBuf> {
-    if Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        return Some("rg".into());
-    }
-    let tools = toolhost_tests::repo_root().join("target").join("tools");
-    let local = tools.join("bin").join("rg");
-    if !local.exists() {
-        eprintln!("installing ripgrep into {} for the comparison...", tools.display());
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["install", "ripgrep", "--locked", "--root"])
-            .arg(&tools)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("could not install ripgrep; the rg column stays empty");
-            return None;
-        }
-    }
-    Some(local)
 }
 
 fn startup() -> Value {

@@ -134,7 +134,7 @@ pub fn run(query: &Query, options: &Options<'_>) -> Result<Vec<u8>, Error> {
             walked.paths.push(entry);
             // Waking workers in batches: a wake-up per file costs more than
             // searching a small one.
-            let batch = walked.paths.len() % WAKE_BATCH == 0;
+            let batch = walked.paths.len().is_multiple_of(WAKE_BATCH);
             drop(walked);
             if batch {
                 shared.ready.notify_all();

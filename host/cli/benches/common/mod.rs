@@ -1,6 +1,8 @@
 //! What the benchmark binaries share: re-running themselves pinned to one
-//! CPU, and latency statistics.
+//! CPU, latency statistics, and the generated data (and the `rg`) that more
+//! than one benchmark uses.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -38,6 +40,7 @@ pub fn stats(mut micros: Vec<f64>) -> Stats {
 
 /// Runs `f` `warm_up` times untimed (page cache, lazy initialisation), then
 /// `iterations` timed runs.
+#[allow(dead_code, reason = "some benchmarks time whole processes instead")]
 pub fn time<T>(warm_up: usize, iterations: usize, mut f: impl FnMut() -> T) -> Stats {
     for _ in 0..warm_up {
         std::hint::black_box(f());
@@ -50,4 +53,94 @@ pub fn time<T>(warm_up: usize, iterations: usize, mut f: impl FnMut() -> T) -> S
         })
         .collect();
     stats(samples)
+}
+
+/// 5,000 files of about 10 KB (50 MB) in 50 directories, from a fixed seed:
+/// the tree the Grep benchmarks search. Written once; a marker file says it
+/// is complete.
+#[allow(dead_code, reason = "only the benchmarks of Grep search it")]
+pub fn generate_tree(root: &Path) {
+    let marker = root.join(".complete");
+    if marker.exists() {
+        return;
+    }
+    const WORDS: [&str; 24] = [
+        "the", "request", "error", "handler", "value", "returns", "warning", "config", "socket", "buffer", "client",
+        "server", "fatal", "parse", "token", "stream", "errors", "warnings", "index", "cache", "thread", "lock",
+        "queue", "timeout",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for d in 0..50 {
+        let dir = root.join(format!("dir{d:02}"));
+        std::fs::create_dir_all(&dir).expect("tree dir");
+        for f in 0..100 {
+            let mut text = String::with_capacity(10_400);
+            while text.len() < 10_000 {
+                let n = next();
+                match n % 97 {
+                    0 => text.push_str("    if elapsed > connection_timeout { return Err(Timeout); }\n"),
+                    1 => text.push_str(&format!("const CODE: &str = \"{}{}{}{:03}\";\n", 'A', 'Q', 'Z', n % 1000)),
+                    _ => {
+                        let words = 6 + (n % 8) as usize;
+                        let line: Vec<&str> =
+                            (0..words).map(|_| WORDS[(next() % WORDS.len() as u64) as usize]).collect();
+                        text.push_str(&line.join(" "));
+                        text.push('\n');
+                    }
+                }
+            }
+            std::fs::write(dir.join(format!("file{f:03}.rs")), text).expect("tree file");
+        }
+    }
+    std::fs::write(marker, "").expect("marker");
+}
+
+/// A text file of 10 MB (about 117,000 numbered lines of source-like text)
+/// in `dir`, written once: the file the Read benchmarks read.
+#[allow(dead_code, reason = "only the benchmarks of Read read it")]
+pub fn ten_megabyte_file(dir: &Path) -> PathBuf {
+    let file = dir.join("ten-megabytes.txt");
+    if std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) < 10_000_000 {
+        let mut text = String::with_capacity(10_100_000);
+        let mut i = 0u64;
+        while text.len() < 10_000_000 {
+            text.push_str(&format!(
+                "{i:08} the quick brown fox jumps over the lazy dog; fn main() {{ println!(\"{i}\"); }}\n"
+            ));
+            i += 1;
+        }
+        std::fs::write(&file, text).expect("write 10 MB file");
+    }
+    file
+}
+
+/// `rg`: looked up on PATH, then in `target/tools/bin`; if absent it is
+/// installed there with `cargo install ripgrep`. `None` if that fails.
+#[allow(dead_code, reason = "only the benchmarks of Grep compare with rg")]
+pub fn ripgrep() -> Option<PathBuf> {
+    if Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Some("rg".into());
+    }
+    let tools = toolhost_tests::repo_root().join("target").join("tools");
+    let local = tools.join("bin").join("rg");
+    if !local.exists() {
+        eprintln!("installing ripgrep into {} for the comparison...", tools.display());
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["install", "ripgrep", "--locked", "--root"])
+            .arg(&tools)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("could not install ripgrep; the rg column stays empty");
+            return None;
+        }
+    }
+    Some(local)
 }
