@@ -86,6 +86,10 @@ pub struct Options<'a> {
     pub threads: usize,
     /// The most output kept, in bytes.
     pub max_output: u64,
+    /// The most memory one file's search may buffer (a line, or with
+    /// `multiline` the whole file): a file needing more is skipped, as one
+    /// that cannot be read.
+    pub max_buffer: usize,
     pub confinement: Confinement,
     /// Paths to leave out, as if absent (`(path, is_dir)`): a directory left
     /// out is not entered.
@@ -238,7 +242,7 @@ fn work(
     opener: &Opener,
     single_file: bool,
 ) -> Vec<(usize, Vec<u8>)> {
-    let mut searcher = searcher(query, single_file);
+    let mut searcher = searcher(query, single_file, options.max_buffer);
     // A regex's scratch space is pooled: a worker with its own clone never
     // waits on another's.
     let matcher = &matcher.clone();
@@ -441,9 +445,10 @@ fn matcher(query: &Query) -> Result<RegexMatcher, Error> {
     builder.build(&query.pattern).map_err(|e| Error::Invalid(e.to_string()))
 }
 
-fn searcher(query: &Query, single_file: bool) -> Searcher {
+fn searcher(query: &Query, single_file: bool, max_buffer: usize) -> Searcher {
     let content = query.mode == Mode::Content;
     SearcherBuilder::new()
+        .heap_limit(Some(max_buffer))
         // A file named on the command line is searched whole, as ripgrep does.
         .binary_detection(if single_file { BinaryDetection::convert(0) } else { BinaryDetection::quit(0) })
         .line_number(content && query.line_numbers)
@@ -527,7 +532,14 @@ mod tests {
     }
 
     fn options(threads: usize, confinement: Confinement) -> Options<'static> {
-        Options { threads, max_output: 1 << 30, confinement, skip: Arc::new(|_, _| false), stop: &|| false }
+        Options {
+            threads,
+            max_output: 1 << 30,
+            max_buffer: 1 << 20,
+            confinement,
+            skip: Arc::new(|_, _| false),
+            stop: &|| false,
+        }
     }
 
     /// 300 files over 3 directories, some with matches near each other (context).
@@ -613,6 +625,21 @@ mod tests {
         assert!(matches!(run(&query(&root, "line", Mode::Content), &small), Err(Error::TooLarge(_))));
         let stopped = Options { stop: &|| true, ..options(2, Confinement::Ambient) };
         assert_eq!(run(&query(&root, "line", Mode::Content), &stopped), Err(Error::Interrupted));
+    }
+
+    #[test]
+    fn a_file_needing_more_than_the_buffer_limit_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // One 2 MiB line, over the tests' 1 MiB limit, and a small file.
+        std::fs::write(root.join("a-long.txt"), format!("needle{}\n", "x".repeat(2 << 20))).unwrap();
+        std::fs::write(root.join("b-short.txt"), "needle\n").unwrap();
+        for multiline in [false, true] {
+            let mut q = query(&root, "needle", Mode::FilesWithMatches);
+            q.multiline = multiline;
+            let out = String::from_utf8(run(&q, &options(2, Confinement::Ambient)).unwrap()).unwrap();
+            assert_eq!(out, format!("{}\n", root.join("b-short.txt").display()), "multiline: {multiline}");
+        }
     }
 
     #[test]

@@ -495,6 +495,7 @@ mod engine {
         let options = Options {
             threads: Options::cores(),
             max_output: 64 << 20,
+            max_buffer: 64 << 20,
             confinement: Confinement::Ambient,
             skip: std::sync::Arc::new(move |path, is_dir| hidden.contains(path, is_dir)),
             stop: &|| false,

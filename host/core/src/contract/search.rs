@@ -12,6 +12,9 @@ use toolhost_search::{Confinement, Error, Mode, Options, Query, Skip};
 
 /// The most output one search hands a tool.
 const MAX_OUTPUT: u64 = 64 << 20;
+/// The most a file's search may buffer (a line; a whole file with
+/// `multiline`), per worker thread: the host's memory, not the guest's.
+const MAX_BUFFER: usize = 64 << 20;
 
 impl search::Host for CallView<'_> {
     fn run(&mut self, query: search::Query) -> Result<Vec<u8>, search::SearchError> {
@@ -38,6 +41,7 @@ impl search::Host for CallView<'_> {
         let options = Options {
             threads: Options::cores(),
             max_output: MAX_OUTPUT,
+            max_buffer: MAX_BUFFER,
             confinement: Confinement::Within(scope.readable.clone()),
             skip,
             stop: &stop,
