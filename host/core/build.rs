@@ -1,10 +1,13 @@
-//! Builds the built-in tools for `wasm32-wasip2` and embeds them in the binary,
-//! with the SHA-256 of each: the host caches their compiled form on disk under
-//! that hash (see `src/registry/cache.rs`), so only the very first start compiles them.
+//! Builds the built-in tools for `wasm32-wasip2` and the shell parser for
+//! `wasm32-unknown-unknown`, and embeds them in the binary, with the SHA-256
+//! of each: the host caches their compiled form on disk under that hash (see
+//! `src/registry/cache.rs`), so only the very first start compiles them.
 
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
+#[path = "build_shell.rs"]
+mod build_shell;
 #[path = "build_wasm.rs"]
 mod build_wasm;
 
@@ -38,7 +41,7 @@ fn main() {
         // A copy in OUT_DIR: the nested build may rewrite the original later.
         let embedded = out_dir.join(format!("{name}.wasm"));
         std::fs::write(&embedded, &wasm).expect("copying a built-in component");
-        let sha256: String = Sha256::digest(&wasm).iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = sha256_hex(&wasm);
         table.push_str(&format!(
             "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}) }},\n",
             embedded.display().to_string()
@@ -46,6 +49,25 @@ fn main() {
     }
     table.push_str("]\n");
     std::fs::write(out_dir.join("builtins.rs"), table).expect("writing builtins.rs");
+
+    let parser = build_shell::build(&root);
+    let wasm = std::fs::read(&parser).unwrap_or_else(|e| panic!("reading {}: {e}", parser.display()));
+    let embedded = out_dir.join("shell-parser.wasm");
+    std::fs::write(&embedded, &wasm).expect("copying the shell parser");
+    std::fs::write(
+        out_dir.join("shell_parser.rs"),
+        format!(
+            "/// The shell parser module.\npub static WASM: &[u8] = include_bytes!({:?});\n\
+             /// Its SHA-256, in hex.\npub const SHA256: &str = {:?};\n",
+            embedded.display().to_string(),
+            sha256_hex(&wasm)
+        ),
+    )
+    .expect("writing shell_parser.rs");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn env(key: &str) -> String {

@@ -9,20 +9,10 @@ use std::process::Command;
 /// nested cargo from waiting on the lock the outer build holds.
 pub fn build(root: &Path, packages: &[String]) -> PathBuf {
     let target_dir = root.join("target").join("wasm");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root)
-        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2", "--target-dir"])
-        .arg(&target_dir);
+    let mut cmd = nested_cargo(root);
+    cmd.args(["build", "--profile", "plugin", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
     for p in packages {
         cmd.args(["-p", p]);
-    }
-    // The outer build's settings are for the host, not for the guests.
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WORKSPACE_WRAPPER" {
-            cmd.env_remove(key.as_ref());
-        }
     }
     // SIMD in the guests gives the regex engine its fast paths back.
     cmd.env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+simd128");
@@ -34,4 +24,19 @@ pub fn build(root: &Path, packages: &[String]) -> PathBuf {
         );
     }
     target_dir.join("wasm32-wasip2").join("plugin")
+}
+
+/// `cargo` in `root`, without the outer build's settings (they are for the
+/// host, not for the guests).
+pub fn nested_cargo(root: &Path) -> Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WORKSPACE_WRAPPER" {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    cmd
 }

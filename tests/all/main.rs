@@ -29,6 +29,7 @@ mod quick;
 mod reload;
 mod run;
 mod scheduler;
+mod shell_parser;
 mod startup;
 mod third_party;
 mod tools_list;

@@ -295,4 +295,51 @@ fn run(only: Option<&str>) {
         "{ITERATIONS} timed iterations per row after {WARM_UP} untimed; slowest median {worst:.2} µs: target {}.",
         if worst <= TARGET_P50_US { "met" } else { "missed" }
     );
+    if only.is_none_or(|o| "parse".contains(o)) {
+        parses();
+    }
+}
+
+/// Parsing alone, as every Bash decision, spawn-time check and `shell`
+/// import call does it: a typical command, a compound one, and 1 KB; each
+/// the first time (a fresh instance of the contained parser) and again
+/// (from the memo of recent commands).
+fn parses() {
+    let part = "git log --oneline -20 | grep -v 'Merge branch' | sort | uniq -c && FOO=1 ls -la src/*.rs 2>/dev/null; ";
+    let kilobyte = part.repeat(1024 / part.len() + 1);
+    let commands = [
+        ("`npm run test -- --watch`", "npm run test -- --watch"),
+        ("`git status && git diff --stat | tail -1`", "git status && git diff --stat | tail -1"),
+        ("1 KB of pipelines and lists", kilobyte.trim_end_matches("; ")),
+    ];
+    println!();
+    println!(
+        "| parse a shell command | first time, p50 / p99 | again (memo), p50 / p99 | the 4 parses of a Bash call, p50 / p99 |"
+    );
+    println!("|---|---|---|---|");
+    for (name, command) in commands {
+        let parsed = shell::parse(command);
+        assert!(!parsed.parse_error, "{name} parses");
+        assert_eq!(shell::parse_fresh(command), parsed);
+        let iterations = if command.len() > 100 { ITERATIONS / 10 } else { ITERATIONS };
+        let fresh = time(iterations, || shell::parse_fresh(command));
+        let again = time(iterations, || shell::parse(command));
+        // What one Bash call does: the permission step, the tool's own
+        // classification and parse, and the spawn-time check parse the same
+        // command (four times for `toolhost call`, counted).
+        let call = time(iterations, || {
+            let first = shell::parse_fresh(command);
+            (first, shell::parse(command), shell::parse(command), shell::parse(command))
+        });
+        println!(
+            "| {name} ({} bytes) | {:.2} / {:.2} µs | {:.2} / {:.2} µs | {:.2} / {:.2} µs |",
+            command.len(),
+            fresh.p50,
+            fresh.p99,
+            again.p50,
+            again.p99,
+            call.p50,
+            call.p99
+        );
+    }
 }

@@ -146,3 +146,34 @@ fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
         .unwrap_or_else(std::env::temp_dir);
     base.join("toolhost")
 }
+
+/// The name a compiled artifact is cached under: SHA-256, in hex, of `kind`,
+/// toolhost's version, `engine`'s compatibility hash and `content` (the
+/// source's own hash), so an entry is only ever read by an engine that can
+/// use it.
+pub fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::hash::{Hash, Hasher};
+    /// Feeds a `Hash` into SHA-256, so keys are the same in every process.
+    struct Sha(Sha256);
+    impl Hasher for Sha {
+        fn finish(&self) -> u64 {
+            unreachable!("only used through finalize")
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut h = Sha(Sha256::new());
+    h.0.update(kind.as_bytes());
+    h.0.update(b"\0");
+    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.0.update(content.as_bytes());
+    hex(&h.0.finalize())
+}
+
+/// `bytes` in lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -9,6 +9,7 @@ mod instance;
 pub mod network;
 mod store;
 
+pub(crate) use engine::Ticker;
 pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config, quick_config};
 pub use grants::{FileAccess, Grants, intersect};
 pub use instance::{Gate, GateGuard, Instance};

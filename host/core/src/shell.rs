@@ -1,5 +1,5 @@
 //! Shell commands, as the host understands them: parsed with
-//! tree-sitter-bash ([`parse()`]), classified as read-only or not
+//! tree-sitter-bash inside a wasm sandbox ([`parse()`]), classified as read-only or not
 //! ([`classify()`]: what the Bash tool's concurrency-safety, the permission
 //! checks and the spawn-time checks rely on), and quoted back into words
 //! ([`quote`]).
@@ -10,7 +10,9 @@ mod parse;
 pub use classify::{
     Classification, assignment_changes_what_runs, changes_loading, classify, classify_parsed, command_read_only,
 };
-pub use parse::{MAX_COMMAND, Operator, Parsed, Redirection, SimpleCommand, parse};
+pub use parse::{
+    MAX_COMMAND, MAX_DEPTH, Operator, Parsed, Redirection, SimpleCommand, cache_in, parse, parse_fresh, prepare,
+};
 
 /// `word` as one shell word: as it is when it needs no quoting, else in
 /// single quotes.

@@ -3,40 +3,18 @@
 //! is compiled once, and afterwards loads by mapping a file.
 
 use sha2::{Digest, Sha256};
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Feeds a `Hash` into SHA-256, so keys are the same in every process.
-struct Sha(Sha256);
-
-impl Hasher for Sha {
-    fn finish(&self) -> u64 {
-        unreachable!("only used through finalize")
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// SHA-256 of `bytes`, in hex.
 pub fn content_hash(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
+    crate::fsx::hex(&Sha256::digest(bytes))
 }
 
 /// The cache key of a component whose content hash is `content` for `engine`.
 pub fn key(engine: &Engine, content: &str) -> String {
-    let mut h = Sha(Sha256::new());
-    h.0.update(b"toolhost-component-cache-v1\0");
-    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
-    engine.precompile_compatibility_hash().hash(&mut h);
-    h.0.update(content.as_bytes());
-    hex(&h.0.finalize())
+    crate::fsx::artifact_key("toolhost-component-cache-v1", engine, content)
 }
 
 /// Whether a compiled form of the component with content hash `content` is

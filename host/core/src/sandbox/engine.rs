@@ -154,7 +154,7 @@ fn pooling_config(sizes: PoolSizes) -> Config {
 /// the engines weakly: the thread ends when the first one is dropped. After a second
 /// with no call running it parks, so an idle host does not wake up; a call
 /// unparks it only in that case, so back-to-back calls cost no wake-up.
-struct Ticker {
+pub(crate) struct Ticker {
     shared: Arc<TickerShared>,
 }
 
@@ -168,7 +168,7 @@ struct TickerShared {
 const LINGER: Duration = Duration::from_secs(1);
 
 impl Ticker {
-    fn start<'a>(engines: impl IntoIterator<Item = &'a Engine>) -> Ticker {
+    pub(crate) fn start<'a>(engines: impl IntoIterator<Item = &'a Engine>) -> Ticker {
         let shared = Arc::new(TickerShared {
             running: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
@@ -214,7 +214,8 @@ impl Ticker {
         Ticker { shared }
     }
 
-    fn enter(&self) -> RunningGuard {
+    /// Ticks until the guard drops.
+    pub(crate) fn enter(&self) -> RunningGuard {
         self.shared.running.fetch_add(1, Ordering::SeqCst);
         if self.shared.parked.load(Ordering::SeqCst)
             && let Some(t) = self.shared.thread.get()

@@ -30,6 +30,9 @@ pub fn classify_parsed(parsed: &Parsed) -> Classification {
     if parsed.too_long {
         return Classification::no("the command is too long to check");
     }
+    if let Some(fault) = &parsed.fault {
+        return Classification::no(format!("the shell parser failed on the command: {fault}"));
+    }
     if parsed.parse_error {
         return Classification::no("the command could not be parsed");
     }

@@ -1,505 +1,390 @@
-//! The bash parser: tree-sitter-bash run by the host, turned into the
-//! simple commands, operators and constructs the policy and the `shell`
-//! interface need. Commands longer than [`MAX_COMMAND`] are not parsed.
+//! The bash parser, contained.
+//!
+//! tree-sitter-bash is C: tree-sitter's runtime, a generated grammar and a
+//! hand-written external scanner of several hundred lines, reading commands
+//! a model or a component wrote. Linked into the host, one of them (`{`
+//! before a 4-byte character, tree-sitter-bash issue #337) read out of
+//! bounds and took the whole host down. So the parser does not run in the
+//! host's address space: `toolhost-shell` builds it, with the walker that
+//! turns its tree into a [`Parsed`], into a wasm module with no imports, and
+//! the host runs that module under wasmtime:
+//!
+//! - a fresh instance per command (a pooled slot, reset copy-on-write), so
+//!   nothing one command does to the parser's memory is there for the next;
+//! - a deadline, a memory limit and a wasm stack limit: a loop, a leak or a
+//!   deep recursion in the C ends in a trap;
+//! - its answer read as untrusted input ([`Parsed::from_guest`]): bounded,
+//!   typed, checked.
+//!
+//! A trap, exhausted fuel or memory, a malformed answer or a parser that
+//! cannot be loaded makes the command unparsable ([`Parsed::fault`]): never
+//! read-only, never allowed by a rule, so the call asks (or is refused where
+//! nothing can ask), with a warning in the log. The host goes on serving.
+//!
+//! Why this design and not another: tree-sitter's own wasm grammars still
+//! run tree-sitter's runtime (C) natively; a parser process costs a process
+//! per host and a round trip per command, and a library user would have to
+//! ship its executable. A module of our own contains all of the C, needs
+//! nothing but the engine the host already has, and costs a fresh instance
+//! per command (measured in the README: `cargo bench -p toolhost-cli --bench
+//! rules`).
+//!
+//! The compiled module is cached on disk like the tools (keyed by its hash
+//! and the engine's), in the cache directory of the first [`Host`] built in
+//! the process, else the default one.
+//!
+//! [`Host`]: crate::Host
 
-use std::cell::RefCell;
-use tree_sitter::{Node, Parser};
+use crate::sandbox::Ticker;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, OnceLock};
+use toolhost_shell::MAX_ANSWER;
+pub use toolhost_shell::{MAX_COMMAND, MAX_DEPTH, Operator, Parsed, Redirection, SimpleCommand};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, ModuleExport, OptLevel,
+    PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder,
+};
 
-/// A control operator between commands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operator {
-    /// `&&`
-    And,
-    /// `||`
-    Or,
-    /// `;` or a newline between statements.
-    Sequence,
-    /// `|` or `|&`
-    Pipe,
-    /// `&` (run in the background)
-    Background,
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/shell_parser.rs"));
 }
 
-/// A redirection of a simple command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Redirection {
-    /// The file descriptor written before the operator (`2` in `2>err`).
-    pub descriptor: Option<String>,
-    /// `>`, `>>`, `<`, `&>`, `>&`, `<<`, `<<<`, ...
-    pub operator: String,
-    /// The target word as written (for a heredoc: its delimiter).
-    pub target: String,
-}
+/// How long one command may take, in epoch ticks ([`EPOCH_TICK`]): two
+/// seconds, a hundred times what the slowest 64 KiB command takes here.
+/// Epochs rather than fuel: fuel made the parse a third slower.
+///
+/// [`EPOCH_TICK`]: crate::sandbox::EPOCH_TICK
+const DEADLINE_TICKS: u64 = 400;
+/// Memory for one command: the parser's tables and stack take 3 MiB, a
+/// 64 KiB command's tree a few more.
+const MEMORY: usize = 256 << 20;
+/// The parser's wasm stack: enough for a tree [`MAX_DEPTH`] deep.
+const WASM_STACK: usize = 1 << 20;
+/// Host stack wanted free around a parse: the wasm stack plus wasmtime's
+/// frames. A thread with less left runs the parse on a fresh segment.
+const STACK_NEEDED: usize = WASM_STACK + (256 << 10);
+/// Parses in flight at once; more wait for a slot.
+const SLOTS: u32 = 16;
 
-impl Redirection {
-    /// Whether it may write to a file: an output operator whose target is not
-    /// `/dev/null` and not a file descriptor (`2>&1`).
-    pub fn writes(&self) -> bool {
-        let output = matches!(self.operator.as_str(), ">" | ">>" | ">|" | "&>" | "&>>" | ">&" | "<>" | "&>|");
-        let dup = matches!(self.operator.as_str(), ">&" | "<&")
-            && self.target.chars().all(|c| c.is_ascii_digit() || c == '-');
-        output && !dup && self.target != "/dev/null"
-    }
-}
-
-/// One simple command: `NAME=value cmd arg... >redirect`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SimpleCommand {
-    /// The command name and its arguments, unquoted.
-    pub argv: Vec<String>,
-    /// For each word of `argv`, whether its value depends on an expansion or
-    /// substitution (so `argv` holds only its source text).
-    pub dynamic: Vec<bool>,
-    /// Assignments before the name (`FOO=1` in `FOO=1 ls`), as written.
-    pub assignments: Vec<String>,
-    pub redirections: Vec<Redirection>,
-}
-
-/// The structure of a shell command.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Parsed {
-    /// Every simple command, in source order (inside pipelines, lists,
-    /// subshells, loops and substitutions alike).
-    pub commands: Vec<SimpleCommand>,
-    /// The control operators, in source order.
-    pub operators: Vec<Operator>,
-    pub command_substitution: bool,
-    pub process_substitution: bool,
-    pub variable_expansion: bool,
-    pub heredoc: bool,
-    pub subshell: bool,
-    /// `if`, `for`, `while`, `case` or a function definition.
-    pub control_flow: bool,
-    /// The command (or part of it) could not be parsed; also set for one
-    /// longer than [`MAX_COMMAND`].
-    pub parse_error: bool,
-    /// The command is longer than [`MAX_COMMAND`] and was not parsed.
-    pub too_long: bool,
-}
-
-/// Longest command the host parses: anything longer is a parse error (and
-/// so never read-only, and never allowed by a rule).
-pub const MAX_COMMAND: usize = 64 * 1024;
-
-/// Parses `source` as bash. Never fails: what cannot be parsed sets
-/// [`Parsed::parse_error`].
+/// Parses `source` as bash in the parser's sandbox. Never fails: what cannot
+/// be parsed, and any failure of the parser, sets [`Parsed::parse_error`].
 pub fn parse(source: &str) -> Parsed {
+    if let Some(parsed) = MEMO.lock().unwrap_or_else(|e| e.into_inner()).get(source) {
+        return parsed;
+    }
+    let parsed = parse_fresh(source);
+    if parsed.fault.is_none() {
+        MEMO.lock().unwrap_or_else(|e| e.into_inner()).put(source, &parsed);
+    }
+    parsed
+}
+
+/// [`parse`] without the memo of recent commands: always a fresh instance
+/// of the parser (what a command not seen lately costs).
+pub fn parse_fresh(source: &str) -> Parsed {
     if source.len() > MAX_COMMAND {
-        return Parsed { parse_error: true, too_long: true, ..Parsed::default() };
+        return Parsed::too_long();
     }
-    thread_local! {
-        static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-    }
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let parser = slot.get_or_insert_with(|| {
-            let mut p = Parser::new();
-            p.set_language(&tree_sitter_bash::LANGUAGE.into()).expect("tree-sitter-bash matches the tree-sitter ABI");
-            p
-        });
-        let Some(tree) = parser.parse(source, None) else {
-            return Parsed { parse_error: true, ..Parsed::default() };
-        };
-        let root = tree.root_node();
-        // A command nested deeper than any real one is refused.
-        if deeper_than(root, MAX_DEPTH) {
-            return Parsed { parse_error: true, ..Parsed::default() };
-        }
-        let mut parsed = Parsed { parse_error: root.has_error(), ..Parsed::default() };
-        Walker { src: source.as_bytes(), out: &mut parsed }.statement(root);
-        parsed
+    let outcome = match parser() {
+        Ok(parser) => stacker::maybe_grow(STACK_NEEDED, STACK_NEEDED + (1 << 20), || parser.parse(source)),
+        Err(why) => Err(why.clone()),
+    };
+    outcome.unwrap_or_else(|why| {
+        tracing::warn!(
+            command = %preview(source),
+            bytes = source.len(),
+            fault = %why,
+            "the shell parser failed; the command counts as unparsable"
+        );
+        Parsed::fault(why)
     })
 }
 
-struct Walker<'a> {
-    src: &'a [u8],
-    out: &'a mut Parsed,
+/// The answers for the commands parsed last. One Bash call has its command
+/// parsed by the permission step, the scheduler, the tool's own checks and
+/// the spawn-time check; the parser's answer depends on the command alone,
+/// so it is kept. A failure is not kept (it may not happen again).
+static MEMO: Mutex<Memo> = Mutex::new(Memo { entries: Vec::new(), bytes: 0, clock: 0 });
+
+/// Commands kept, and their bytes at most.
+const MEMO_ENTRIES: usize = 64;
+const MEMO_BYTES: usize = 1 << 20;
+
+struct Memo {
+    /// Each command, its answer, and when it was last asked for.
+    entries: Vec<(String, Parsed, u64)>,
+    bytes: usize,
+    clock: u64,
 }
 
-impl Walker<'_> {
-    fn text(&self, node: Node<'_>) -> String {
-        String::from_utf8_lossy(&self.src[node.byte_range()]).into_owned()
+impl Memo {
+    fn get(&mut self, source: &str) -> Option<Parsed> {
+        self.clock += 1;
+        let clock = self.clock;
+        let entry = self.entries.iter_mut().find(|(s, _, _)| s == source)?;
+        entry.2 = clock;
+        Some(entry.1.clone())
     }
 
-    /// Visits a statement-level node and everything inside it.
-    fn statement(&mut self, node: Node<'_>) {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.statement_here(node))
-    }
-
-    fn statement_here(&mut self, node: Node<'_>) {
-        match node.kind() {
-            "command" => self.command(node, Vec::new()),
-            "redirected_statement" => {
-                let mut redirects = Vec::new();
-                let mut cursor = node.walk();
-                for child in node.children_by_field_name("redirect", &mut cursor) {
-                    self.redirect(child, &mut redirects);
-                }
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    if child.kind() == "herestring_redirect" {
-                        self.redirect(child, &mut redirects);
-                    }
-                }
-                match node.child_by_field_name("body") {
-                    Some(body) if body.kind() == "command" => self.command(body, redirects),
-                    Some(body) => {
-                        // As in bash, the redirections of `a | b > f` belong to
-                        // the last command (of `(a; b) > f`, to all of it:
-                        // the last command stands for it).
-                        let before = self.out.commands.len();
-                        self.statement(body);
-                        match self.out.commands.get_mut(before..).and_then(|added| added.last_mut()) {
-                            Some(last) => last.redirections.extend(redirects),
-                            None => self
-                                .out
-                                .commands
-                                .push(SimpleCommand { redirections: redirects, ..SimpleCommand::default() }),
-                        }
-                    }
-                    None => {
-                        self.out.commands.push(SimpleCommand { redirections: redirects, ..SimpleCommand::default() })
-                    }
-                }
-            }
-            "variable_assignment" | "variable_assignments" => {
-                self.scan(node);
-                self.out
-                    .commands
-                    .push(SimpleCommand { assignments: vec![self.text(node)], ..SimpleCommand::default() });
-            }
-            "declaration_command" | "unset_command" | "test_command" => self.builtin_like(node),
-            "subshell" => {
-                self.out.subshell = true;
-                self.children(node);
-            }
-            "if_statement"
-            | "for_statement"
-            | "c_style_for_statement"
-            | "while_statement"
-            | "case_statement"
-            | "function_definition" => {
-                self.out.control_flow = true;
-                self.children(node);
-            }
-            "comment" => {}
-            _ => self.children(node),
+    fn put(&mut self, source: &str, parsed: &Parsed) {
+        if source.len() > MEMO_BYTES / 4 || self.entries.iter().any(|(s, _, _)| s == source) {
+            return;
         }
-    }
-
-    /// Visits the children of a node, recording operators between statements.
-    fn children(&mut self, node: Node<'_>) {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.children_here(node))
-    }
-
-    fn children_here(&mut self, node: Node<'_>) {
-        let mut cursor = node.walk();
-        let mut previous_statement_end: Option<usize> = None;
-        for child in node.children(&mut cursor) {
-            if !child.is_named() {
-                let op = match child.kind() {
-                    "&&" => Some(Operator::And),
-                    "||" => Some(Operator::Or),
-                    ";" | ";;" => Some(Operator::Sequence),
-                    "|" | "|&" => Some(Operator::Pipe),
-                    "&" => Some(Operator::Background),
-                    _ => None,
-                };
-                if let Some(op) = op {
-                    self.out.operators.push(op);
-                    previous_statement_end = None;
-                }
-                continue;
-            }
-            let is_statement = is_statement(child.kind());
-            if is_statement {
-                // Two statements with no operator between them were on two lines.
-                if previous_statement_end.is_some()
-                    && matches!(node.kind(), "program" | "compound_statement" | "do_group" | "subshell")
-                {
-                    self.out.operators.push(Operator::Sequence);
-                }
-                previous_statement_end = Some(child.end_byte());
-            }
-            if is_statement
-                || matches!(
-                    child.kind(),
-                    "do_group" | "else_clause" | "elif_clause" | "case_item" | "compound_statement"
-                )
-            {
-                self.statement(child);
-            } else {
-                self.scan(child);
-            }
-        }
-    }
-
-    /// A simple command; `redirects` come from an enclosing redirected statement.
-    fn command(&mut self, node: Node<'_>, mut redirects: Vec<Redirection>) {
-        let mut cmd = SimpleCommand::default();
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            match child.kind() {
-                "variable_assignment" => {
-                    self.scan(child);
-                    cmd.assignments.push(self.text(child));
-                }
-                "command_name" => {
-                    let (word, dynamic) = self.word(child);
-                    cmd.argv.push(word);
-                    cmd.dynamic.push(dynamic);
-                }
-                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => self.redirect(child, &mut redirects),
-                "subshell" => self.statement(child),
-                _ => {
-                    let (word, dynamic) = self.word(child);
-                    cmd.argv.push(word);
-                    cmd.dynamic.push(dynamic);
-                }
-            }
-        }
-        cmd.redirections = redirects;
-        self.out.commands.push(cmd);
-    }
-
-    /// `declare`, `export`, `unset`, `[[ ... ]]` and friends: recorded as a
-    /// command named by their first word.
-    fn builtin_like(&mut self, node: Node<'_>) {
-        self.scan(node);
-        let mut argv = Vec::new();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            argv.push(self.text(child));
-            if argv.len() == 1 {
-                // The keyword, then the rest as one word: these are only ever
-                // checked by name.
-                let rest = String::from_utf8_lossy(&self.src[child.end_byte()..node.end_byte()]).trim().to_string();
-                if !rest.is_empty() {
-                    argv.push(rest);
-                }
+        while self.entries.len() >= MEMO_ENTRIES || self.bytes + source.len() > MEMO_BYTES {
+            let Some(oldest) = self.entries.iter().enumerate().min_by_key(|(_, e)| e.2).map(|(i, _)| i) else {
                 break;
-            }
+            };
+            self.bytes -= self.entries.swap_remove(oldest).0.len();
         }
-        let dynamic = vec![false; argv.len()];
-        self.out.commands.push(SimpleCommand { argv, dynamic, ..SimpleCommand::default() });
+        self.clock += 1;
+        self.bytes += source.len();
+        self.entries.push((source.to_string(), parsed.clone(), self.clock));
     }
+}
 
-    fn redirect(&mut self, node: Node<'_>, out: &mut Vec<Redirection>) {
-        self.scan(node);
-        if node.kind() == "heredoc_redirect" {
-            self.out.heredoc = true;
-        }
-        let descriptor = node.child_by_field_name("descriptor").map(|d| self.text(d));
-        let mut operator = String::new();
-        let mut target = String::new();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if !child.is_named() && operator.is_empty() {
-                operator = self.text(child);
-            } else if child.is_named() && child.kind() != "file_descriptor" && target.is_empty() {
-                target = match child.kind() {
-                    "heredoc_start" => self.text(child),
-                    _ => self.word(child).0,
-                };
-            }
-        }
-        if node.kind() == "herestring_redirect" && operator.is_empty() {
-            operator = "<<<".into();
-        }
-        out.push(Redirection { descriptor, operator, target });
-        // A heredoc can carry more redirections, and a pipeline or list, after
-        // its start word (`cat <<EOF > out | wc`).
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            if matches!(child.kind(), "file_redirect" | "herestring_redirect") {
-                self.redirect(child, out);
-            } else if is_statement(child.kind()) {
-                self.statement(child);
-            }
-        }
+/// Sets where the compiled parser is cached (`None`: nowhere). Only the
+/// first call in a process counts, and only before the first parse.
+pub fn cache_in(dir: Option<PathBuf>) {
+    let _ = CACHE_DIR.set(dir);
+}
+
+/// Loads the parser now (compiling it if it is not cached) rather than at
+/// the first command; what went wrong, if anything.
+pub fn prepare() -> Result<(), String> {
+    parser().as_ref().map(|_| ()).map_err(String::clone)
+}
+
+static CACHE_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+static PARSER: OnceLock<Result<Parser, String>> = OnceLock::new();
+
+fn parser() -> &'static Result<Parser, String> {
+    PARSER.get_or_init(|| {
+        let dir = CACHE_DIR.get_or_init(|| Some(crate::fsx::default_cache_dir()));
+        Parser::load(dir.as_deref()).map_err(|e| {
+            let why = format!("the shell parser could not be loaded: {e:#}");
+            tracing::error!("{why}; every shell command counts as unparsable");
+            why
+        })
+    })
+}
+
+/// The first 200 characters of a command, for the log.
+fn preview(source: &str) -> String {
+    match source.char_indices().nth(200) {
+        Some((at, _)) => format!("{:?}…", &source[..at]),
+        None => format!("{source:?}"),
     }
+}
 
-    /// The value of a word and whether it is dynamic; flags what it contains.
-    fn word(&mut self, node: Node<'_>) -> (String, bool) {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.word_here(node))
-    }
+struct Parser {
+    engine: Engine,
+    pre: InstancePre<StoreLimits>,
+    alloc: ModuleExport,
+    parse: ModuleExport,
+    memory: ModuleExport,
+    slots: Slots,
+    ticker: Ticker,
+}
 
-    fn word_here(&mut self, node: Node<'_>) -> (String, bool) {
-        self.scan(node);
-        let dynamic = contains(
-            node,
-            &["simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"],
-        );
-        let text = match node.kind() {
-            "command_name" => match node.named_child(0) {
-                Some(inner) => return self.word(inner),
-                None => self.text(node),
-            },
-            "raw_string" => {
-                let t = self.text(node);
-                t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(&t).to_string()
+impl Parser {
+    fn load(cache: Option<&Path>) -> wasmtime::Result<Parser> {
+        let engine = match Engine::new(&config(true)) {
+            Ok(engine) => engine,
+            Err(e) => {
+                tracing::debug!(error = %e, "no pooling allocator for the shell parser; allocating on demand");
+                Engine::new(&config(false))?
             }
-            "string" if !dynamic => {
-                let t = self.text(node);
-                unescape_double(t.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(&t))
-            }
-            "concatenation" if !dynamic => {
-                let mut s = String::new();
-                let mut cursor = node.walk();
-                for part in node.children(&mut cursor) {
-                    s.push_str(&self.word(part).0);
-                }
-                s
-            }
-            "word" => unescape_word(&self.text(node)),
-            _ => self.text(node),
         };
-        (text, dynamic)
+        let module = compile(&engine, cache)?;
+        let export = |name: &str| {
+            module.get_export_index(name).ok_or_else(|| wasmtime::format_err!("the parser exports no `{name}`"))
+        };
+        let (alloc, parse, memory) =
+            (export("toolhost_shell_alloc")?, export("toolhost_shell_parse")?, export("memory")?);
+        // No imports: the module can compute and nothing else.
+        let pre = Linker::new(&engine).instantiate_pre(&module)?;
+        let ticker = Ticker::start([&engine]);
+        Ok(Parser { engine, pre, alloc, parse, memory, slots: Slots::new(SLOTS), ticker })
     }
 
-    /// Flags substitutions and expansions anywhere under `node`, and records
-    /// the commands inside command substitutions.
-    fn scan(&mut self, node: Node<'_>) {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.scan_here(node))
-    }
+    fn parse(&self, source: &str) -> Result<Parsed, String> {
+        let _slot = self.slots.take();
+        let _ticking = self.ticker.enter();
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(MEMORY)
+            .memories(1)
+            .tables(1)
+            .instances(1)
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(&self.engine, limits);
+        store.limiter(|limits| limits);
+        store.set_epoch_deadline(DEADLINE_TICKS);
+        let trapped = |e: wasmtime::Error| format!("{e:#}");
+        let instance = self.pre.instantiate(&mut store).map_err(trapped)?;
+        let func = |store: &mut Store<StoreLimits>, export: &ModuleExport| {
+            instance.get_module_export(&mut *store, export).and_then(|e| e.into_func())
+        };
+        let (Some(alloc), Some(parse), Some(memory)) = (
+            func(&mut store, &self.alloc),
+            func(&mut store, &self.parse),
+            instance.get_module_export(&mut store, &self.memory).and_then(|e| e.into_memory()),
+        ) else {
+            return Err("the parser's exports are not what it declares".into());
+        };
+        let alloc = alloc.typed::<u32, u32>(&store).map_err(trapped)?;
+        let parse = parse.typed::<(u32, u32), u64>(&store).map_err(trapped)?;
 
-    fn scan_here(&mut self, node: Node<'_>) {
-        match node.kind() {
-            "command_substitution" => {
-                self.out.command_substitution = true;
-                self.children(node);
-                return;
-            }
-            "process_substitution" => {
-                self.out.process_substitution = true;
-                self.children(node);
-                return;
-            }
-            "simple_expansion" | "expansion" => self.out.variable_expansion = true,
-            "heredoc_redirect" => self.out.heredoc = true,
-            _ => {}
+        let len = u32::try_from(source.len()).map_err(|_| "the command is too long".to_string())?;
+        let at = alloc.call(&mut store, len).map_err(trapped)?;
+        memory.write(&mut store, at as usize, source.as_bytes()).map_err(|e| format!("writing the command: {e}"))?;
+        let answer = parse.call(&mut store, (at, len)).map_err(trapped)?;
+        let (start, len) = ((answer >> 32) as usize, (answer & 0xffff_ffff) as usize);
+        if len > MAX_ANSWER {
+            return Err(format!("its answer is {len} bytes, more than the {MAX_ANSWER} allowed"));
         }
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            self.scan(child);
-        }
+        let bytes = memory
+            .data(&store)
+            .get(start..start.saturating_add(len))
+            .ok_or_else(|| format!("its answer lies outside its memory ({start}+{len})"))?;
+        Parsed::from_guest(bytes)
     }
 }
 
-fn is_statement(kind: &str) -> bool {
-    matches!(
-        kind,
-        "command"
-            | "redirected_statement"
-            | "pipeline"
-            | "list"
-            | "subshell"
-            | "compound_statement"
-            | "negated_command"
-            | "if_statement"
-            | "for_statement"
-            | "c_style_for_statement"
-            | "while_statement"
-            | "case_statement"
-            | "function_definition"
-            | "variable_assignment"
-            | "variable_assignments"
-            | "declaration_command"
-            | "unset_command"
-            | "test_command"
-    )
-}
-
-/// How deep a syntax tree may nest before the command counts as unparsable
-/// (a 64 KiB command of `a&&` nests about 16,000 deep).
-const MAX_DEPTH: usize = 20_000;
-/// The walk recurses once per level of nesting; when less than this much
-/// stack is left it continues on a fresh heap-allocated segment, so deep
-/// commands cannot overflow the stack of the thread running a call.
-const RED_ZONE: usize = 64 * 1024;
-const STACK_SEGMENT: usize = 1024 * 1024;
-
-/// Whether the tree under `root` nests deeper than `limit`, found without
-/// recursion.
-fn deeper_than(root: Node<'_>, limit: usize) -> bool {
-    let mut cursor = root.walk();
-    let mut depth = 0usize;
-    loop {
-        if cursor.goto_first_child() {
-            depth += 1;
-            if depth > limit {
-                return true;
-            }
-            continue;
+/// The parser's engine: epoch deadlines, no component model, a small
+/// stack; pooled slots reset copy-on-write when `pooling`.
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    config.max_wasm_stack(WASM_STACK);
+    config.memory_init_cow(true);
+    // Its table is 70 entries: set up at once, not checked per indirect call.
+    config.table_lazy_init(false);
+    config.cranelift_opt_level(OptLevel::Speed);
+    config.parallel_compilation(true);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_core_instances(SLOTS)
+            .total_memories(SLOTS)
+            .total_tables(SLOTS)
+            .total_component_instances(0)
+            .total_stacks(0)
+            .max_memory_size(MEMORY)
+            .max_memories_per_module(1)
+            .max_tables_per_module(1)
+            .linear_memory_keep_resident(4 << 20)
+            .max_unused_warm_slots(SLOTS);
+        if PoolingAllocationConfig::is_pagemap_scan_available() {
+            pool.pagemap_scan(Enabled::Yes);
         }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return false;
-            }
-            depth -= 1;
-        }
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
+    config
 }
 
-fn contains(node: Node<'_>, kinds: &[&str]) -> bool {
-    stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || contains_here(node, kinds))
-}
-
-fn contains_here(node: Node<'_>, kinds: &[&str]) -> bool {
-    if kinds.contains(&node.kind()) {
-        return true;
-    }
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).any(|c| contains(c, kinds))
-}
-
-/// `a\ b` → `a b`
-fn unescape_word(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(next) = chars.next() {
-                out.push(next);
-            }
-        } else {
-            out.push(c);
+/// The compiled parser: from the cache when a usable entry is there, else
+/// compiled and cached. A cache that cannot be read or written only costs
+/// the compile.
+fn compile(engine: &Engine, cache: Option<&Path>) -> wasmtime::Result<Module> {
+    let Some(dir) = cache else { return Module::new(engine, embedded::WASM) };
+    let path = dir.join("shell-parser").join(format!("{}.cwasm", cache_key(engine)));
+    if path.exists() {
+        // SAFETY: the file is one this host wrote into its own cache
+        // directory, named by the hash of the parser and of the engine's
+        // configuration; wasmtime also checks the engine recorded in it.
+        match unsafe { Module::deserialize_file(engine, &path) } {
+            Ok(module) => return Ok(module),
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached parser"),
         }
     }
-    out
+    let module = Module::new(engine, embedded::WASM)?;
+    let saved =
+        module.serialize().map_err(std::io::Error::other).and_then(|bytes| crate::fsx::replace_file(&path, &bytes));
+    if let Err(e) = saved {
+        tracing::warn!(path = %path.display(), error = %e, "could not cache the compiled shell parser");
+    }
+    Ok(module)
 }
 
-/// The escapes bash honours inside double quotes.
-fn unescape_double(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' && matches!(chars.peek(), Some('"' | '\\' | '$' | '`' | '\n')) {
-            out.extend(chars.next());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+fn cache_key(engine: &Engine) -> String {
+    crate::fsx::artifact_key("toolhost-shell-parser-v1", engine, embedded::SHA256)
 }
+
+/// A counting semaphore: at most as many parses as the pool has slots.
+struct Slots {
+    free: Mutex<u32>,
+    freed: Condvar,
+}
+
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: u32) -> Slots {
+        Slots { free: Mutex::new(n), freed: Condvar::new() }
+    }
+
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::shell::classify;
 
     #[test]
-    fn deep_nesting_does_not_overflow_the_stack() {
-        for deep in
-            ["(".repeat(30_000) + "ls" + &")".repeat(30_000), "echo $(".repeat(10_000) + "x" + &")".repeat(10_000)]
-        {
+    fn deep_nesting_is_refused_without_a_fault() {
+        for deep in [
+            "(".repeat(30_000) + "ls" + &")".repeat(30_000),
+            "echo $(".repeat(10_000) + "x" + &")".repeat(10_000),
+            "{ ".repeat(20_000) + "ls" + &"; }".repeat(20_000),
+        ] {
             let parsed = parse(&deep);
             assert!(parsed.parse_error);
             assert!(!classify(&deep).read_only);
         }
-        assert!(!parse(&("(".repeat(50) + "ls" + &")".repeat(50))).parse_error, "real nesting still parses");
+        for nested in [
+            "(".repeat(MAX_DEPTH / 2 - 5) + "ls" + &")".repeat(MAX_DEPTH / 2 - 5),
+            "echo $(".repeat(MAX_DEPTH / 4 - 5) + "x" + &")".repeat(MAX_DEPTH / 4 - 5),
+        ] {
+            let parsed = parse(&nested);
+            assert_eq!((parsed.parse_error, parsed.fault), (false, None), "nesting under the limit parses");
+        }
+        // A list of any length is one level, however long (64 KiB of `ls&&`).
+        for (sep, n) in [(" && ", 10_000), ("&&", MAX_COMMAND / 4), (" | ", 5_000), ("\n", 10_000)] {
+            let list = vec!["ls"; n].join(sep);
+            let parsed = parse(&list);
+            assert_eq!((parsed.parse_error, parsed.fault, parsed.commands.len()), (false, None, n), "{sep:?}");
+        }
+    }
+
+    /// tree-sitter-bash's scanner reads out of bounds on `{` before a 4-byte
+    /// character (upstream issue #337); natively that killed the host.
+    #[test]
+    fn the_scanner_crash_is_contained() {
+        for command in ["{\u{E0000}", "{\u{1F600}", "ls; {\u{E0000}}; rm -rf /"] {
+            let parsed = parse(command);
+            assert!(parsed.parse_error, "{command:?}: {parsed:?}");
+            assert!(!classify(command).read_only);
+        }
+        // A word that only contains the pair is an ordinary word.
+        let parsed = parse("echo {\u{10FFFF}x");
+        assert_eq!(parsed.commands[0].argv, ["echo", "{\u{10FFFF}x"]);
+        assert!(classify("echo {\u{10FFFF}x").read_only);
+        assert!(!parse("git status").parse_error, "the parser goes on serving");
     }
 
     #[test]

@@ -1,13 +1,24 @@
 //! A hostile third-party tool, written against the raw bindings so it can break
 //! every rule of the contract. The input's `action` picks the misbehaviour.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit/v1.4.0" });
+// The plugin world, plus the shell parser that every tool may import.
+wit_bindgen::generate!({
+    inline: "
+        package toolhost:adversary;
+        world adversary {
+            include toolhost:tool/plugin@1.4.0;
+            import toolhost:tool/shell@1.4.0;
+        }
+    ",
+    path: "../../../wit/v1.4.0",
+    generate_all,
+});
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
 use toolhost::tool::types::{
     ContentBlock, ErrorKind, Image, InputRoles, InterruptBehavior, ToolError, ToolInfo, ToolOutput,
 };
-use toolhost::tool::{output, progress, session};
+use toolhost::tool::{output, progress, session, shell};
 
 struct Adversary;
 
@@ -206,6 +217,21 @@ impl Guest for Adversary {
                     progress::report(&format!("p{i}"), Some("not json"));
                 }
                 text("flooded")
+            }
+            // Hands the host's shell parser a command (`path`), as a tool
+            // that reasons about commands does: the parser's faults must stay
+            // the parser's.
+            "shell" => {
+                let command = arg(&input, "path").and_then(|p| p.as_str().map(str::to_owned)).unwrap_or_default();
+                let parsed = shell::parse(&command);
+                let verdict = shell::classify(&command);
+                text(format!(
+                    "parse_error={} commands={} read_only={} reason={}",
+                    parsed.parse_error,
+                    parsed.commands.len(),
+                    verdict.read_only,
+                    verdict.reason.unwrap_or_default()
+                ))
             }
             other => Err(ToolError { kind: ErrorKind::InvalidInput, message: format!("unknown action `{other}`") }),
         }
