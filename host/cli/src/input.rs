@@ -82,8 +82,18 @@ impl InputStream {
                     Value::Object(m) if !m.is_empty() => block["input"].to_string(),
                     _ => String::new(),
                 };
-                self.open.insert(index, (id.to_string(), name.to_string(), initial));
-                Vec::new()
+                // A block still open at that index never gets its stop: it
+                // fails now, so every started call has one result.
+                match self.open.insert(index, (id.to_string(), name.to_string(), initial)) {
+                    Some((id, name, _)) => vec![Line::Failed {
+                        id,
+                        message: format!(
+                            "<tool_use_error>The input of {name} ended before its block was complete: another block \
+                             started at index {index}.</tool_use_error>"
+                        ),
+                    }],
+                    None => Vec::new(),
+                }
             }
             "content_block_delta" => {
                 let delta = &value["delta"];
@@ -238,5 +248,14 @@ mod tests {
         assert!(matches!(&events[2], Line::Error(m) if m.contains("nonsense")));
         assert_eq!(events[3], Line::Interrupt);
         assert!(matches!(&events[4], Line::Failed { id, .. } if id == "t"), "an unfinished block fails at the end");
+
+        // A block restarted at an open index: the first one fails at once.
+        let start = |id: &str| {
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": "Bash"}}).to_string()
+        };
+        let stop = json!({"type": "content_block_stop", "index": 0}).to_string();
+        let events = feed(&[start("a"), start("b"), stop]);
+        assert!(matches!(&events[0], Line::Failed { id, message } if id == "a" && message.contains("another block")));
+        assert_eq!(events[1], call("b", "Bash", json!({})));
     }
 }

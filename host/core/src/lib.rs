@@ -28,6 +28,8 @@
 
 pub mod contract;
 pub mod fsx;
+#[doc(hidden)]
+pub mod fuzzing;
 mod host;
 pub mod pipeline;
 pub mod policy;

@@ -15,8 +15,8 @@
 //! Every failure is an error result; nothing a tool or its input does reaches
 //! the caller as anything else.
 
-mod call;
-mod result;
+pub(crate) mod call;
+pub(crate) mod result;
 mod warm;
 
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};

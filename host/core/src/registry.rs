@@ -4,7 +4,7 @@
 
 mod builtins;
 mod cache;
-mod load;
+pub(crate) mod load;
 mod optimize;
 mod plugins;
 mod pool;

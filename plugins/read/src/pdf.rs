@@ -163,9 +163,17 @@ pub fn extract_pages(bytes: &[u8], range: PageRange) -> Result<(Vec<u8>, u64), S
         doc.delete_pages(&outside);
         doc.prune_objects();
     }
+    // Counted in what is sent: a damaged page tree may hold fewer pages
+    // than the range named.
+    let pages = doc.get_pages().len() as u64;
     let mut out = Vec::new();
     doc.save_to(&mut out).map_err(|_| CORRUPTED.to_string())?;
-    Ok((out, last - range.first + 1))
+    Ok((out, pages))
+}
+
+/// The pages a PDF's page tree reaches (what [`extract_pages`] counts).
+pub fn tree_pages(bytes: &[u8]) -> Option<u64> {
+    lopdf::Document::load_mem(bytes).ok().map(|doc| doc.get_pages().len() as u64)
 }
 
 const PASSWORD_PROTECTED: &str = "PDF is password-protected. Please provide an unprotected version.";

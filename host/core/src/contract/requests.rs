@@ -265,6 +265,17 @@ impl HostPattern {
         port && name
     }
 
+    /// Whether a grant of this pattern gives a tool that asked for `asked`
+    /// all of it: as [`covers`](Self::covers), except that `*` (public hosts
+    /// only) never gives an address that is not public; that takes a grant
+    /// of the address itself.
+    pub fn grants(&self, asked: &HostPattern) -> bool {
+        match (&self.name, &asked.name) {
+            (HostName::Any, HostName::Addr(ip)) if crate::sandbox::network::non_public(*ip).is_some() => false,
+            _ => self.covers(asked),
+        }
+    }
+
     /// Whether this names `host` (a DNS name or an IP address as written in
     /// a URL, brackets removed) at `port`.
     pub fn matches(&self, host: &str, port: u16) -> bool {
@@ -356,6 +367,13 @@ mod tests {
     fn host_patterns_cover_and_match() {
         let p = |s: &str| HostPattern::parse(s).unwrap();
         assert!(p("*").covers(&p("127.0.0.1:8080")));
+        // A grant of `*` is public hosts only.
+        assert!(!p("*").grants(&p("127.0.0.1:8080")));
+        assert!(!p("*:80").grants(&p("169.254.169.254:80")));
+        assert!(!p("*").grants(&p("[::1]")));
+        assert!(!p("*").grants(&p("[::ffff:10.0.0.1]")));
+        assert!(p("*").grants(&p("8.8.8.8:53")) && p("*").grants(&p("example.com")));
+        assert!(p("127.0.0.1").grants(&p("127.0.0.1:8080")));
         assert!(p("*.example.com").covers(&p("a.example.com:443")));
         assert!(p("*.example.com").covers(&p("*.b.example.com")));
         assert!(!p("*.example.com").covers(&p("example.com")));

@@ -1007,7 +1007,7 @@ fn wit_mode(mode: PermissionMode) -> WitMode {
 /// The tool's decision as the host will weigh it: an `allow` from an untrusted
 /// tool counts for nothing (it cannot grant itself permission), and an updated
 /// input that is not JSON is refused.
-fn tool_check(decision: PermissionDecision, trusted: bool) -> ToolCheck {
+pub(crate) fn tool_check(decision: PermissionDecision, trusted: bool) -> ToolCheck {
     match decision {
         PermissionDecision::Allow(_) if !trusted => ToolCheck::Passthrough,
         PermissionDecision::Allow(None) => ToolCheck::Allow(None),

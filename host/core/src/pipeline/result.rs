@@ -10,7 +10,7 @@ use std::time::Duration;
 pub const PREVIEW_CHARS: usize = 2000;
 
 /// Media types an image block may have.
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub(crate) const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// Media types a document block may have.
 const DOCUMENT_TYPES: [&str; 1] = ["application/pdf"];
 

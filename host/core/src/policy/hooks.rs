@@ -479,6 +479,29 @@ struct Exit {
     stderr: Vec<u8>,
 }
 
+/// What hooks that exited as `exits` (code, stdout, stderr) give for
+/// `event`, read and combined as [`Hooks::run`] reads and combines them,
+/// without running anything: the entry of the fuzz target for hook output.
+#[doc(hidden)]
+pub fn outcome_of_exits(event: HookEvent, exits: Vec<(i32, Vec<u8>, Vec<u8>)>) -> Outcome {
+    let hooks: Vec<Hook> = (0..exits.len())
+        .map(|i| Hook {
+            command: format!("hook{i}"),
+            label: format!("hook{i}"),
+            timeout: Duration::from_secs(1),
+            timeout_secs: 1.0,
+        })
+        .collect();
+    let replies = hooks.iter().zip(exits).map(|(hook, (code, stdout, stderr))| {
+        let reply = match interpret(event, hook, Exit { code, stdout, stderr }) {
+            Ok(reply) => reply,
+            Err(message) => failure_reply(event, hook, message),
+        };
+        (hook, reply, Duration::ZERO)
+    });
+    combine(replies)
+}
+
 /// Reads an exit: 0 = JSON (or nothing), 2 = block, anything else = failure.
 fn interpret(event: HookEvent, hook: &Hook, exit: Exit) -> Result<Reply, String> {
     match exit.code {

@@ -567,7 +567,7 @@ fn depth(value: &Value) -> usize {
     }
 }
 
-fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), LoadError> {
+pub(crate) fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), LoadError> {
     let invalid = LoadError::Invalid;
     check_name(&info.name).map_err(invalid)?;
     let mut warnings = Vec::new();
@@ -633,7 +633,7 @@ fn known_description(path: &Path) -> Option<cache::Described> {
 }
 
 /// The checks [`parse_info`] made, on a spec read back from the cache.
-fn recheck(spec: &ToolSpec) -> Result<(), String> {
+pub(crate) fn recheck(spec: &ToolSpec) -> Result<(), String> {
     let within = |text: &str, max: usize| text.char_indices().nth(max).is_none();
     check_name(&spec.name)?;
     if spec.aliases.len() > MAX_ALIASES {

@@ -126,7 +126,7 @@ pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (G
     let patterns = |list: &[String]| list.iter().filter_map(|h| HostPattern::parse(h)).collect::<Vec<_>>();
     let (asked, given) = (patterns(&requested.hosts), patterns(&granted.hosts));
     for want in &asked {
-        if given.iter().any(|g| g.covers(want)) {
+        if given.iter().any(|g| g.grants(want)) {
             out.hosts.push(want.to_string());
             continue;
         }
@@ -275,6 +275,15 @@ mod tests {
         let (g, missing) = intersect(&hosts(&["a.org"]), &hosts(&["b.org"]), project.path());
         assert!(g.hosts.is_empty());
         assert_eq!(missing, ["host a.org"]);
+        // `*` is public hosts only: a tool asking for the cloud metadata
+        // address or loopback does not get it from a grant of `*`.
+        for private in ["169.254.169.254:80", "127.0.0.1", "[::1]:8080", "10.1.2.3"] {
+            let (g, missing) = intersect(&hosts(&[private]), &hosts(&["*"]), project.path());
+            assert!(g.hosts.is_empty(), "{private}: {:?}", g.hosts);
+            assert_eq!(missing.len(), 1, "{private}");
+        }
+        let (g, _) = intersect(&hosts(&["8.8.8.8:53"]), &hosts(&["*"]), project.path());
+        assert_eq!(g.hosts, ["8.8.8.8:53"], "a public address is a public host");
     }
 
     #[test]

@@ -1,0 +1,124 @@
+//! What a component carries: its binary as the scanner reads it, its
+//! `toolhost:requests` section, the host patterns it asks for against the
+//! operator's grants, and the JSON Schemas it declares.
+
+use arbitrary::{Result, Unstructured};
+use serde_json::Value;
+use toolhost::contract::{HostPattern, Requests, requests, scan};
+use toolhost::registry::{Schema, portability_problems};
+use toolhost::sandbox::network::Network;
+
+/// The smallest component header the host accepts.
+const HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
+
+/// A component's bytes: the scanner and the requests reader never panic;
+/// what the reader accepts passes the checks; a section stamped from text
+/// reads back as that text says, and cannot be stamped twice.
+pub fn component(data: &[u8]) {
+    let _ = scan::outline(data).map(|o| scan::check(&o));
+    if let Ok(r) = requests::read(data) {
+        requests::check(&r).expect("a section read is a section checked");
+    }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(stamped) = requests::stamp(HEADER, text)
+    {
+        let read = requests::read(&stamped).expect("a stamped section reads back");
+        let again = requests::stamp(&stamped, text);
+        assert!(again.is_err(), "a component was stamped twice");
+        let parsed: Requests = serde_json::from_str(text).expect("stamp accepted it, so it parses");
+        assert_eq!(read, parsed);
+    }
+}
+
+const HOSTS: &[&str] = &[
+    "*",
+    "*:443",
+    "*.example.com",
+    "example.com",
+    "example.com:80",
+    "127.0.0.1",
+    "127.0.0.1:8080",
+    "10.0.0.1",
+    "169.254.169.254:80",
+    "[::1]",
+    "[fd00:ec2::254]",
+    "8.8.8.8",
+    "8.8.8.8:53",
+    "1.2.3.4.",
+    "LOCALHOST",
+    "[::ffff:127.0.0.1]",
+];
+
+fn host(u: &mut Unstructured) -> Result<String> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => u.arbitrary::<String>()?,
+        _ => u.choose(HOSTS)?.to_string(),
+    })
+}
+
+/// Host patterns, and the hosts a tool gets from what it asked and what it
+/// was granted: a pattern covers itself and prints to what parses the same;
+/// and no address is reachable with the intersection that the grant alone
+/// does not reach (a `*` grant reaches public addresses only).
+pub fn hosts(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok((asked, granted, probe, port)) = (|| -> Result<_> {
+        let asked: Vec<String> = (0..u.int_in_range(0..=3)?).map(|_| host(&mut u)).collect::<Result<_>>()?;
+        let granted: Vec<String> = (0..u.int_in_range(0..=3)?).map(|_| host(&mut u)).collect::<Result<_>>()?;
+        let probe =
+            *u.choose(&["127.0.0.1", "10.0.0.1", "169.254.169.254", "::1", "8.8.8.8", "1.2.3.4", "fd00:ec2::254"])?;
+        Ok((asked, granted, probe, *u.choose(&[80u16, 443, 53, 8080])?))
+    })() else {
+        return;
+    };
+    for text in asked.iter().chain(&granted) {
+        if let Some(p) = HostPattern::parse(text) {
+            assert!(p.covers(&p), "{text:?} does not cover itself");
+            let again = HostPattern::parse(&p.to_string()).expect("a printed pattern parses");
+            assert_eq!(HostPattern::parse(&again.to_string()), Some(again), "{text:?} prints unstably");
+        }
+    }
+    let ask = Requests { hosts: asked.clone(), ..Requests::default() };
+    let grant = Requests { hosts: granted.clone(), ..Requests::default() };
+    let (grants, _missing) = toolhost::sandbox::intersect(&ask, &grant, std::path::Path::new("/"));
+    let reach = |hosts: &[String]| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
+        rt.block_on(Network::new(hosts).resolve(probe, port)).is_ok()
+    };
+    if reach(&grants.hosts) {
+        assert!(
+            reach(&granted),
+            "asking {asked:?} and granted {granted:?}, the tool reaches {probe}:{port} (through {:?}), which the grant does not",
+            grants.hosts
+        );
+    }
+}
+
+/// A declared JSON Schema within the loader's bounds (64 KiB, 32 levels):
+/// compiling and checking never panics; a schema checks the same instance
+/// the same way twice; the portability check never panics.
+pub fn schema(data: &[u8]) {
+    if data.len() > 64 << 10 {
+        return;
+    }
+    let Some((split, rest)) = data.split_first() else { return };
+    let at = (*split as usize).min(rest.len());
+    let (schema_bytes, instance_bytes) = rest.split_at(at);
+    let Ok(schema) = serde_json::from_slice::<Value>(schema_bytes) else { return };
+    if depth(&schema) > 32 {
+        return;
+    }
+    let _ = portability_problems(&schema);
+    let Ok(compiled) = Schema::compile(schema) else { return };
+    let instance = serde_json::from_slice::<Value>(instance_bytes).unwrap_or(Value::Null);
+    let first = compiled.check("Fuzz", &instance).is_ok();
+    assert_eq!(first, compiled.check("Fuzz", &instance).is_ok(), "a schema checked {instance} two ways");
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}

@@ -1,0 +1,215 @@
+//! Checkers for the fuzz targets in `fuzz/` that need this crate's insides:
+//! what a guest returns across the WIT boundary (its description, outputs,
+//! permission decisions) as the host reads it, and where an oversized
+//! result lands. Each takes the fuzzer's bytes through `arbitrary`, runs
+//! the host's own code on them and panics when an invariant breaks. Not an
+//! API: hidden from the docs, changed whenever the checks change.
+
+use crate::contract::bindings::toolhost::tool::types as wit;
+use crate::contract::bindings::{ContentBlock, InterruptBehavior, PermissionDecision, ToolInfo, ToolOutput};
+use crate::pipeline::result::{self, Content, Streamed, ToolResult};
+use crate::policy::ToolCheck;
+use crate::registry::{Schema, load};
+use arbitrary::{Result, Unstructured};
+
+/// Strings a description is made of: often one that means something to the
+/// checks, else anything.
+fn text(u: &mut Unstructured, meaningful: &[&str]) -> Result<String> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => u.arbitrary::<String>()?,
+        _ => (*u.choose(meaningful)?).to_string(),
+    })
+}
+
+const LONG_NAME: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+const TOO_LONG: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-x";
+const WIDE: &str = "üüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüüü";
+const NAMES: &[&str] = &["Tool", "Read", "a-b_c", "", LONG_NAME, TOO_LONG, "sp ace"];
+const SCHEMAS: &[&str] = &[
+    r#"{"type":"object"}"#,
+    r#"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}"#,
+    r#"{"type":"array"}"#,
+    r#"{"type":"object","properties":{"n":{"type":"integer","minimum":1E2}}}"#,
+    r##"{"$ref":"#"}"##,
+    r#"{"type":"object","$ref":"http://example.com/s"}"#,
+    "not json",
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+];
+const FIELDS: &[&str] = &["file_path", "/a/b", "command", "url", "", "a\0b"];
+const MEDIA: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "image/svg+xml", ""];
+
+fn info(u: &mut Unstructured) -> Result<ToolInfo> {
+    let paths = (0..u.int_in_range(0..=3)?)
+        .map(|_| {
+            Ok(wit::PathField {
+                field: text(u, FIELDS)?,
+                access: *u.choose(&[wit::PathAccess::Read, wit::PathAccess::Search, wit::PathAccess::Edit])?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let many = u.int_in_range(0..=40)?;
+    Ok(ToolInfo {
+        name: text(u, NAMES)?,
+        aliases: (0..u.int_in_range(0..=10)?).map(|_| text(u, NAMES)).collect::<Result<_>>()?,
+        description: match u.int_in_range(0..=2)? {
+            0 => WIDE.repeat(20),
+            _ => text(u, &["d"])?,
+        },
+        prompt: text(u, &["p"])?,
+        search_hint: if u.arbitrary()? { Some(text(u, &["hint"])?) } else { None },
+        input_schema: text(u, SCHEMAS)?,
+        output_schema: if u.arbitrary()? { Some(text(u, SCHEMAS)?) } else { None },
+        max_result_size_chars: u.arbitrary()?,
+        should_defer: u.arbitrary()?,
+        always_load: u.arbitrary()?,
+        interrupt_behavior: if u.arbitrary()? { InterruptBehavior::Cancel } else { InterruptBehavior::Block },
+        read_only_hint: u.arbitrary()?,
+        concurrency_safe_hint: u.arbitrary()?,
+        destructive_hint: u.arbitrary()?,
+        input_roles: wit::InputRoles {
+            paths,
+            command: if u.arbitrary()? { Some(text(u, FIELDS)?) } else { None },
+            addresses: (0..many).map(|_| text(u, FIELDS)).collect::<Result<_>>()?,
+        },
+        cancels_siblings_on_failure: u.arbitrary()?,
+        reuse_instance: u.arbitrary()?,
+        validates_input: u.arbitrary()?,
+        checks_permissions: u.arbitrary()?,
+    })
+}
+
+/// A guest's `info` as loading reads it: never a panic; what loading keeps
+/// passes the checks a description read back from the cache must pass, and
+/// survives the cache's round trip.
+pub fn guest_info(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(info) = info(&mut u) else { return };
+    let Ok((spec, _warnings)) = load::parse_info(info, true) else { return };
+    if let Err(why) = load::recheck(&spec) {
+        panic!("loading kept a description its own recheck refuses ({why}): {spec:?}");
+    }
+    let saved = serde_json::to_string(&spec).expect("a spec serializes");
+    let back: crate::registry::ToolSpec = serde_json::from_str(&saved).expect("a saved spec reads back");
+    assert_eq!(back, spec, "a description changes on its way through the cache");
+}
+
+fn output(u: &mut Unstructured) -> Result<ToolOutput> {
+    let content = (0..u.int_in_range(0..=4)?)
+        .map(|_| {
+            Ok(match u.int_in_range(0..=3)? {
+                0 => ContentBlock::Text(u.arbitrary::<String>()?),
+                1 => ContentBlock::Json(text(u, &["{}", "[1,2]", "{not json", "1E400", "\"\\ud800\""])?),
+                2 => ContentBlock::Image(wit::Image { media_type: text(u, MEDIA)?, data: u.arbitrary()? }),
+                _ => ContentBlock::Document(wit::Document { media_type: text(u, MEDIA)?, data: u.arbitrary()? }),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let structured =
+        if u.arbitrary()? { Some(text(u, &[r#"{"ok":true}"#, r#"{"nope":1}"#, "{", "null"])?) } else { None };
+    Ok(ToolOutput { content, structured, is_error: u.arbitrary()? })
+}
+
+/// A guest's `call` output as the host maps it to a result: never a panic;
+/// a malformed output is one error block; what reaches the model is only
+/// text, images of the four image types and PDF documents; a result over
+/// its size cap is persisted inside the session's results directory, and
+/// what stays is within the cap's preview.
+pub fn guest_output(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let (Ok(out), Ok(streamed), Ok(cut), Ok(with_schema), Ok(max), Ok(id)) = (
+        output(&mut u),
+        u.arbitrary::<String>(),
+        u.arbitrary::<bool>(),
+        u.arbitrary::<bool>(),
+        u.int_in_range(0u64..=5000),
+        text(&mut u, &["toolu_1", "../../etc/passwd", "a/b", "", "ü", "..", WIDE]),
+    ) else {
+        return;
+    };
+    let schema = with_schema
+        .then(|| Schema::compile(serde_json::json!({"type": "object", "required": ["ok"]})).expect("a valid schema"));
+    let r = result::from_output("Puppet", &id, Streamed { text: streamed, cut }, out, schema.as_ref());
+    for c in &r.content {
+        match c {
+            Content::Text(_) => {}
+            Content::Image { media_type, .. } => {
+                assert!(result::IMAGE_TYPES.contains(&media_type.as_str()), "image type {media_type} reached the model")
+            }
+            Content::Document { media_type, .. } => {
+                assert_eq!(media_type, "application/pdf", "document type {media_type} reached the model")
+            }
+        }
+    }
+    if r.is_error && r.text().contains("returned malformed output") {
+        assert_eq!(r.content.len(), 1, "{r:?}");
+    }
+    persisted(r, max);
+}
+
+fn persisted(mut r: ToolResult, max: u64) {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("toolhost-fuzz-{}-{n}", std::process::id()));
+    let session = crate::Session::ephemeral(&dir);
+    let before: usize = r.text().chars().count();
+    result::persist_if_oversized(&mut r, Some(max), &session);
+    let after = r.text();
+    if before as u64 > max {
+        assert!(
+            after.chars().count() <= result::PREVIEW_CHARS + 1_000,
+            "an oversized result kept {} characters",
+            after.chars().count()
+        );
+    }
+    let results = session.results_dir();
+    let written = walk(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    for entry in written {
+        assert!(entry.starts_with(&results), "{} was written outside {}", entry.display(), results.display());
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A guest's `check-permissions` answer as the host weighs it: a tool that
+/// is not trusted never allows itself, and a rewritten input that is not
+/// JSON is a denial.
+pub fn guest_decision(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(trusted) = u.arbitrary::<bool>() else { return };
+    let Ok(decision) = (|| -> Result<PermissionDecision> {
+        Ok(match u.int_in_range(0..=3)? {
+            0 => PermissionDecision::Allow(if u.arbitrary()? { Some(text(&mut u, &["{}", "{", "[]"])?) } else { None }),
+            1 => PermissionDecision::Deny(u.arbitrary::<String>()?),
+            2 => PermissionDecision::Ask(wit::AskRequest {
+                message: u.arbitrary::<String>()?,
+                suggested_rules: u.arbitrary()?,
+            }),
+            _ => PermissionDecision::Passthrough,
+        })
+    })() else {
+        return;
+    };
+    let rewrite_is_json = match &decision {
+        PermissionDecision::Allow(Some(t)) => serde_json::from_str::<serde_json::Value>(t).is_ok(),
+        _ => true,
+    };
+    match crate::pipeline::call::tool_check(decision, trusted) {
+        ToolCheck::Allow(_) => {
+            assert!(trusted, "an untrusted tool allowed itself");
+            assert!(rewrite_is_json, "a rewrite that is not JSON was allowed");
+        }
+        ToolCheck::Deny(_) | ToolCheck::Ask { .. } | ToolCheck::Passthrough => {}
+    }
+}
