@@ -9,6 +9,7 @@ mod support;
 mod bash;
 mod check;
 mod compat;
+mod durability;
 mod file_tools;
 mod grants;
 mod hooks;

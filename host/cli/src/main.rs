@@ -528,6 +528,11 @@ fn run_front(host: &Host, session_id: Option<String>, max_concurrency: usize) ->
                 line
             }
             toolhost::Update::Result(r) => {
+                // What the call recorded is on disk before its result is
+                // out: a `run` killed after a result loses nothing of it.
+                if let Err(e) = session.save() {
+                    eprintln!("toolhost: warning: could not save session state: {e}");
+                }
                 let mut line = r.to_json();
                 line["type"] = json!("tool_result");
                 line

@@ -152,7 +152,7 @@ fn persisted(mut r: ToolResult, max: u64) {
     let dir = std::env::temp_dir().join(format!("toolhost-fuzz-{}-{n}", std::process::id()));
     let session = crate::Session::ephemeral(&dir);
     let before: usize = r.text().chars().count();
-    result::persist_if_oversized(&mut r, Some(max), &session);
+    crate::pipeline::persisted::persist_if_oversized(&mut r, Some(max), &session);
     let after = r.text();
     if before as u64 > max {
         assert!(

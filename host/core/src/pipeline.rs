@@ -16,6 +16,7 @@
 //! the caller as anything else.
 
 pub(crate) mod call;
+pub(crate) mod persisted;
 pub(crate) mod result;
 mod warm;
 

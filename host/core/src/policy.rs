@@ -185,17 +185,21 @@ impl Policy {
         Arc::new(ToolRules { rules, tool: tool.to_string(), roles: roles.clone() })
     }
 
-    /// Writes one decision to the audit log, if there is one.
-    pub fn audit(&self, record: &AuditRecord<'_>) {
-        if let Some(audit) = &self.audit {
-            audit.write(record);
+    /// Writes one decision to the audit log, if there is one; `Err` says
+    /// why it could not be (the caller refuses a call it cannot record).
+    pub fn audit(&self, record: &AuditRecord<'_>) -> Result<(), String> {
+        match &self.audit {
+            Some(audit) => audit.write(record),
+            None => Ok(()),
         }
     }
 
     /// Records what a finished call used, after its decision's line.
     pub fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
+        // A usage line that cannot be written is reported in the log; the
+        // call has ended, there is nothing left to refuse.
         if let Some(audit) = &self.audit {
-            audit.write_usage(session, tool, tool_use_id, usage);
+            let _ = audit.write_usage(session, tool, tool_use_id, usage);
         }
     }
 }

@@ -733,7 +733,9 @@ impl Run<'_> {
         if let Some(reason) = &pre.stop {
             self.stop = Some(reason.clone());
             self.span.record("decision", "stopped (hook)");
-            self.audit(
+            // A refusal that cannot be recorded is still a refusal (and
+            // the failure is in the log).
+            let _ = self.audit(
                 &Decision::Deny {
                     message: format!("stopped: {reason}"),
                     source: Source::Hook("PreToolUse (continue: false)".into()),
@@ -854,7 +856,17 @@ impl Run<'_> {
             let hint = self.how_to_allow(&facts, &subject, &suggestions)?;
             decision = Decision::Deny { message: format!("{message}{hint}"), source: source.clone() };
         }
-        self.audit(&decision, asked, decision_started);
+        if let Err(why) = self.audit(&decision, asked, decision_started)
+            && matches!(decision, Decision::Allow { .. })
+        {
+            // No call runs unrecorded.
+            self.span.record("decision", "deny (audit log)");
+            return Ok(Some(self.error(format!(
+                "{} was not run: its permission decision could not be recorded ({why}). Calls are refused until \
+                 the audit log can be written.",
+                self.name()
+            ))));
+        }
         match decision {
             Decision::Allow { input: rewritten, source } => {
                 self.span.record("decision", field::display(format_args!("allow ({source})")));
@@ -891,7 +903,7 @@ impl Run<'_> {
         }
     }
 
-    fn audit(&self, decision: &Decision, asked: bool, started: Instant) {
+    fn audit(&self, decision: &Decision, asked: bool, started: Instant) -> Result<(), String> {
         self.pipeline.policy.audit(&AuditRecord {
             session: self.session.id(),
             tool: self.name(),
@@ -900,7 +912,7 @@ impl Run<'_> {
             decision,
             asked,
             duration: started.elapsed(),
-        });
+        })
     }
 
     /// Whether adding `suggestions` to the allow rules would allow the call
@@ -989,7 +1001,7 @@ impl Run<'_> {
         }
         result.stop = stop;
         // Errors too: a failed command's output can be as long as a good one's.
-        result::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
+        super::persisted::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
         result
     }
 }

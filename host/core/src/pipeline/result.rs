@@ -1,7 +1,6 @@
-//! Tool results as the model receives them (step 8 of the pipeline), including
-//! the persistence of oversized results.
+//! Tool results as the model receives them (step 8 of the pipeline); an
+//! oversized one is persisted by [`super::persisted`].
 
-use crate::session::Session;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -233,83 +232,9 @@ pub(crate) fn from_output(
     }
 }
 
-/// When the text of `result` is longer than `max_chars`, writes it to a file
-/// in the session's results directory and replaces it with a preview and the
-/// file's path.
-pub(crate) fn persist_if_oversized(result: &mut ToolResult, max_chars: Option<u64>, session: &Session) {
-    let Some(max) = max_chars else { return };
-    let chars: usize = result
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text(t) => t.chars().count(),
-            Content::Image { .. } | Content::Document { .. } => 0,
-        })
-        .sum();
-    if chars as u64 <= max {
-        return;
-    }
-    let full = result.text();
-    let preview: String = full.chars().take(PREVIEW_CHARS).collect();
-    let dir = session.results_dir();
-    let file = dir.join(format!("{}.txt", sanitize(&result.tool_use_id)));
-    let saved = crate::fsx::replace_file(&file, full.as_bytes());
-    let text = match saved {
-        Ok(()) => {
-            session.note_results();
-            format!(
-                "<persisted-output>\nOutput too large ({chars} characters). Full output saved to: {}\n\nPreview (first {PREVIEW_CHARS} characters):\n{preview}\n...\n</persisted-output>",
-                file.display()
-            )
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, file = %file.display(), "could not persist an oversized result");
-            format!(
-                "{preview}\n...\n[Output truncated from {chars} characters; the full output could not be saved: {e}]"
-            )
-        }
-    };
-    let media = result.content.drain(..).filter(|c| !matches!(c, Content::Text(_)));
-    result.content = std::iter::once(Content::Text(text)).chain(media.collect::<Vec<_>>()).collect();
-}
-
-/// A tool-use id as a file name: anything but `A-Z a-z 0-9 _ -` becomes `_`.
-fn sanitize(id: &str) -> String {
-    let s: String =
-        id.chars().take(128).map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() { "result".into() } else { s }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn oversized_results_are_persisted_with_a_preview() {
-        let dir = tempfile::tempdir().unwrap();
-        let session = Session::ephemeral(dir.path());
-        assert_eq!(session.existing_results_dir(), None);
-        let big = "x".repeat(5000);
-        let mut r = ToolResult {
-            tool_use_id: "../evil id".into(),
-            content: vec![Content::Text(big.clone())],
-            is_error: false,
-            structured: None,
-            stop: None,
-            usage: None,
-        };
-        persist_if_oversized(&mut r, Some(4000), &session);
-        let text = r.text();
-        assert!(text.starts_with("<persisted-output>\nOutput too large (5000 characters)"), "{text}");
-        assert_eq!(session.existing_results_dir(), Some(session.results_dir()));
-        let saved = session.results_dir().join("___evil_id.txt");
-        assert!(text.contains(&saved.display().to_string()));
-        assert_eq!(std::fs::read_to_string(saved).unwrap(), big);
-
-        let mut small = ToolResult::error("id", "short");
-        persist_if_oversized(&mut small, Some(10), &session);
-        assert_eq!(small.text(), "short");
-    }
 
     #[test]
     fn streamed_text_begins_the_first_text_block() {

@@ -162,6 +162,10 @@ impl Guest for Adversary {
                 let n = arg(&input, "count").and_then(|c| c.as_u64()).unwrap_or(100 << 20) as usize;
                 text("x".repeat(n))
             }
+            "huge-error" => {
+                let n = arg(&input, "count").and_then(|c| c.as_u64()).unwrap_or(100 << 20) as usize;
+                Err(ToolError { kind: ErrorKind::Internal, message: "e".repeat(n) })
+            }
             "bad-json" => Ok(ToolOutput {
                 content: vec![ContentBlock::Json("{not json".into())],
                 structured: None,

@@ -1,0 +1,89 @@
+//! What must not be lost: a decision that cannot be written to the audit log
+//! refuses its call; session state is on disk once a call's result is out,
+//! whatever happens to the process next; one-shot calls leave nothing
+//! behind that nobody can read.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+
+#[test]
+fn a_call_whose_decision_cannot_be_audited_is_refused() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "hello\n");
+    let full = json!({"auditLog": "/dev/full"}).to_string();
+    let r = call(&sb, "Read", &json!({"file_path": p(&sb.ws("a.txt"))}), &["--settings", &full]);
+    let text = r.assert_error("Read was not run: its permission decision could not be recorded");
+    assert!(text.contains("/dev/full") && text.contains("No space left"), "{text}");
+    // A log that can be written gets one whole line per decision.
+    let log = sb.ws("audit.jsonl");
+    let ok = json!({"auditLog": log}).to_string();
+    for _ in 0..3 {
+        call(&sb, "Read", &json!({"file_path": p(&sb.ws("a.txt"))}), &["--settings", &ok]).assert_ok();
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let decisions: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).filter(|v: &Value| v["event"] == "decision").collect();
+    assert_eq!(decisions.len(), 3, "{text}");
+}
+
+#[test]
+fn run_keeps_session_state_through_a_kill() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let mut child = spawn_piped(&sb, &["run", "--session", "kept"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let read = json!({"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"file_path": p(&file)}});
+    writeln!(stdin, "{read}").unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "run ended before the Read's result");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "tool_result" {
+            assert_eq!(v["is_error"], false, "{v}");
+            break;
+        }
+    }
+    // SIGKILL: no exit path runs. The read was recorded before its result
+    // went out, so an Edit in the same session may follow it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let edit = json!({"file_path": p(&file), "old_string": "one", "new_string": "two"});
+    call(&sb, "Edit", &edit, &["--session", "kept", "--mode", "acceptEdits"]).assert_ok();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
+}
+
+#[test]
+fn one_shot_calls_leave_only_what_the_model_may_read() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "hello\n");
+    for (tool, input) in [
+        ("Read", json!({"file_path": p(&sb.ws("a.txt"))})),
+        ("Bash", json!({"command": "ls; cat a.txt"})),
+        ("Glob", json!({"pattern": "*"})),
+    ] {
+        call(&sb, tool, &input, &[]).assert_ok();
+    }
+    let left: Vec<_> = walk(&sb.data);
+    assert!(left.is_empty(), "one-shot calls left {left:?}");
+    // A result persisted for the model stays where the model was told.
+    let big = call(&sb, "Bash", &json!({"command": "seq 1 20000"}), &[]).assert_ok();
+    let path = big.split("saved to: ").nth(1).expect("a persisted result").lines().next().unwrap();
+    assert_eq!(walk(&sb.data), [std::path::PathBuf::from(path)]);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
