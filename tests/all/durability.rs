@@ -75,6 +75,46 @@ fn one_shot_calls_leave_only_what_the_model_may_read() {
     assert_eq!(walk(&sb.data), [std::path::PathBuf::from(path)]);
 }
 
+#[test]
+fn children_die_with_a_killed_host() {
+    let sb = Sandbox::new();
+    let marker = "durability-child-marker";
+    for background in [false, true] {
+        // `exec -a`: the command line the test looks for is the sleep's own.
+        let input = json!({"command": format!("exec -a {marker} sleep 600"), "run_in_background": background});
+        let mut child = toolhost_command(&sb)
+            .args(["--mode", "bypassPermissions", "--child-confinement", "best-effort", "run"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{}", json!({"type": "tool_use", "id": "t", "name": "Bash", "input": input})).unwrap();
+        let started = std::time::Instant::now();
+        while !running(marker) {
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "the command never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SIGKILL: the host runs no cleanup; its children go with it anyway.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let killed = std::time::Instant::now();
+        while running(marker) {
+            assert!(killed.elapsed() < std::time::Duration::from_secs(5), "a child outlived its killed host");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Whether a process whose command line contains `marker` runs.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+    })
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -95,7 +95,7 @@ impl Child {
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command.spawn()?;
+        let mut child = keeper::spawn(std::mem::replace(command, Command::new("true")))?;
         let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
             let _ = child.kill();
             let _ = child.wait();
@@ -355,5 +355,71 @@ mod tests {
         let pid = child.id() as i32;
         drop(child);
         assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(10)), "dropping the runner kills the child");
+    }
+}
+
+/// Children die with the host. A host killed outright (SIGKILL, the OOM
+/// killer) runs no cleanup, so each child asks the kernel for SIGKILL when
+/// its parent dies (`PR_SET_PDEATHSIG`). The kernel sends it when the
+/// *thread* that forked the child ends, so every child is forked by one
+/// thread that lives as long as the process: a background command started
+/// by a call's thread outlives that thread, not the host.
+mod keeper {
+    use std::process::Command;
+    use std::sync::OnceLock;
+    use std::sync::mpsc::{Sender, SyncSender, sync_channel};
+
+    type Request = (Command, SyncSender<std::io::Result<std::process::Child>>);
+
+    fn thread() -> Option<&'static std::sync::Mutex<Sender<Request>>> {
+        static KEEPER: OnceLock<Option<std::sync::Mutex<Sender<Request>>>> = OnceLock::new();
+        KEEPER
+            .get_or_init(|| {
+                let (tx, rx) = std::sync::mpsc::channel::<Request>();
+                let started = std::thread::Builder::new().name("toolhost-spawner".into()).spawn(move || {
+                    for (mut command, reply) in rx {
+                        let _ = reply.send(with_parent_death(&mut command).spawn());
+                    }
+                });
+                match started {
+                    Ok(_) => Some(std::sync::Mutex::new(tx)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "no spawner thread: children may outlive a killed host");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// Spawns `command` from the spawner thread (from this one, without the
+    /// parent-death signal, if that thread could not be started).
+    pub fn spawn(mut command: Command) -> std::io::Result<std::process::Child> {
+        let Some(keeper) = thread() else { return command.spawn() };
+        let (reply, answer) = sync_channel(1);
+        let sent = keeper.lock().unwrap_or_else(|e| e.into_inner()).send((command, reply));
+        if sent.is_err() {
+            return Err(std::io::Error::other("the spawner thread is gone"));
+        }
+        answer.recv().unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone")))
+    }
+
+    fn with_parent_death(command: &mut Command) -> &mut Command {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: getpid before the fork; between fork and exec only
+        // prctl, getppid and _exit, which are async-signal-safe.
+        let parent = unsafe { libc::getpid() };
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The host died between the fork and the prctl.
+                if libc::getppid() != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            })
+        }
     }
 }
