@@ -105,6 +105,52 @@ fn children_die_with_a_killed_host() {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+    // The killed hosts' session temporaries go at the next start.
+    assert!(!temporaries(&sb.data).is_empty(), "the commands had temporary directories");
+    call(&sb, "Glob", &json!({"pattern": "*"}), &[]).assert_ok();
+    assert_eq!(temporaries(&sb.data), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn a_client_leaving_mid_call_leaves_nothing() {
+    let sb = Sandbox::new();
+    let marker = "durability-leaving-client-marker";
+    let mut child = toolhost_command(&sb)
+        .args(["--mode", "bypassPermissions", "--child-confinement", "best-effort", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let command = format!("echo kept > \"$TMPDIR/x\"; exec -a {marker} sleep 600");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "Bash", "arguments": {"command": command}}});
+    writeln!(stdin, "{call}").unwrap();
+    let started = std::time::Instant::now();
+    while !running(marker) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!temporaries(&sb.data).is_empty(), "the command had a temporary directory");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "serve ended with {status}");
+    let ended = std::time::Instant::now();
+    while running(marker) {
+        assert!(ended.elapsed() < std::time::Duration::from_secs(5), "the command outlived its server");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(temporaries(&sb.data), Vec::<std::path::PathBuf>::new());
+}
+
+/// The session temporary directories under `data`.
+fn temporaries(data: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let sessions = std::fs::read_dir(data.join("sessions")).into_iter().flatten().flatten();
+    sessions.map(|e| e.path().join("tmp")).filter(|t| t.is_dir()).collect()
 }
 
 /// Whether a process whose command line contains `marker` runs.

@@ -31,6 +31,7 @@ mod reload;
 mod run;
 mod scheduler;
 mod shell_parser;
+mod soak;
 mod startup;
 mod third_party;
 mod tools_list;

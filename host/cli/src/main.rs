@@ -234,13 +234,17 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("toolhost: error: {e:#}");
             ExitCode::from(2)
         }
-    }
+    };
+    // Calls still running when a front ends (its client left mid-call) hold
+    // their sessions; their temporary directories go now.
+    toolhost::session::remove_temporaries();
+    code
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -231,6 +231,7 @@ impl HostBuilder {
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         crate::shell::cache_in(cache_dir.clone());
+        crate::session::sweep_orphans(&data_dir);
         let scratch_session = Arc::new(Session::ephemeral(&data_dir));
         let quick_above = self.quick_above.unwrap_or(Some(QUICK_ABOVE));
         let optimizer = match self.optimize.unwrap_or(true) && quick_above.is_some() && cache_dir.is_some() {

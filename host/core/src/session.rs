@@ -77,8 +77,10 @@ impl Session {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let id = format!("ephemeral-{nanos:x}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let dir = data_dir.join("sessions").join(&id);
+        live_ephemeral().insert(dir.clone());
         Session {
-            dir: data_dir.join("sessions").join(&id),
+            dir,
             id,
             persistent: false,
             has_results: AtomicBool::new(false),
@@ -286,10 +288,63 @@ impl Drop for Session {
     /// kept temporary files) goes with it; persisted results stay.
     fn drop(&mut self) {
         if !self.persistent {
+            live_ephemeral().remove(&self.dir);
             let _ = fs::remove_dir_all(self.dir.join("tmp"));
             let _ = fs::remove_dir(&self.dir);
         }
     }
+}
+
+/// The directories of this process's ephemeral sessions not yet dropped.
+fn live_ephemeral() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    static LIVE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes the temporary directories of this process's ephemeral sessions
+/// that are still alive. A front calls it as the process ends: a call still
+/// running (its client went away mid-call) holds its session, and a process
+/// that returns from `main` drops nothing its worker threads hold.
+pub fn remove_temporaries() {
+    for dir in std::mem::take(&mut *live_ephemeral()) {
+        let _ = fs::remove_dir_all(dir.join("tmp"));
+        let _ = fs::remove_dir(&dir);
+    }
+}
+
+/// Removes what ephemeral sessions of processes that no longer exist (killed
+/// outright, so nothing of theirs ran at exit) left under `data_dir`: their
+/// temporary directories, and their directories once empty. Persisted results
+/// stay for the data directory's quota to evict.
+pub(crate) fn sweep_orphans(data_dir: &Path) {
+    let Ok(entries) = fs::read_dir(data_dir.join("sessions")) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(ephemeral_pid) else { continue };
+        if pid == std::process::id() || process_exists(pid) {
+            continue;
+        }
+        let dir = entry.path();
+        let _ = fs::remove_dir_all(dir.join("tmp"));
+        let _ = fs::remove_dir(&dir);
+    }
+}
+
+/// The process id in an ephemeral session's id (`ephemeral-<time>-<pid>-<n>`).
+fn ephemeral_pid(id: &str) -> Option<u32> {
+    let mut parts = id.strip_prefix("ephemeral-")?.split('-');
+    let (_time, pid, _n) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 checks for the process and sends nothing.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 fn validate_id(id: &str) -> Result<(), SessionError> {
@@ -310,6 +365,31 @@ mod tests {
             assert!(validate_id(bad).is_err(), "{bad:?} accepted");
         }
         validate_id("work-1.session_2").unwrap();
+    }
+
+    #[test]
+    fn orphans_of_dead_processes_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        // A process that has exited: a child we reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let orphan = sessions.join(format!("ephemeral-1a-{dead}-0"));
+        let kept = sessions.join(format!("ephemeral-1b-{dead}-1"));
+        let alive = sessions.join(format!("ephemeral-1c-{}-7", std::process::id()));
+        let named = sessions.join("work");
+        for d in [&orphan, &kept, &alive, &named] {
+            std::fs::create_dir_all(d.join("tmp")).unwrap();
+        }
+        std::fs::create_dir_all(kept.join("tool-results")).unwrap();
+        sweep_orphans(dir.path());
+        assert!(!orphan.exists(), "an orphan's directory goes");
+        assert!(!kept.join("tmp").exists() && kept.join("tool-results").exists(), "its results stay");
+        assert!(alive.join("tmp").exists() && named.join("tmp").exists(), "live and named sessions are kept");
+        assert_eq!(ephemeral_pid("ephemeral-1a-42-0"), Some(42));
+        assert_eq!(ephemeral_pid("ephemeral-1a-42"), None);
+        assert_eq!(ephemeral_pid("ephemeral-1a-42-0-9"), None);
     }
 
     #[test]
