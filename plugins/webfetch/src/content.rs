@@ -3,6 +3,15 @@
 
 use htmd::HtmlToMarkdown;
 use htmd::options::{BulletListMarker, HrStyle, Options};
+use markup5ever_rcdom::{Handle, Node, NodeData};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// How deep elements nest before what is deeper is shown as plain text. The
+/// converter recurses once per level, and a page can nest as deep as it
+/// likes (`<div>` a hundred thousand times): past the tool's stack that is a
+/// trap, and the model would get nothing. Real pages nest a few dozen deep.
+const MAX_DEPTH: usize = 200;
 
 /// Elements dropped whole: code, styling and embedded objects, nothing a
 /// reader of the page sees as text.
@@ -90,7 +99,46 @@ pub fn html_to_markdown(html: &str) -> String {
     };
     let converter = HtmlToMarkdown::builder().options(options).skip_tags(SKIPPED_TAGS.to_vec()).build();
     // Parsing a `&str` does not fail; if it ever did, the page is still text.
-    converter.convert(html).unwrap_or_else(|_| html.to_string())
+    let Ok(tree) = converter.html_to_tree(html) else { return html.to_string() };
+    flatten_below(&tree, MAX_DEPTH);
+    converter.tree_to_markdown(&tree)
+}
+
+/// Replaces the children of every element `depth` levels down with one text
+/// node of their text, without recursing (the tree may be deeper than any
+/// stack).
+fn flatten_below(root: &Handle, depth: usize) {
+    let mut stack = vec![(Rc::clone(root), 0usize)];
+    while let Some((node, level)) = stack.pop() {
+        if level < depth {
+            stack.extend(node.children.borrow().iter().map(|c| (Rc::clone(c), level + 1)));
+            continue;
+        }
+        if node.children.borrow().is_empty() {
+            continue;
+        }
+        let text = Node::new(NodeData::Text { contents: RefCell::new(text_of(&node).into()) });
+        text.parent.set(Some(Rc::downgrade(&node)));
+        // The old subtree is dropped without recursing (rcdom's `Drop`).
+        let old = std::mem::replace(&mut *node.children.borrow_mut(), vec![text]);
+        drop(old);
+    }
+}
+
+/// The text under `node`, in document order, leaving out the elements
+/// [`SKIPPED_TAGS`] drops.
+fn text_of(node: &Handle) -> String {
+    let mut text = String::new();
+    let mut stack: Vec<Handle> = node.children.borrow().iter().rev().cloned().collect();
+    while let Some(n) = stack.pop() {
+        match &n.data {
+            NodeData::Text { contents } => text.push_str(&contents.borrow()),
+            NodeData::Element { name, .. } if SKIPPED_TAGS.contains(&&*name.local) => {}
+            NodeData::Element { .. } => stack.extend(n.children.borrow().iter().rev().cloned()),
+            _ => {}
+        }
+    }
+    text
 }
 
 /// A compression the body is still in (WebFetch asks for none, but a
@@ -151,6 +199,24 @@ pub fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page nested far deeper than any stack converts, on a test
+    /// thread's stack, with its text kept.
+    #[test]
+    fn deeply_nested_pages_convert() {
+        let depth = 20_000;
+        let html = format!("{}deep text{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let markdown = html_to_markdown(&html);
+        assert_eq!(markdown.trim(), "deep text");
+        // Unclosed elements of several kinds, a dropped script among the
+        // text that is flattened.
+        let html = format!("<p>top</p>{}<b>a</b><script>x()</script>b", "<span><em>".repeat(2_000));
+        let markdown = html_to_markdown(&html);
+        assert!(markdown.starts_with("top") && markdown.replace('*', "").trim_end().ends_with("ab"), "{markdown:?}");
+        assert!(!markdown.contains("x()"), "{markdown:?}");
+        // Shallow pages are untouched.
+        assert_eq!(html_to_markdown("<div><p>a <b>b</b></p></div>").trim(), "a **b**");
+    }
 
     #[test]
     fn media_types() {
