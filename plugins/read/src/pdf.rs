@@ -160,6 +160,10 @@ pub fn extract_pages(bytes: &[u8], range: PageRange) -> Result<(Vec<u8>, u64), S
     }
     let outside: Vec<u32> = (1..=count).filter(|p| *p < range.first || *p > last).map(|p| p as u32).collect();
     if !outside.is_empty() {
+        // Deleting a page walks up its `Parent`s, forever where they loop.
+        if !parents_end(&doc) {
+            return Err(CORRUPTED.into());
+        }
         doc.delete_pages(&outside);
         doc.prune_objects();
     }
@@ -169,6 +173,31 @@ pub fn extract_pages(bytes: &[u8], range: PageRange) -> Result<(Vec<u8>, u64), S
     let mut out = Vec::new();
     doc.save_to(&mut out).map_err(|_| CORRUPTED.to_string())?;
     Ok((out, pages))
+}
+
+/// Whether the chain of `Parent` references up from every page ends (at a
+/// node without one, or one that is not a dictionary) rather than loops:
+/// lopdf follows it when it deletes a page (found by fuzzing: a `Pages`
+/// node that is its own parent hung Read). Each node is walked once.
+fn parents_end(doc: &lopdf::Document) -> bool {
+    use std::collections::HashSet;
+    let parent = |id: lopdf::ObjectId| doc.objects.get(&id)?.as_dict().ok()?.get(b"Parent").ok()?.as_reference().ok();
+    let mut ending: HashSet<lopdf::ObjectId> = HashSet::new();
+    for page in doc.get_pages().into_values() {
+        let mut path = HashSet::new();
+        let mut at = Some(page);
+        while let Some(id) = at {
+            if ending.contains(&id) {
+                break;
+            }
+            if !path.insert(id) {
+                return false;
+            }
+            at = parent(id);
+        }
+        ending.extend(path);
+    }
+    true
 }
 
 /// The pages a PDF's page tree reaches (what [`extract_pages`] counts).
@@ -293,5 +322,16 @@ pub(crate) mod tests {
              last page (5).\n"
         );
         assert_eq!(extract_pages(b"%PDF-1.4 garbage", PageRange { first: 1, last: Some(1) }).unwrap_err(), CORRUPTED);
+    }
+
+    #[test]
+    fn a_page_tree_whose_parents_loop_is_corrupt_not_a_hang() {
+        // The fuzz input: `pages` on its first line, then a PDF whose Pages
+        // node names itself as its parent.
+        let input = include_bytes!("../../../fuzz/corpus/read_pdf/regression-parent-cycle");
+        let pdf = &input[input.iter().position(|&b| b == b'\n').unwrap() + 1..];
+        assert_eq!(extract_pages(pdf, PageRange { first: 3, last: None }).unwrap_err(), CORRUPTED);
+        let sound = sample_pdf(3);
+        assert!(parents_end(&lopdf::Document::load_mem(&sound).unwrap()));
     }
 }
