@@ -243,7 +243,9 @@ impl HostPattern {
             HostName::Any
         } else if let Some(inner) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
             HostName::Addr(std::net::IpAddr::V6(inner.parse().ok()?))
-        } else if let Ok(v4) = name.parse::<std::net::Ipv4Addr>() {
+        } else if let Ok(v4) = name.strip_suffix('.').unwrap_or(name).parse::<std::net::Ipv4Addr>() {
+            // `127.0.0.1.` is the address, not a name (found by fuzzing: as
+            // a name it printed as the address, which parsed differently).
             HostName::Addr(std::net::IpAddr::V4(v4))
         } else if let Some(parent) = name.strip_prefix("*.") {
             HostName::Under(dns_name(parent)?)
@@ -361,6 +363,9 @@ mod tests {
             assert_eq!(p(s).to_string(), s);
         }
         assert_eq!(p("Example.COM.").to_string(), "example.com");
+        // An address with the root's dot is the address (fuzz target `hosts`).
+        assert_eq!(p("127.0.0.1."), p("127.0.0.1"));
+        assert!(!p("*").grants(&p("127.0.0.1.:80")));
     }
 
     #[test]
