@@ -41,16 +41,21 @@ pub fn shell(data: &[u8]) {
 }
 
 /// The native parser (its C in this process, for the sanitizers) against
-/// the contained one: the same answer for every command the contained one
-/// does not fault on. A difference means the C read memory it does not own
-/// (inside wasm it reads other bytes than natively).
+/// the contained one: the same answer for every ASCII command the contained
+/// one does not fault on. A difference means the C read memory it does not
+/// own (inside wasm it reads other bytes than natively). Beyond ASCII the
+/// two differ by design: the scanner asks the C library whether a character
+/// is a letter (`iswalpha`), which glibc answers by the locale (the "C"
+/// locale: ASCII only) and the wasm build's libc by Unicode (found by this
+/// target: `Ϝl@\0${M`). Every input still runs natively, so a crash of the
+/// C is found whatever the input.
 #[cfg(feature = "native-shell")]
 pub fn shell_native(data: &[u8]) {
     prepare();
     let Ok(source) = std::str::from_utf8(data) else { return };
     let native = toolhost_shell::parse_unguarded(source);
     let contained = parse_fresh(source);
-    if contained.fault.is_none() {
+    if contained.fault.is_none() && source.is_ascii() {
         assert_eq!(native, contained, "native and contained parses differ on {source:?}");
     }
 }
