@@ -3,7 +3,9 @@
 //!
 //! The order is the one of the seeds: deny rules → hook decision → ask rules →
 //! the tool's own `check-permissions` → the mode → allow rules → ask (with
-//! sensitive paths, protected in every mode, before the tool's check). An
+//! sensitive paths, protected in every mode, before the tool's check), except
+//! that every refusal comes first: a deny rule, a hook's deny, the tool's own
+//! deny. An
 //! `ask` goes to the [`super::Approver`] when there is one; without one it is
 //! refused with a message naming the rule or mode that would allow the call.
 
@@ -150,7 +152,8 @@ impl<'a> Facts<'a> {
 }
 
 /// Decides in the order of the seeds: deny rules → hook decision → ask rules
-/// → the tool's own check → the mode → allow rules → ask; the safety checks
+/// → the tool's own check → the mode → allow rules → ask, the tool's deny
+/// moved up beside the other refusals; the safety checks
 /// (sensitive paths, commands the rules cannot check) come right after a
 /// hook's deny, so nothing but a deny overrides them.
 pub fn decide(facts: &Facts<'_>) -> Decision {
@@ -181,6 +184,13 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     if let Some(HookDecision::Deny { reason, hook }) = facts.hook {
         return Decision::Deny { message: reason.clone(), source: Source::Hook(hook.clone()) };
     }
+    // The tool's own refusal: a refusal, like the two above, so nothing
+    // below (a hook's allow or ask, an ask rule resolved by bypass mode, the
+    // user) turns it into a run (`tests::every_combination_is_monotone`
+    // found an ask rule doing that in bypass mode).
+    if let ToolCheck::Deny(reason) = &facts.check {
+        return Decision::Deny { message: reason.clone(), source: Source::Tool };
+    }
     // Safety checks, asked in every mode and whatever allows the call (a
     // hook's allow included): commands the deny and ask rules cannot be
     // checked against, writes to sensitive paths.
@@ -208,14 +218,11 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     // 5. The tool's own check.
     let mut held = None;
     match &facts.check {
-        ToolCheck::Deny(reason) => {
-            return Decision::Deny { message: reason.clone(), source: Source::Tool };
-        }
         ToolCheck::Allow(input) if facts.read_only || mode != PermissionMode::Plan => {
             return Decision::Allow { input: input.clone(), source: Source::Tool };
         }
         ToolCheck::Ask { message, suggested_rules } => held = Some((message, suggested_rules)),
-        ToolCheck::Allow(_) | ToolCheck::Passthrough => {}
+        ToolCheck::Allow(_) | ToolCheck::Passthrough | ToolCheck::Deny(_) => {}
     }
     // 6. The mode.
     match mode {
@@ -351,6 +358,261 @@ mod tests {
         assert_eq!(kind(&decide(&facts(BypassPermissions, true, ask))), "allow");
         assert_eq!(kind(&decide(&facts(AcceptEdits, false, ToolCheck::Allow(None)))), "allow");
         assert_eq!(kind(&decide(&facts(Plan, false, ToolCheck::Allow(None)))), "deny", "plan never runs writes");
+    }
+
+    /// Every input `decide` has, in every combination.
+    struct Space {
+        rules: [RuleEntry; 3],
+        hooks: [Option<HookDecision>; 4],
+    }
+
+    fn space() -> Space {
+        let entry = |behavior| RuleEntry {
+            rule: crate::policy::rules::Rule { tool: "T".into(), content: None },
+            behavior,
+            origin: Arc::from("test"),
+            base: None,
+        };
+        Space {
+            rules: [entry(Behavior::Deny), entry(Behavior::Ask), entry(Behavior::Allow)],
+            hooks: [
+                None,
+                Some(HookDecision::Allow { reason: None, hook: "h".into() }),
+                Some(HookDecision::Ask { reason: None, hook: "h".into() }),
+                Some(HookDecision::Deny { reason: "no".into(), hook: "h".into() }),
+            ],
+        }
+    }
+
+    fn checks() -> [ToolCheck; 5] {
+        [
+            ToolCheck::Passthrough,
+            ToolCheck::Allow(None),
+            ToolCheck::Allow(Some(serde_json::json!({"rewritten": true}))),
+            ToolCheck::Ask { message: "tool asks".into(), suggested_rules: vec!["T(x)".into()] },
+            ToolCheck::Deny("tool denies".into()),
+        ]
+    }
+
+    /// Calls `f` with the facts of every combination: mode × read-only ×
+    /// the tool's check × each rule list matching or not × the rules being
+    /// uncheckable × the hook's decision × a sensitive path.
+    fn every_combination<'s>(space: &'s Space, mut f: impl FnMut(&Facts<'s>)) -> usize {
+        let mut n = 0;
+        for mode in PermissionMode::ALL {
+            for read_only in [false, true] {
+                for check in checks() {
+                    for lists in 0..8u8 {
+                        for unclear in [None, Some("cannot tell".to_string())] {
+                            for hook in &space.hooks {
+                                for sensitive in [None, Some(".git/config is protected".to_string())] {
+                                    let rules = Verdicts {
+                                        deny: (lists & 1 != 0).then_some(&space.rules[0]),
+                                        ask: (lists & 2 != 0).then_some(&space.rules[1]),
+                                        allow: (lists & 4 != 0).then_some(&space.rules[2]),
+                                        unclear: unclear.clone(),
+                                    };
+                                    let facts = Facts {
+                                        tool: "T",
+                                        mode,
+                                        read_only,
+                                        check: check.clone(),
+                                        rules,
+                                        hook: hook.as_ref(),
+                                        sensitive,
+                                    };
+                                    f(&facts);
+                                    n += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// The decision on `facts` with one change.
+    fn changed<'s>(facts: &Facts<'s>, change: impl FnOnce(&mut Facts<'s>)) -> Decision {
+        let mut other = facts.clone();
+        change(&mut other);
+        decide(&other)
+    }
+
+    /// Where a mode stands, from the most (0) to the least restrictive.
+    fn rank(mode: PermissionMode) -> usize {
+        PermissionMode::ALL.iter().position(|m| *m == mode).unwrap()
+    }
+
+    #[test]
+    fn every_combination_keeps_the_invariants() {
+        let space = space();
+        let n = every_combination(&space, |facts| {
+            let d = decide(facts);
+            let why = || format!("{facts:?} -> {d:?}");
+            let hook_denies = matches!(facts.hook, Some(HookDecision::Deny { .. }));
+            // A deny rule, then a hook's deny, always wins.
+            if facts.rules.deny.is_some() {
+                assert!(
+                    matches!(&d, Decision::Deny { source: Source::Rule { behavior: Behavior::Deny, .. }, .. }),
+                    "{}",
+                    why()
+                );
+                return;
+            }
+            if hook_denies {
+                assert!(matches!(&d, Decision::Deny { source: Source::Hook(_), .. }), "{}", why());
+                return;
+            }
+            // A safety check is never waved through, not by bypass, a hook's
+            // allow or an allow rule.
+            if facts.rules.unclear.is_some() || facts.sensitive.is_some() {
+                assert!(!matches!(d, Decision::Allow { .. }), "{}", why());
+            }
+            // Then the tool's own deny, whatever else allows or asks.
+            if matches!(facts.check, ToolCheck::Deny(_)) {
+                assert!(matches!(&d, Decision::Deny { source: Source::Tool, .. }), "{}", why());
+                return;
+            }
+            // Plan and dontAsk never ask; plan runs a call that is not
+            // read-only only on a hook's word.
+            if matches!(facts.mode, PermissionMode::Plan | PermissionMode::DontAsk) {
+                assert!(!matches!(d, Decision::Ask { .. }), "{}", why());
+            }
+            if facts.mode == PermissionMode::Plan && !facts.read_only {
+                assert!(
+                    !matches!(d, Decision::Allow { .. }) || matches!(facts.hook, Some(HookDecision::Allow { .. })),
+                    "{}",
+                    why()
+                );
+            }
+            // Bypass asks only for a safety check.
+            if facts.mode == PermissionMode::BypassPermissions && matches!(d, Decision::Ask { .. }) {
+                assert!(matches!(&d, Decision::Ask { source: Source::Safety, .. }), "{}", why());
+            }
+            // Only the tool's own check rewrites the input.
+            if let Decision::Allow { input: Some(_), source } = &d {
+                assert_eq!(*source, Source::Tool, "{}", why());
+            }
+            // An ask rule or a hook's ask never ends in an allow, but in
+            // bypass mode.
+            if (facts.rules.ask.is_some() || matches!(facts.hook, Some(HookDecision::Ask { .. })))
+                && !matches!(facts.hook, Some(HookDecision::Allow { .. }))
+                && facts.mode != PermissionMode::BypassPermissions
+            {
+                assert!(!matches!(d, Decision::Allow { .. }), "{}", why());
+            }
+        });
+        assert_eq!(n, 5 * 2 * 5 * 8 * 2 * 4 * 2);
+    }
+
+    /// What changes when one input changes, all else equal: a deny rule or
+    /// an ask rule never makes a call run; an allow rule never turns a
+    /// refusal from a deny, a hook, the tool or a safety check into a run; a
+    /// call that writes is never treated better than the same call reading;
+    /// a stricter mode never allows more.
+    #[test]
+    fn every_combination_is_monotone() {
+        let space = space();
+        every_combination(&space, |facts| {
+            let d = decide(facts);
+            let allowed = matches!(d, Decision::Allow { .. });
+            let runs = |d: &Decision| matches!(d, Decision::Allow { .. });
+            if !allowed {
+                let denied = changed(facts, |f| f.rules.deny = Some(&space.rules[0]));
+                assert!(!runs(&denied), "a deny rule allowed {facts:?}");
+                let asked = changed(facts, |f| f.rules.ask = Some(&space.rules[1]));
+                assert!(!runs(&asked), "an ask rule allowed {facts:?}");
+            }
+            if let Decision::Deny {
+                source: Source::Rule { .. } | Source::Hook(_) | Source::Tool | Source::Safety,
+                ..
+            } = d
+            {
+                let more = changed(facts, |f| f.rules.allow = Some(&space.rules[2]));
+                assert_eq!(more, d, "an allow rule changed a refusal of {facts:?}");
+            }
+            if allowed && !facts.read_only {
+                assert!(runs(&changed(facts, |f| f.read_only = true)), "{facts:?} runs writing but not reading");
+            }
+            if allowed {
+                for mode in PermissionMode::ALL.into_iter().filter(|m| rank(*m) > rank(facts.mode)) {
+                    assert!(runs(&changed(facts, |f| f.mode = mode)), "{facts:?} runs, yet not in the looser {mode}");
+                }
+            }
+            if matches!(d, Decision::Deny { .. }) {
+                for mode in PermissionMode::ALL.into_iter().filter(|m| rank(*m) < rank(facts.mode)) {
+                    assert!(
+                        matches!(changed(facts, |f| f.mode = mode), Decision::Deny { .. }),
+                        "{facts:?} is refused, yet not in the stricter {mode}"
+                    );
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn protected_paths_are_named_with_why() {
+        for (path, why) in [
+            ("/w/.git/config", "inside a `.git` directory"),
+            ("/w/sub/.ssh/id_rsa", "inside a `.ssh` directory"),
+            ("/home/u/.bashrc", "a protected configuration file"),
+            ("/w/.mcp.json", "a protected configuration file"),
+        ] {
+            let message = sensitive_path(Path::new(path)).unwrap_or_else(|| panic!("{path} not protected"));
+            assert!(message.starts_with(path) && message.contains(why), "{message}");
+            assert!(message.ends_with("Writing it always needs approval."), "{message}");
+        }
+        for path in ["/w/src/main.rs", "/w/git/config", "/w/bashrc", "/w/.bashrc.d/x", "/w/.gitignore"] {
+            assert_eq!(sensitive_path(Path::new(path)), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn protected_writes_by_edits_and_redirections() {
+        let cwd = tempfile::tempdir().unwrap();
+        let places = Places {
+            cwd: cwd.path().to_path_buf(),
+            working: vec![cwd.path().to_path_buf()],
+            home: Some("/home/u".into()),
+        };
+        let subject = |paths: Vec<(&'static str, PathAccess)>, command: Option<&'static toolhost_shell::Parsed>| {
+            Subject { tool: "T", paths, command, addresses: Vec::new() }
+        };
+        // A path the call edits, relative to the working directory; one it
+        // only reads is not a write.
+        assert!(sensitive_write(&subject(vec![(".git/hooks/pre-commit", PathAccess::Edit)], None), &places).is_some());
+        assert_eq!(sensitive_write(&subject(vec![(".git/config", PathAccess::Read)], None), &places), None);
+        assert_eq!(sensitive_write(&subject(vec![("src/a.rs", PathAccess::Edit)], None), &places), None);
+        // Redirections: into a protected file, under `~/`, and not.
+        let parsed = |c: &str| -> &'static toolhost_shell::Parsed { Box::leak(Box::new(crate::shell::parse(c))) };
+        let why = sensitive_write(&subject(Vec::new(), Some(parsed("echo x >> .envrc"))), &places).unwrap();
+        assert!(why.contains(".envrc"), "{why}");
+        let why = sensitive_write(&subject(Vec::new(), Some(parsed("echo x > ~/.zshrc"))), &places).unwrap();
+        assert!(why.starts_with("/home/u/.zshrc"), "{why}");
+        assert_eq!(sensitive_write(&subject(Vec::new(), Some(parsed("cat .envrc > out.txt"))), &places), None);
+        assert_eq!(sensitive_write(&subject(Vec::new(), Some(parsed("cat < .envrc"))), &places), None);
+        let homeless = Places { home: None, ..places.clone() };
+        assert_eq!(sensitive_write(&subject(Vec::new(), Some(parsed("echo x > ~/.zshrc"))), &homeless), None);
+    }
+
+    #[test]
+    fn modes_and_sources_print_as_the_audit_log_names_them() {
+        let printed: Vec<String> = PermissionMode::ALL.iter().map(ToString::to_string).collect();
+        assert_eq!(printed, ["plan", "dontAsk", "default", "acceptEdits", "bypassPermissions"]);
+        let space = space();
+        let sources = [
+            (Source::rule(&space.rules[0]), "deny rule `T` (test)"),
+            (Source::Hook("check.sh".into()), "hook `check.sh`"),
+            (Source::Tool, "tool"),
+            (Source::Safety, "safety check"),
+            (Source::Mode(Plan), "mode:plan"),
+            (Source::User, "user"),
+        ];
+        for (source, text) in sources {
+            assert_eq!(source.to_string(), text);
+        }
     }
 
     #[test]

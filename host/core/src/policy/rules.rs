@@ -1219,6 +1219,55 @@ fn runs_anything(program: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rule texts from every combination of a tool name, spacing and up to
+    /// three pieces of content (parentheses, escapes, globs, prefixes,
+    /// domains, paths): whatever parses prints as a text that parses back to
+    /// the same rule, and printing again changes nothing.
+    #[test]
+    fn every_rule_prints_back_to_itself() {
+        const TOOLS: &[&str] = &["Bash", "Read", "mcp__srv__tool", "mcp__srv", "a.b-c_d", "", "Bad Tool", "T(x)"];
+        const PIECES: &[&str] = &[
+            "",
+            "*",
+            ":*",
+            "(",
+            ")",
+            "\\",
+            "\\(",
+            " ",
+            "a b",
+            "**/x",
+            "domain:x.com",
+            "~/",
+            "//abs",
+            "./r",
+            "npm run",
+            "\"q\"",
+        ];
+        let mut parsed = 0;
+        for tool in TOOLS {
+            for a in PIECES {
+                for b in PIECES {
+                    for c in PIECES {
+                        let content = format!("{a}{b}{c}");
+                        for text in [
+                            format!("{tool}({content})"),
+                            format!(" {tool} ( {content} ) "),
+                            format!("{tool}{content}"),
+                        ] {
+                            let Ok(rule) = Rule::parse(&text) else { continue };
+                            parsed += 1;
+                            let printed = rule.to_string();
+                            assert_eq!(Rule::parse(&printed).as_ref(), Ok(&rule), "{text:?} printed as {printed:?}");
+                            assert_eq!(Rule::parse(&printed).unwrap().to_string(), printed, "{text:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(parsed > 10_000, "{parsed} texts parsed");
+    }
     use crate::registry::PathField;
     use serde_json::json;
 

@@ -630,6 +630,62 @@ mod tests {
         ("echo 'unterminated", false),
         ("ls \"unterminated", false),
         ("ls &&", false),
+        // Each read-only command's guards, both ways (cargo-mutants found
+        // them untested).
+        ("tree -L 2", true),
+        ("tree -o out.txt", false),
+        ("xxd f", true),
+        ("xxd f out", false),
+        ("hostname", true),
+        ("hostname evil", false),
+        ("uniq f", true),
+        ("uniq f out", false),
+        ("sort -r f", true),
+        ("sort -o out f", false),
+        ("sort -oout f", false),
+        ("sort --output=out f", false),
+        ("command -v ls", true),
+        ("command ls", false),
+        ("/usr/bin/ls -la", true),
+        ("/bin/cat f", true),
+        ("/usr/bin/x/ls", false),
+        ("./ls", false),
+        ("FOO=1 ls", true),
+        ("LD_PRELOAD=/x.so ls", false),
+        ("DYLD_INSERT_LIBRARIES=/x ls", false),
+        ("BASH_ENV=/x ls", false),
+        ("IFS=x ls", false),
+        ("GIT_DIR=/x git status", false),
+        ("env -u HOME ls", true),
+        ("env --unset HOME ls", true),
+        ("env -u HOME rm x", false),
+        ("env -i ls", true),
+        ("env -i rm x", false),
+        ("env A=1 ls", true),
+        ("env A=1 rm x", false),
+        ("sed --in-place s/a/b/ f", false),
+        ("sed -n 1p --expression 'w out' f", false),
+        ("sed --quiet 's/a/b/w out' f", false),
+        ("sed 's/a\\/b/c/w out' f", false),
+        ("sed 's/a/b/e' f", false),
+        ("sed 's/a/b/g' f", true),
+        ("sed 's/w/e/' f", true),
+        ("sed 's/a/bw/' f", true),
+        ("sed --file s.sed f", false),
+        ("git -c status log", false),
+        ("git --namespace foo status", true),
+        ("git --exec-path=/x status", false),
+        ("git --config-env=a=B status", false),
+        ("git reflog", true),
+        ("git reflog show", true),
+        ("git reflog delete", false),
+        ("git worktree list", true),
+        ("git worktree add x", false),
+        ("git remote", true),
+        ("git remote -v", true),
+        ("git remote show origin", true),
+        ("git remote add", false),
+        ("git remote -v rm x", false),
     ];
 
     #[test]
@@ -653,6 +709,100 @@ mod tests {
         assert_eq!(parse(&long).commands.len(), 2000);
         let long_bad = format!("{long} && rm x");
         assert!(!classify(&long_bad).read_only);
+    }
+
+    /// Read-only commands that each hazard below is put into.
+    const READERS: &[&str] = &[
+        "ls -la",
+        "cat README.md",
+        "grep -rn TODO src",
+        "git status",
+        "echo hi",
+        "find . -name x",
+        "wc -l f",
+        "head f",
+    ];
+
+    /// Ways a command writes, redirects output to a file or substitutes.
+    const HAZARDS: &[&str] = &[
+        "rm -rf x",
+        "touch new",
+        "tee out.txt",
+        "sed -i s/a/b/ f",
+        "find . -delete",
+        "git push",
+        "cp a b",
+        "mv a b",
+        "dd of=x",
+        "echo x > out.txt",
+        "ls >> out.txt",
+        "ls 2> err.txt",
+        "ls &> all.txt",
+        "ls >| out.txt",
+        "cat <> f",
+        "echo $(rm x)",
+        "echo `rm x`",
+        "cat <(rm x)",
+        "ls > >(tee x)",
+        "PATH=/tmp/evil ls",
+        "LD_PRELOAD=/x.so cat f",
+        "sleep 5 &",
+        "bash -c 'rm x'",
+        "xargs rm",
+    ];
+
+    /// Every hazard in every place a reader can hold it: alone, before and
+    /// after each operator, in a subshell, a group, a condition, a loop,
+    /// a function, an argument through substitution. None is read-only,
+    /// while each reader alone is (so the test tells the verdicts apart).
+    #[test]
+    fn nothing_that_writes_redirects_or_substitutes_is_read_only() {
+        let mut wrong = Vec::new();
+        for reader in READERS {
+            assert!(classify(reader).read_only, "{reader:?} should be read-only");
+            for hazard in HAZARDS {
+                let places = [
+                    hazard.to_string(),
+                    format!("{reader} && {hazard}"),
+                    format!("{hazard} && {reader}"),
+                    format!("{reader} || {hazard}"),
+                    format!("{reader}; {hazard}"),
+                    format!("{reader} | {hazard}"),
+                    format!("{hazard} | {reader}"),
+                    format!("({reader}; {hazard})"),
+                    format!("{{ {reader}; {hazard}; }}"),
+                    format!("if {reader}; then {hazard}; fi"),
+                    format!("if {hazard}; then {reader}; fi"),
+                    format!("while {reader}; do {hazard}; done"),
+                    format!("for i in a b; do {hazard}; done"),
+                    format!("f() {{ {hazard}; }}; {reader}"),
+                    format!("{reader} \"$({hazard})\""),
+                    format!("{reader} $({reader}; {hazard})"),
+                    format!("! {hazard}"),
+                    format!("{reader} &&\n{hazard}"),
+                ];
+                for command in places {
+                    let c = classify(&command);
+                    if c.read_only {
+                        wrong.push(command);
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "read-only, yet each writes, redirects or substitutes:\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn assignments_that_change_what_runs() {
+        for a in ["PATH=/tmp", "LD_PRELOAD=x", "DYLD_LIBRARY_PATH=x", "BASH_ENV=x", "GIT_SSH=x", "PAGER+=x", "IFS[0]=x"]
+        {
+            assert!(assignment_changes_what_runs(a), "{a}");
+        }
+        for a in ["FOO=1", "LANG=C", "MY_PATH=x", "XLD_=1"] {
+            assert!(!assignment_changes_what_runs(a), "{a}");
+        }
+        assert!(changes_loading("LD_AUDIT") && changes_loading("DYLD_X") && changes_loading("PS4"));
+        assert!(!changes_loading("PATH") && !changes_loading("HOME"));
     }
 
     #[test]
