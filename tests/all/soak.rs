@@ -532,6 +532,19 @@ fn http(
     (messages, session)
 }
 
+/// Ends an MCP session over HTTP (`DELETE`), as a client that is done.
+fn end_session(addr: &str, session: &str) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 2"), "ending a session: {response}");
+}
+
 fn drive_http(
     sb: &Sandbox,
     calls: usize,
@@ -578,7 +591,13 @@ fn drive_http(
         if n == calls / 10 {
             warm = (fds(pid), rss_kib(pid));
         }
+        // Now and then the client starts a new session: it ends the old one
+        // most times, and sometimes just leaves it (the server reaps it
+        // after its idle time).
         if rng.chance(20) {
+            if rng.chance(800) {
+                end_session(&addr, &current);
+            }
             current = session();
         }
         let (tool, input) = a_call(&mut rng, sb, n);
