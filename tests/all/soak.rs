@@ -232,15 +232,9 @@ struct RunFront {
     read: Vec<String>,
 }
 
-fn start_run(sb: &Sandbox, ns: &Ns, cache: &Path) -> RunFront {
-    let mut base = toolhost_command(sb);
-    base.env("TOOLHOST_DATA_DIR", &ns.dir).env("TOOLHOST_CACHE_DIR", cache);
-    base.args(flags()).args(["--settings", &json!({"auditLog": ns.dir.join("audit.jsonl")}).to_string()]);
-    base.args(["run", "--session", "soak"]);
-    let mut child =
-        ns.command(base).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
+/// The JSON lines a front writes, as they come (lines that are not JSON
+/// are skipped), until it closes its output or nobody listens.
+fn json_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Value> {
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -251,6 +245,18 @@ fn start_run(sb: &Sandbox, ns: &Ns, cache: &Path) -> RunFront {
             }
         }
     });
+    lines
+}
+
+fn start_run(sb: &Sandbox, ns: &Ns, cache: &Path) -> RunFront {
+    let mut base = toolhost_command(sb);
+    base.env("TOOLHOST_DATA_DIR", &ns.dir).env("TOOLHOST_CACHE_DIR", cache);
+    base.args(flags()).args(["--settings", &json!({"auditLog": ns.dir.join("audit.jsonl")}).to_string()]);
+    base.args(["run", "--session", "soak"]);
+    let mut child =
+        ns.command(base).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let lines = json_lines(child.stdout.take().unwrap());
     RunFront { child, stdin, lines, read: Vec::new() }
 }
 
@@ -397,17 +403,7 @@ fn start_stdio(sb: &Sandbox) -> StdioFront {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && tx.send(v).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let lines = json_lines(child.stdout.take().unwrap());
     writeln!(stdin, "{INITIALIZE}").unwrap();
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
     let front = StdioFront { child, stdin, lines };
