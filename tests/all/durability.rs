@@ -57,6 +57,71 @@ fn run_keeps_session_state_through_a_kill() {
 }
 
 #[test]
+fn serve_keeps_session_state_through_a_kill() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let log = sb.ws("audit.jsonl");
+    let settings = json!({"auditLog": log}).to_string();
+    let serve = || {
+        let mut child = toolhost_command(&sb)
+            .args(["--mode", "acceptEdits", "--settings", &settings, "serve", "--session", "kept"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        writeln!(stdin, "{init}").unwrap();
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        (child, stdin, stdout)
+    };
+    let answer = |stdout: &mut BufReader<std::process::ChildStdout>, id: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "serve ended before answering {id}");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    let (mut child, mut stdin, mut stdout) = serve();
+    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "Read", "arguments": {"file_path": p(&file)}}});
+    writeln!(stdin, "{read}").unwrap();
+    let r = answer(&mut stdout, 1);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    // SIGKILL right after the result: the read was on disk before it went out.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, mut stdin, mut stdout) = serve();
+    let edit = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "Edit",
+        "arguments": {"file_path": p(&file), "old_string": "one", "new_string": "two"}}});
+    writeln!(stdin, "{edit}").unwrap();
+    let r = answer(&mut stdout, 2);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // The two servers named their calls apart: one decision line each.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let ids: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == "decision")
+        .map(|v| v["tool_use_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 2, "{text}");
+    // Over HTTP every client has a session of its own.
+    let out = toolhost_command(&sb).args(["serve", "--http", "0", "--session", "kept"]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--session"));
+}
+
+#[test]
 fn one_shot_calls_leave_only_what_the_model_may_read() {
     let sb = Sandbox::new();
     sb.write("a.txt", "hello\n");

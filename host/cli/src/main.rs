@@ -165,6 +165,11 @@ enum Command {
         /// changed)
         #[arg(long)]
         no_watch: bool,
+        /// Keep the session's state on disk under this id (stdio only), saved
+        /// after every call: a server restarted with the same id goes on
+        /// where it stopped, killed or not (files read may be edited)
+        #[arg(long, value_name = "ID", conflicts_with = "http")]
+        session: Option<String>,
     },
     /// Trust the workspace's settings files (.toolhost/settings.json and
     /// settings.local.json) as they are now: their allow rules, hooks,
@@ -337,7 +342,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
         }
-        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency, .. } => {
+        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency, session, .. } => {
             let config = toolhost_mcp::ServeConfig {
                 max_concurrency: max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency),
                 ..Default::default()
@@ -353,7 +358,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             .filter(|t| !t.is_empty());
             let http = http.map(|addr| (addr, toolhost_mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
-            serve(host, config, http)
+            let session = session.map(|id| host.session(&id)).transpose()?;
+            serve(host, config, http, session)
         }
         Command::Trust | Command::New { .. } | Command::Stamp { .. } => unreachable!("handled before the host starts"),
     }
@@ -564,6 +570,7 @@ fn serve(
     host: Host,
     config: toolhost_mcp::ServeConfig,
     http: Option<(std::net::SocketAddr, toolhost_mcp::HttpConfig)>,
+    session: Option<Arc<toolhost::Session>>,
 ) -> anyhow::Result<ExitCode> {
     // One thread for the protocol (parsing, routing, notifications): the
     // calls run on the executor's workers. Fewer hand-offs per call than a
@@ -571,7 +578,7 @@ fn serve(
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let Some((addr, http)) = http else {
-            return Ok(toolhost_mcp::serve_stdio(host, config).await?);
+            return Ok(toolhost_mcp::serve_stdio(host, config, session).await?);
         };
         if !addr.ip().is_loopback() && http.token.is_none() {
             anyhow::bail!(

@@ -114,6 +114,11 @@ impl Session {
         &self.id
     }
 
+    /// Whether the state is kept on disk ([`Session::open`]).
+    pub fn is_persistent(&self) -> bool {
+        self.persistent
+    }
+
     /// Whether the deferred tool `name` was loaded by ToolSearch in this
     /// session (kept with the session's state).
     pub fn is_discovered(&self, name: &str) -> bool {

@@ -54,16 +54,24 @@ pub struct McpSession {
     config: ServeConfig,
     session: Arc<Session>,
     executor: Executor,
-    next_id: AtomicU64,
     runtime: tokio::runtime::Handle,
     /// Cancelled when the session ends: stops telling its client of reloads.
     ended: CancellationToken,
 }
 
 impl McpSession {
-    /// A new session over `host`. Call inside a tokio runtime.
+    /// A new session over `host`, its state in memory only. Call inside a
+    /// tokio runtime.
     pub fn new(host: Host, config: ServeConfig) -> McpSession {
         let session = host.ephemeral_session();
+        McpSession::over(host, config, session)
+    }
+
+    /// A new MCP session over `host` whose calls share `session`'s state: a
+    /// persistent session (`Host::session`) is saved after every call,
+    /// before its result goes out, so a server killed at any point keeps
+    /// every read a client saw the result of.
+    pub fn over(host: Host, config: ServeConfig, session: Arc<Session>) -> McpSession {
         // The client gets every tool in full (see `tools`), so none needs
         // loading with ToolSearch first.
         session.discover_all();
@@ -77,7 +85,6 @@ impl McpSession {
             config,
             session,
             executor,
-            next_id: AtomicU64::new(1),
             runtime: tokio::runtime::Handle::current(),
             ended: CancellationToken::new(),
         }
@@ -199,7 +206,7 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let id = format!("toolu_mcp_{:06}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = call_id();
         let input = Value::Object(request.arguments.unwrap_or_default());
         // The call's progress comes here, in order, from the worker running it.
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<Progress>();
@@ -249,8 +256,33 @@ impl ServerHandler for McpSession {
                 notify_progress(&context.peer, token, sent, p).await;
             }
         }
+        // What the call recorded (a read, for Edit's checks) is on disk
+        // before the client sees its result.
+        if self.session.is_persistent() {
+            let session = Arc::clone(&self.session);
+            match tokio::task::spawn_blocking(move || session.save()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "could not save the session's state"),
+                Err(e) => tracing::warn!(error = %e, "saving the session's state failed"),
+            }
+        }
         Ok(CallToolResponse::Complete(to_mcp(result)))
     }
+}
+
+/// A `tool_use` id for a call from an MCP client, which names none: unique
+/// across processes too, since a persistent session outlives its server
+/// (audit lines and persisted results are named by it).
+fn call_id() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static PROCESS: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
+        // Seeded from the system's randomness, fresh in every process.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.finish() as u32
+    });
+    format!("toolu_mcp_{:08x}_{:06}", *PROCESS, NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A toolhost result as an MCP one (errors stay results, with `isError`).
@@ -355,10 +387,12 @@ pub enum ServeError {
 }
 
 /// Serves one MCP session over standard input and output until the client
-/// closes it.
-pub async fn serve_stdio(host: Host, config: ServeConfig) -> Result<(), ServeError> {
+/// closes it: in `session` (a persistent one, from `Host::session`), else in
+/// a session of its own kept in memory.
+pub async fn serve_stdio(host: Host, config: ServeConfig, session: Option<Arc<Session>>) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
-    let running = McpSession::new(host, config)
+    let session = session.unwrap_or_else(|| host.ephemeral_session());
+    let running = McpSession::over(host, config, session)
         .serve(rmcp::transport::io::stdio_pipes())
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
