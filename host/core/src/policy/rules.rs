@@ -677,9 +677,12 @@ impl RuleSet {
             let hits: Vec<Option<usize>> = subject
                 .addresses
                 .iter()
-                .map(|a| {
-                    let host = host_of(a)?;
-                    domains.iter().find(|(d, _)| d.matches(&host)).map(|&(_, i)| i)
+                .map(|a| match host_of(a) {
+                    Some(host) => domains.iter().find(|(d, _)| d.matches(&host)).map(|&(_, i)| i),
+                    // No host can be told: the deny and ask rules on the
+                    // tool's addresses apply (fail closed); allow rules do not.
+                    None if behavior == Behavior::Allow => None,
+                    None => domains.iter().map(|&(_, i)| i).min(),
                 })
                 .collect();
             match behavior {
@@ -994,7 +997,8 @@ fn path_pattern(content: &str, base: Option<&Path>, places: &Places) -> Result<(
         let home = places.home.as_deref().ok_or(ContentError::NoHome)?;
         format!("{}{}", escaped(home), &content[1..])
     } else if let Some(rel) = content.strip_prefix('/') {
-        format!("{}/{rel}", escaped(base.unwrap_or(&places.cwd)))
+        let base = escaped(base.unwrap_or(&places.cwd));
+        if rel.is_empty() { base } else { format!("{base}/{rel}") }
     } else if let Some(rel) = content.strip_prefix("./") {
         format!("{}/{rel}", escaped(&places.cwd))
     } else if content.contains('/') {
@@ -1030,20 +1034,18 @@ fn earliest(a: Option<usize>, b: Option<usize>) -> Option<usize> {
     }
 }
 
-/// The host an address names: a URL's host, or the address itself when it
-/// is a bare host name (a port and a trailing dot dropped), lower-cased.
+/// The host an address names, lower-cased and without a trailing dot: a
+/// URL's host, else the host of the address read as `http://ADDRESS` (a
+/// bare host, `host:port`, `host/path`, `user@host`, as a tool taking
+/// addresses may well accept them). `None` when neither has one.
 fn host_of(address: &str) -> Option<String> {
     // `example.com:8080` parses as a URL of scheme `example.com`: a URL
     // counts only when it has a host.
-    let url_host = url::Url::parse(address).ok().and_then(|u| u.host_str().map(str::to_string));
-    let host = match url_host {
-        Some(host) => host,
-        None if !address.contains(['/', '@', ' ']) => match address.rsplit_once(':') {
-            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host.to_string(),
-            _ => address.to_string(),
-        },
-        None => return None,
-    };
+    let host_in = |text: &str| url::Url::parse(text).ok().and_then(|u| u.host_str().map(str::to_string));
+    let host = host_in(address).or_else(|| match address.contains("://") {
+        true => None,
+        false => host_in(&format!("http://{address}")),
+    })?;
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     (!host.is_empty()).then_some(host)
 }
@@ -1093,8 +1095,9 @@ fn match_one(rules: &PathRules, tool: &str, access: PathAccess, path: &Path) -> 
         rules.set.matches_into(path.join("\u{0}inside"), &mut hits);
         record(&hits, None, &mut leaf_is_dir);
     }
+    // Up to the root: `Read(//)` covers every path.
     for (depth, candidate) in path.ancestors().enumerate() {
-        if candidate.parent().is_none() {
+        if candidate.as_os_str().is_empty() {
             break;
         }
         rules.set.matches_into(candidate, &mut hits);
@@ -1595,5 +1598,283 @@ mod tests {
         // Content for a tool that declares nothing it could mean fails closed.
         let opaque = set(&[(Deny, "Other(x)")]);
         assert_eq!(strongest(&opaque, "Other", json!({})).as_deref(), Some("deny Other(x)"));
+    }
+
+    // The tests below pin behaviour that mutation testing (`cargo mutants`,
+    // README "Mutation testing") found no test of.
+
+    #[test]
+    fn a_subdomain_rule_needs_a_whole_label_before_the_domain() {
+        use Behavior::*;
+        let s = set(&[(Deny, "WebFetch(domain:*.evil.com)")]);
+        let fetch = |u: &str| strongest(&s, "WebFetch", json!({"url": u}));
+        assert!(fetch("https://a.evil.com/").is_some());
+        assert!(fetch("https://a.b.evil.com/").is_some());
+        for not_under in ["https://evil.com/", "https://xevil.com/", "https://a.xevil.com/", "https://vil.com/"] {
+            assert_eq!(fetch(not_under), None, "{not_under}");
+        }
+        // A host that is the dot and the domain alone names no subdomain.
+        assert!(!Domain::Under("evil.com".into()).matches(".evil.com"));
+        assert!(Domain::Under("evil.com".into()).matches("a.evil.com"));
+    }
+
+    #[test]
+    fn domain_content_for_a_tool_not_loaded_is_read_as_domains() {
+        use Behavior::*;
+        // `Later` is not in the catalog (not loaded when the rules compiled).
+        let s = set(&[(Deny, "Later(domain:evil.com)")]);
+        let subject = |addresses: Vec<&'static str>| Subject { tool: "Later", paths: vec![], command: None, addresses };
+        assert!(s.check(&subject(vec!["https://evil.com/x"])).deny.is_some());
+        assert!(s.check(&subject(vec!["https://good.org/x"])).deny.is_none(), "a domain rule, not every call");
+        assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+        // Other content it cannot read: the rule applies to every call.
+        let s = set(&[(Deny, "Later(something)")]);
+        assert!(s.check(&subject(vec!["https://good.org/x"])).deny.is_some());
+    }
+
+    #[test]
+    fn the_places_and_the_patterns_hidden_from_searches() {
+        use Behavior::*;
+        let s = set(&[(Deny, "Read(./.env)"), (Ask, "Read(//etc/secret/)"), (Allow, "Read(./x)"), (Deny, "Edit(./y)")]);
+        assert_eq!(s.places().cwd, Path::new("/work/p"));
+        assert_eq!(s.places().home.as_deref(), Some(Path::new("/home/u")));
+        // A search through the host reads: the deny and ask rules on reads
+        // are hidden from it, whatever tool asks; allow and edit rules are not.
+        for tool in ["Grep", "Other"] {
+            assert_eq!(s.hidden_from_searches(tool), ["/work/p/.env", "/etc/secret/"], "{tool}");
+        }
+    }
+
+    #[test]
+    fn the_root_and_the_settings_directory_as_path_rules() {
+        use Behavior::*;
+        let hidden = |content: &str| set(&[(Deny, content)]).hidden_from_searches("Grep");
+        assert_eq!(hidden("Read(//)"), ["/"], "the root");
+        assert_eq!(hidden("Read(//../etc/x)"), ["/etc/x"], "nothing above the root");
+        assert_eq!(hidden("Read(../../../../x)"), ["/x"]);
+        assert_eq!(hidden("Read(./a/./b/../c)"), ["/work/p/a/c"]);
+        let root = set(&[(Deny, "Read(//)")]);
+        assert!(strongest(&root, "Read", json!({"file_path": "/etc/passwd"})).is_some(), "the root covers all");
+        assert_eq!(hidden("Read(/)"), ["/etc/toolhost"], "the settings file's directory");
+        assert_eq!(hidden("Read(//tmp/)"), ["/tmp/"], "a directory only");
+        assert_eq!(hidden("Read(~)"), ["/home/u"]);
+        let s = set(&[(Deny, "Read(/)")]);
+        let read = |p: &str| strongest(&s, "Read", json!({"file_path": p}));
+        assert_eq!(read("/etc/toolhost/settings.json").as_deref(), Some("deny Read(/)"));
+        assert_eq!(read("/etc/other"), None);
+    }
+
+    /// A working directory on disk with a home beside it, and a rule set
+    /// over it.
+    fn on_disk(list: &[(Behavior, &str)]) -> (tempfile::TempDir, RuleSet) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (work, home) = (root.join("w"), root.join("h"));
+        for d in [&work, &home] {
+            std::fs::create_dir(d).unwrap();
+        }
+        for (file, inside) in [(".env", &work), ("secret", &home), ("x", &home), ("~x", &work)] {
+            std::fs::write(inside.join(file), "k").unwrap();
+        }
+        let places = Places { cwd: work.clone(), working: vec![work], home: Some(home) };
+        let set = RuleSet::compile(entries(list), places, &catalog()).unwrap();
+        (dir, set)
+    }
+
+    #[test]
+    fn files_a_command_names_meet_the_read_rules() {
+        use Behavior::*;
+        let (_dir, s) = on_disk(&[(Deny, "Read(./.env)"), (Ask, "Read(~/secret)"), (Deny, "Read(~/x)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("cat .env").as_deref(), Some("deny Read(./.env)"));
+        assert_eq!(cmd("wc -l < .env").as_deref(), Some("deny Read(./.env)"), "a `<` source");
+        assert_eq!(cmd("grep --file=.env x").as_deref(), Some("deny Read(./.env)"), "`--opt=value`");
+        assert_eq!(cmd("cat ~/secret").as_deref(), Some("ask Read(~/secret)"), "`~/` is home");
+        assert_eq!(cmd("cat ~x"), None, "`~x` is another user's home, not `x` in ours");
+        assert_eq!(cmd("cat missing.env"), None);
+        // Only deny and ask rules on reads look into commands.
+        let (_dir, s) = on_disk(&[(Deny, "Edit(./.env)"), (Allow, "Read(./.env)")]);
+        assert_eq!(strongest(&s, "Bash", json!({"command": "cat .env"})), None);
+    }
+
+    #[test]
+    fn paths_outside_the_working_directories() {
+        let s = set(&[]);
+        let outside = |c: &str| s.path_outside(&shell::parse(c)).map(str::to_string);
+        for (command, want) in [
+            ("cat src/a.rs", None),
+            ("cat /work/p/src/a.rs", None),
+            ("cat /etc/passwd", Some("/etc/passwd")),
+            ("cat ~/notes", Some("~/notes")),
+            ("cat ../other/x", Some("../other/x")),
+            ("ls ..", Some("..")),
+            ("cat src/../../x", Some("src/../../x")),
+            ("cat src/../a", None),
+            ("cat < /etc/passwd", Some("/etc/passwd")),
+            ("sort --output=/etc/x a", Some("--output=/etc/x")),
+            ("echo a=/etc/x", None),
+            ("ls -a/../../etc", None),
+            ("cat /dev/null /dev/stdin", None),
+            ("cat /dev/sda", Some("/dev/sda")),
+            ("cat $HOME/x", Some("$HOME/x")),
+            ("cat \"$D\"/x", Some("\"$D\"/x")),
+            ("cat x$Y", None),
+            ("cat x$Y/../../z", Some("x$Y/../../z")),
+        ] {
+            assert_eq!(outside(command).as_deref(), want, "{command}");
+        }
+    }
+
+    #[test]
+    fn allow_rules_never_cover_what_runs_unseen() {
+        use Behavior::*;
+        let s = set(&[(Allow, "Bash(npm run:*)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("npm run test").as_deref(), Some("allow Bash(npm run:*)"));
+        for unseen in ["npm run test $(ls)", "npm run test `ls`", "npm run test <(ls)", "npm run test ("] {
+            assert_eq!(cmd(unseen), None, "{unseen}");
+        }
+    }
+
+    #[test]
+    fn nested_shells_are_followed_four_deep() {
+        use Behavior::*;
+        let s = set(&[(Deny, "Bash(rm:*)")]);
+        let check = |c: &str| {
+            let parsed = shell::parse(c);
+            let roles = roles("Bash");
+            let input = json!({"command": c});
+            let v = s.check(&Subject::of("Bash", &roles, &input, Some(&parsed)));
+            (v.deny.is_some(), v.unclear)
+        };
+        assert_eq!(check("eval eval eval eval rm x"), (true, None));
+        let (deny, unclear) = check("eval eval eval eval eval rm x");
+        assert!(!deny, "not followed past four shells");
+        assert_eq!(unclear.as_deref(), Some("The command nests shells too deeply to check."));
+        // The script a shell is given, past its options.
+        assert_eq!(check("bash --norc -c 'rm x'").0, true);
+        assert_eq!(check("bash -e -c 'rm x'").0, true);
+        assert_eq!(check("sh -ec 'rm x'").0, true);
+        // A script file with arguments: nothing the host can see.
+        assert!(check("bash deploy.sh prod").1.is_some());
+        // A script only known when it runs.
+        let (_, unclear) = check("bash -c \"ls $X\"");
+        assert_eq!(unclear.as_deref(), Some("`bash` runs a script only known when the command runs."));
+    }
+
+    #[test]
+    fn prefix_rules_look_past_options_and_their_values() {
+        use Behavior::*;
+        let s = set(&[(Allow, "Bash(git:*)"), (Ask, "Bash(git push:*)"), (Ask, "Bash(git remote add:*)")]);
+        let g = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(g("git -C . remote add x y").as_deref(), Some("ask Bash(git remote add:*)"));
+        assert_eq!(g("git -c user.name=x push").as_deref(), Some("ask Bash(git push:*)"), "an option's value");
+        assert_eq!(g("git -x commit other push").as_deref(), Some("allow Bash(git:*)"), "two words are no option");
+        assert_eq!(g("git -C ."), None, "no word after the option's value (and read-only)");
+        assert_eq!(g("git --work-tree=x push").as_deref(), Some("ask Bash(git push:*)"));
+    }
+
+    #[test]
+    fn wrappers_are_looked_through() {
+        use Behavior::*;
+        let s = set(&[(Deny, "Bash(rm:*)"), (Allow, "Bash(make:*)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        // Deny rules: through every wrapper.
+        for wrapped in [
+            "time rm x",
+            "nohup rm x",
+            "nice -n 5 rm x",
+            "timeout -s KILL 5 rm x",
+            "stdbuf -oL rm x",
+            "env -u A X=1 rm x",
+            "sudo -u root rm x",
+            "doas rm x",
+            "setsid rm x",
+            "unshare -r rm x",
+            "xargs -n 1 rm",
+            "command rm x",
+            "builtin rm x",
+            "exec rm x",
+            "find . -execdir rm {} +",
+        ] {
+            assert_eq!(cmd(wrapped).as_deref(), Some("deny Bash(rm:*)"), "{wrapped}");
+        }
+        // Allow rules: only through wrappers that time or prioritise.
+        for allowed in ["make", "time make", "nohup make", "nice -n 5 make", "timeout 5 make"] {
+            assert_eq!(cmd(allowed).as_deref(), Some("allow Bash(make:*)"), "{allowed}");
+        }
+        for not_allowed in [
+            "stdbuf -oL make",
+            "env X=1 make",
+            "sudo make",
+            "setsid make",
+            "xargs make",
+            "exec make",
+            "command make",
+            "find . -exec make {} +",
+        ] {
+            assert_eq!(cmd(not_allowed), None, "{not_allowed}");
+        }
+        // A wrapper with nothing after its options wraps nothing.
+        for bare in ["time -p", "env X=1", "nice -n", "sudo -u"] {
+            assert_eq!(cmd(bare), None, "{bare}");
+        }
+    }
+
+    #[test]
+    fn a_command_rule_is_one_plain_command() {
+        use Behavior::*;
+        for bad in ["Bash(rm > x)", "Bash(X=1 rm)", "Bash(rm x &)", "Bash(rm; ls)", "Bash(rm <(ls))", "Bash(rm $X)"] {
+            assert!(RuleSet::compile(entries(&[(Deny, bad)]), places(), &catalog()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn addresses_without_a_scheme_are_read_as_hosts() {
+        use Behavior::*;
+        let s = set(&[(Deny, "WebFetch(domain:evil.com)"), (Allow, "WebFetch(domain:a.org)")]);
+        let hosts = |h: &[&str]| strongest(&s, "WebFetch", json!({ "hosts": h }));
+        for evil in ["evil.com", "EVIL.com.", "evil.com:8080", "evil.com/x", "user@evil.com", "//evil.com/x"] {
+            assert_eq!(hosts(&[evil]).as_deref(), Some("deny WebFetch(domain:evil.com)"), "{evil}");
+        }
+        for good in ["a.org", "a.org:443", "a.org/x?y", "https://a.org/", "me@a.org"] {
+            assert_eq!(hosts(&[good]).as_deref(), Some("allow WebFetch(domain:a.org)"), "{good}");
+        }
+        // An address whose host cannot be told: deny and ask rules apply,
+        // allow rules do not.
+        for unreadable in ["a b", "https://", "a.org:x"] {
+            assert_eq!(hosts(&[unreadable]).as_deref(), Some("deny WebFetch(domain:evil.com)"), "{unreadable:?}");
+            let allow_only = set(&[(Allow, "WebFetch(domain:a.org)")]);
+            assert_eq!(strongest(&allow_only, "WebFetch", json!({ "hosts": [unreadable] })), None, "{unreadable:?}");
+        }
+        assert_eq!(host_of("a.org:x"), None, "not a port");
+    }
+
+    #[test]
+    fn directories_on_disk_meet_directory_rules() {
+        use Behavior::*;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["build", "secret", "src/real"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("out"), "a file").unwrap();
+        std::os::unix::fs::symlink(root.join("src/real"), root.join("src/link")).unwrap();
+        let places = Places { cwd: root.clone(), working: vec![root.clone()], home: None };
+        let list = [(Deny, "Read(build/)"), (Deny, "Read(out/)"), (Deny, "Read(./secret/**)"), (Allow, "Edit(./src/**)")];
+        let s = RuleSet::compile(entries(&list), places, &catalog()).unwrap();
+        let call = |tool: &str, path: &Path| {
+            let field = if matches!(tool, "Glob" | "Grep") { "path" } else { "file_path" };
+            strongest(&s, tool, json!({ field: path }))
+        };
+        assert_eq!(call("Grep", &root.join("build")).as_deref(), Some("deny Read(build/)"), "a directory");
+        assert_eq!(call("Read", &root.join("out")), None, "`out/` names directories; `out` is a file");
+        // Searching a directory whose contents are denied is denied; the
+        // directory itself is not read.
+        assert_eq!(call("Grep", &root.join("secret")).as_deref(), Some("deny Read(./secret/**)"));
+        assert_eq!(call("Read", &root.join("secret")), None);
+        assert_eq!(call("Read", &root.join("secret/k")).as_deref(), Some("deny Read(./secret/**)"));
+        // A link and its target both allowed: allowed.
+        assert_eq!(call("Edit", &root.join("src/link/a.rs")).as_deref(), Some("allow Edit(./src/**)"));
     }
 }
