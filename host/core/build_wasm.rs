@@ -27,10 +27,21 @@ pub fn build(root: &Path, packages: &[String]) -> PathBuf {
 }
 
 /// `cargo` in `root`, without the outer build's settings (they are for the
-/// host, not for the guests).
+/// host, not for the guests). `TOOLHOST_GUEST_TOOLCHAIN` names another rustup
+/// toolchain for the guests: a nightly host build under a sanitizer
+/// (`fuzz/run --asan`) whose nightly has no wasm targets builds them with
+/// `stable`.
 pub fn nested_cargo(root: &Path) -> Command {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    println!("cargo:rerun-if-env-changed=TOOLHOST_GUEST_TOOLCHAIN");
+    let toolchain = std::env::var("TOOLHOST_GUEST_TOOLCHAIN").ok().filter(|t| !t.is_empty());
+    let mut cmd = match &toolchain {
+        Some(t) => {
+            let mut cmd = Command::new("cargo");
+            cmd.env("RUSTUP_TOOLCHAIN", t).env_remove("RUSTC").env_remove("RUSTDOC");
+            cmd
+        }
+        None => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+    };
     cmd.current_dir(root);
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
