@@ -387,6 +387,19 @@ mod tests {
         assert!(!parse("git status").parse_error, "the parser goes on serving");
     }
 
+    /// Found by `shell_native` under AddressSanitizer: 133 bytes of nested
+    /// backticks that tree-sitter-bash takes seconds to parse. Contained, the
+    /// parse ends by its deadline at the latest, and the command is never
+    /// read-only (finished or not).
+    #[test]
+    fn a_command_slow_to_parse_ends_and_is_not_read_only() {
+        let command = "a\u{4}`\u{4}`\"\u{4}``````````````````````a`=a;a;;;``;`a`=a;a;;;``;```edirect\u{4}`\u{4}``ediprs;;;``;`a`=a;a;;;``;```ed)re  aqc,l; )Se $ \u{1e1} $ \u{1e1}\u{17}\u{7}x t\u{4}`a\u{4}";
+        let parsed = parse_fresh(command);
+        assert!(parsed.parse_error || parsed.command_substitution, "{parsed:?}");
+        assert!(!classify(command).read_only);
+        assert!(!parse("git status").parse_error, "the parser goes on serving");
+    }
+
     #[test]
     fn structure_of_a_compound_command() {
         let p = parse("FOO=1 git status && ls -la src | grep '\\.rs' > out.txt 2>&1; echo \"done $X\"");
