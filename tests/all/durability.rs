@@ -62,51 +62,18 @@ fn serve_keeps_session_state_through_a_kill() {
     let file = sb.write("notes.txt", "one\n");
     let log = sb.ws("audit.jsonl");
     let settings = json!({"auditLog": log}).to_string();
-    let serve = || {
-        let mut child = toolhost_command(&sb)
-            .args(["--mode", "acceptEdits", "--settings", &settings, "serve", "--session", "kept"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-        writeln!(stdin, "{init}").unwrap();
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        (child, stdin, stdout)
-    };
-    let answer = |stdout: &mut BufReader<std::process::ChildStdout>, id: u64| -> Value {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "serve ended before answering {id}");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
-    let (mut child, mut stdin, mut stdout) = serve();
-    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "Read", "arguments": {"file_path": p(&file)}}});
-    writeln!(stdin, "{read}").unwrap();
-    let r = answer(&mut stdout, 1);
+    let args = ["--mode", "acceptEdits", "--settings", &settings, "serve", "--session", "kept"];
+    let mut mcp = StdioMcp::start(&sb, &args);
+    let r = mcp.call(1, "Read", json!({"file_path": p(&file)}));
     assert_eq!(r["result"]["isError"], false, "{r}");
     // SIGKILL right after the result: the read was on disk before it went out.
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (mut child, mut stdin, mut stdout) = serve();
-    let edit = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "Edit",
-        "arguments": {"file_path": p(&file), "old_string": "one", "new_string": "two"}}});
-    writeln!(stdin, "{edit}").unwrap();
-    let r = answer(&mut stdout, 2);
+    mcp.child.kill().unwrap();
+    mcp.child.wait().unwrap();
+    let mut mcp = StdioMcp::start(&sb, &args);
+    let r = mcp.call(2, "Edit", json!({"file_path": p(&file), "old_string": "one", "new_string": "two"}));
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    assert!(mcp.close().success());
     // The two servers named their calls apart: one decision line each.
     let text = std::fs::read_to_string(&log).unwrap();
     let ids: std::collections::BTreeSet<String> = text
@@ -180,29 +147,16 @@ fn children_die_with_a_killed_host() {
 fn a_client_leaving_mid_call_leaves_nothing() {
     let sb = Sandbox::new();
     let marker = "durability-leaving-client-marker";
-    let mut child = toolhost_command(&sb)
-        .args(["--mode", "bypassPermissions", "--child-confinement", "best-effort", "serve"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    writeln!(stdin, "{init}").unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let mut mcp = StdioMcp::start(&sb, &["--mode", "bypassPermissions", "--child-confinement", "best-effort", "serve"]);
     let command = format!("echo kept > \"$TMPDIR/x\"; exec -a {marker} sleep 600");
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "Bash", "arguments": {"command": command}}});
-    writeln!(stdin, "{call}").unwrap();
+    mcp.start_call(1, "Bash", json!({"command": command}));
     let started = std::time::Instant::now();
     while !running(marker) {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "the command never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!temporaries(&sb.data).is_empty(), "the command had a temporary directory");
-    drop(stdin);
-    let status = child.wait().unwrap();
+    let status = mcp.close();
     assert!(status.success(), "serve ended with {status}");
     let ended = std::time::Instant::now();
     while running(marker) {

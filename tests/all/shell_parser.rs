@@ -5,7 +5,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 
 /// Commands that crashed the host when the parser ran in its address space:
 /// `{` before a 4-byte UTF-8 character (tree-sitter-bash issue #337), alone
@@ -68,40 +67,11 @@ fn crashing_commands_are_answered_by_run_and_the_stream_goes_on() {
 #[test]
 fn crashing_commands_are_answered_by_serve_and_the_server_goes_on() {
     let sb = Sandbox::new();
-    let mut child = toolhost_command(&sb)
-        .args(["--allow", "Bash", "--child-confinement", "best-effort", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    let mut answer = |id: i64| -> Value {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended before answering {id}");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
-    answer(0);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut mcp = StdioMcp::start(&sb, &["--allow", "Bash", "--child-confinement", "best-effort", "serve"]);
     let mut id = 0;
     for command in CRASHERS.iter().copied().chain(["echo still here"]) {
         id += 1;
-        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "Bash", "arguments": {"command": command}}}));
-        let r = answer(id);
+        let r = mcp.call(id, "Bash", json!({"command": command}));
         let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
         if command == "echo still here" {
             assert_eq!(r["result"]["isError"], false, "{r}");
@@ -111,8 +81,7 @@ fn crashing_commands_are_answered_by_serve_and_the_server_goes_on() {
             assert!(r["result"]["isError"].is_boolean(), "{command:?}: {r}");
         }
     }
-    drop(stdin);
-    let status = child.wait().unwrap();
+    let status = mcp.close();
     assert!(status.success(), "{status:?}");
 }
 

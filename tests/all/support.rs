@@ -246,3 +246,71 @@ pub fn mcp_call(name: &'static str, args: Value) -> rmcp::model::CallToolRequest
 pub fn mcp_text(r: &rmcp::model::CallToolResult) -> String {
     r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
 }
+
+/// A raw MCP client over `toolhost ARGS` (ending in `serve …`) on stdio,
+/// its handshake done; the server's log is discarded.
+pub struct StdioMcp {
+    pub child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl StdioMcp {
+    pub fn start(sb: &Sandbox, args: &[&str]) -> StdioMcp {
+        use std::process::Stdio;
+        let mut child = toolhost_command(sb)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolhost serve");
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut mcp = StdioMcp { child, stdin, stdout };
+        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+        mcp.answer(0);
+        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        use std::io::Write as _;
+        let stdin = self.stdin.as_mut().expect("the client's end is open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The answer to request `id`, skipping what comes before it.
+    pub fn answer(&mut self, id: u64) -> Value {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "serve ended before answering {id}");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Sends `tools/call` of `name` with `arguments` as request `id`.
+    pub fn start_call(&mut self, id: u64, name: &str, arguments: Value) {
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+    }
+
+    /// `tools/call` of `name` with `arguments` as request `id`, and its answer.
+    pub fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        self.start_call(id, name, arguments);
+        self.answer(id)
+    }
+
+    /// Closes the client's end and waits for the server to end.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().unwrap()
+    }
+}
