@@ -56,6 +56,7 @@
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
 //! interfaces the component exports (`toolhost:tool/tool@1.5.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
+//! Which versions were released, and what each added: `wit/CHANGELOG.md`.
 //!
 //! # Security
 //!

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use toolhost::{CallOptions, Host, ToolUse};
-use toolhost_tests::{ADVERSARY, CONTRACT_1_2, DECLARED, ECHO, Sandbox, shared_cache_dir};
+use toolhost_tests::{ADVERSARY, DECLARED, ECHO, Sandbox, WARM, shared_cache_dir};
 
 fn host(sb: &Sandbox, configure: impl FnOnce(toolhost::HostBuilder) -> toolhost::HostBuilder) -> Host {
     sb.install(ADVERSARY);
@@ -138,13 +138,12 @@ fn a_declared_classification_is_used_without_asking_the_tool() {
 }
 
 #[test]
-fn a_frozen_1_2_tool_keeps_its_warm_instance() {
+fn a_reuse_instance_tool_keeps_its_warm_instance() {
     let sb = Sandbox::new();
-    sb.install(CONTRACT_1_2);
+    sb.install(WARM);
     let host = host(&sb, |b| b.quick_compile_above(None));
     let session = host.ephemeral_session();
-    let served =
-        |text: &str| host.call(&session, &tool_use("Legacy12", json!({"text": text})), &CallOptions::default());
+    let served = |text: &str| host.call(&session, &tool_use("Warm", json!({"text": text})), &CallOptions::default());
     assert_eq!(served("a").text(), "served 1");
     assert_eq!(served("b").text(), "served 2");
     // A refusal in validate-input is no fault: the instance stays.

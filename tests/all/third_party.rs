@@ -3,8 +3,7 @@
 use crate::support::*;
 use serde_json::json;
 use toolhost_tests::{
-    ADVERSARY, BROKEN_INFO, CONTRACT_1_0, CONTRACT_1_1, CONTRACT_1_2, DECLARED, ECHO, FILES_THIEF, FUTURE_CONTRACT,
-    MOVER, PROCESS_THIEF,
+    ADVERSARY, BROKEN_INFO, CONTRACT_1_0, DECLARED, ECHO, FILES_THIEF, FUTURE_CONTRACT, MOVER, PROCESS_THIEF, WARM,
 };
 
 fn adversary(sb: &Sandbox, action: serde_json::Value, extra: &[&str]) -> Run {
@@ -242,34 +241,17 @@ fn a_component_built_against_the_frozen_1_0_contract_loads_and_runs() {
 }
 
 #[test]
-fn a_component_built_against_the_frozen_1_1_contract_keeps_its_input_roles() {
+fn a_warm_instance_tool_is_still_asked_what_it_did_not_declare() {
     let sb = Sandbox::new();
-    sb.install(CONTRACT_1_1);
-    sb.write("notes.txt", "n");
-    let r = toolhost(&sb, &["check", CONTRACT_1_1]);
-    assert!(r.stdout.contains("contract:      1.1.0") && r.stdout.contains("`path` is a path it reads"), "{r:?}");
-    let s = ["--session", "legacy11"];
-    let first = call(&sb, "Legacy11", &json!({"path": "notes.txt"}), &s);
-    assert!(first.stderr.contains("[progress] legacy 1.1 progress"), "{first:?}");
-    assert_eq!(first.assert_ok(), "call 1");
-    assert_eq!(call(&sb, "Legacy11", &json!({"path": "notes.txt"}), &s).assert_ok(), "call 2");
-    // Its declared path is confined like Read's.
-    call(&sb, "Legacy11", &json!({"path": "/etc/passwd"}), &s).assert_error("outside");
-}
-
-#[test]
-fn a_component_built_against_the_frozen_1_2_contract_is_asked_on_every_call() {
-    let sb = Sandbox::new();
-    sb.install(CONTRACT_1_2);
-    let r = toolhost(&sb, &["check", CONTRACT_1_2]);
-    assert!(r.stdout.contains("contract:      1.2.0"), "{r:?}");
-    // 1.2.0 cannot say which exports do nothing: all are asked.
+    sb.install(WARM);
+    let r = toolhost(&sb, &["check", WARM]);
+    // It cannot say which exports do nothing: all are asked.
     let asks = "asks is-concurrency-safe, validate-input, check-permissions, call; declared read-only; \
                 a warm instance per session";
     assert!(r.stdout.contains(asks), "{r:?}");
-    assert_eq!(call(&sb, "Legacy12", &json!({"text": "hi"}), &[]).assert_ok(), "served 1");
-    call(&sb, "Legacy12", &json!({"text": "refuse"}), &[]).assert_error("1.2.0 validates this away");
-    call(&sb, "Legacy12", &json!({"text": "deny"}), &[]).assert_error("1.2.0 denies this");
+    assert_eq!(call(&sb, "Warm", &json!({"text": "hi"}), &[]).assert_ok(), "served 1");
+    call(&sb, "Warm", &json!({"text": "refuse"}), &[]).assert_error("validated away");
+    call(&sb, "Warm", &json!({"text": "deny"}), &[]).assert_error("denied by the tool");
 }
 
 #[test]
@@ -277,7 +259,6 @@ fn a_tool_is_not_asked_what_it_declared() {
     let sb = Sandbox::new();
     sb.install(DECLARED);
     let r = toolhost(&sb, &["check", DECLARED]);
-    assert!(r.stdout.contains("contract:      1.3.0"), "{r:?}");
     let asks = "asks call; declared concurrency-safe, read-only; a fresh instance each";
     assert!(r.stdout.contains(asks), "{r:?}");
     // Each export it declared away traps: the calls succeed only if none

@@ -1,7 +1,7 @@
-//! The contract's host side: the WIT bindings of the current contract and of
-//! each frozen one (`v1_0_0` to `v1_3_0`; 1.4.0 differs from today's only by an
-//! import, so its exports are served by today's bindings), the version-independent view of a tool's
-//! exports ([`Guest`]), what a component is ([`Shape`]: its contract version
+//! The contract's host side: the WIT bindings of the newest contract and of
+//! each older released one (`since_v1_0_0`), the versions this host loads and
+//! the version-independent view of a tool's exports ([`Guest`], generated in
+//! `versions`), what a component is ([`Shape`]: its contract version
 //! and the capabilities it imports), and the host interfaces, one file each
 //! (`progress`, `output`, `session`, `policy`, `files`, `search`, `shell`, `process`),
 //! all working on the [`CallScope`] of the call a Store serves.
@@ -10,7 +10,6 @@ pub(crate) mod bindings;
 mod files;
 #[macro_use]
 mod frozen;
-mod guest;
 mod output;
 mod policy;
 mod process;
@@ -22,22 +21,25 @@ mod search;
 mod session;
 mod shape;
 mod shell;
-mod v1_0_0;
-mod v1_1_0;
-mod v1_2_0;
-mod v1_3_0;
+mod since_v1_0_0;
+mod versions;
 
-pub use guest::{Guest, ToolPre};
 pub use output::MAX_STREAMED;
 pub use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
 pub use requests::{DirAccess, DirRequest, HostName, HostPattern, Requests, RequestsError, stamp as stamp_requests};
 pub use scope::{CallScope, CallView};
 pub use session::Namespace;
-pub use shape::{Capability, Shape, ShapeError, Version, check_header, inspect};
+pub use shape::{Capability, LOADS_UNRELEASED, Shape, ShapeError, Support, Version, check_header, inspect};
+pub use versions::{Guest, ToolPre};
 
-/// The contract version this host implements (the package version in `wit/`).
+/// The newest contract version this host implements (the package version of
+/// `wit/tool.wit`).
 pub const CONTRACT: Version = Version(1, 5, 0);
+/// The newest released contract version. While [`CONTRACT`] is newer, it is
+/// unreleased: only development builds load third-party components built
+/// against it (`wit/CHANGELOG.md`).
+pub const RELEASED: Version = Version(1, 5, 0);
 /// The contract's package, without version.
 pub const PACKAGE: &str = "toolhost:tool";
 

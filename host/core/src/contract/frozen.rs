@@ -1,10 +1,10 @@
 //! What every frozen contract's module shares: its bindings (only the `tool`
 //! export and the `types` it uses are generated; the host interfaces did not
-//! change, so their imports are served with the current definitions, which
-//! wasmtime matches by semver-compatible names), and the conversions of the
-//! types that did not change (the call context, errors, outputs, permission
-//! decisions), between its bindings (`old`, `old_tool`) and the current ones
-//! (`new`, `new_tool`). Each module adds its own `info`.
+//! change, so their imports are served with the newest definitions, which
+//! wasmtime matches by semver-compatible names), `context` (the newest call
+//! context in its types) and `From` conversions into the newest types of
+//! what did not change since 1.0.0 (errors, outputs, permission decisions).
+//! Each module adds the `From` of its own `tool-info`.
 
 macro_rules! frozen_contract {
     ($wit:tt) => {
@@ -27,8 +27,9 @@ macro_rules! frozen_contract {
         use super::bindings::exports::toolhost::tool::tool as new_tool;
         use super::bindings::toolhost::tool::types as new;
 
-        pub fn context(ctx: &new_tool::CallContext) -> old_tool::CallContext {
-            old_tool::CallContext {
+        /// The newest call context, in this version's types.
+        pub fn context(ctx: &new_tool::CallContext) -> std::borrow::Cow<'static, old_tool::CallContext> {
+            std::borrow::Cow::Owned(old_tool::CallContext {
                 tool_use_id: ctx.tool_use_id.clone(),
                 session_id: ctx.session_id.clone(),
                 cwd: ctx.cwd.clone(),
@@ -41,52 +42,67 @@ macro_rules! frozen_contract {
                     new::PermissionMode::DontAsk => old::PermissionMode::DontAsk,
                     new::PermissionMode::BypassPermissions => old::PermissionMode::BypassPermissions,
                 },
+            })
+        }
+
+        impl From<old::InterruptBehavior> for new::InterruptBehavior {
+            fn from(b: old::InterruptBehavior) -> Self {
+                match b {
+                    old::InterruptBehavior::Cancel => new::InterruptBehavior::Cancel,
+                    old::InterruptBehavior::Block => new::InterruptBehavior::Block,
+                }
             }
         }
 
-        pub fn error(e: old::ToolError) -> new::ToolError {
-            new::ToolError {
-                kind: match e.kind {
-                    old::ErrorKind::InvalidInput => new::ErrorKind::InvalidInput,
-                    old::ErrorKind::NotFound => new::ErrorKind::NotFound,
-                    old::ErrorKind::PermissionDenied => new::ErrorKind::PermissionDenied,
-                    old::ErrorKind::Conflict => new::ErrorKind::Conflict,
-                    old::ErrorKind::TooLarge => new::ErrorKind::TooLarge,
-                    old::ErrorKind::Unsupported => new::ErrorKind::Unsupported,
-                    old::ErrorKind::Io => new::ErrorKind::Io,
-                    old::ErrorKind::Internal => new::ErrorKind::Internal,
-                },
-                message: e.message,
+        impl From<old::ToolError> for new::ToolError {
+            fn from(e: old::ToolError) -> Self {
+                new::ToolError {
+                    kind: match e.kind {
+                        old::ErrorKind::InvalidInput => new::ErrorKind::InvalidInput,
+                        old::ErrorKind::NotFound => new::ErrorKind::NotFound,
+                        old::ErrorKind::PermissionDenied => new::ErrorKind::PermissionDenied,
+                        old::ErrorKind::Conflict => new::ErrorKind::Conflict,
+                        old::ErrorKind::TooLarge => new::ErrorKind::TooLarge,
+                        old::ErrorKind::Unsupported => new::ErrorKind::Unsupported,
+                        old::ErrorKind::Io => new::ErrorKind::Io,
+                        old::ErrorKind::Internal => new::ErrorKind::Internal,
+                    },
+                    message: e.message,
+                }
             }
         }
 
-        pub fn output(o: old::ToolOutput) -> new::ToolOutput {
-            new::ToolOutput {
-                content: o
-                    .content
-                    .into_iter()
-                    .map(|block| match block {
-                        old::ContentBlock::Text(t) => new::ContentBlock::Text(t),
-                        old::ContentBlock::Image(i) => {
-                            new::ContentBlock::Image(new::Image { media_type: i.media_type, data: i.data })
-                        }
-                        old::ContentBlock::Json(j) => new::ContentBlock::Json(j),
-                    })
-                    .collect(),
-                structured: o.structured,
-                is_error: o.is_error,
+        impl From<old::ToolOutput> for new::ToolOutput {
+            fn from(o: old::ToolOutput) -> Self {
+                new::ToolOutput {
+                    content: o
+                        .content
+                        .into_iter()
+                        .map(|block| match block {
+                            old::ContentBlock::Text(t) => new::ContentBlock::Text(t),
+                            old::ContentBlock::Image(i) => {
+                                new::ContentBlock::Image(new::Image { media_type: i.media_type, data: i.data })
+                            }
+                            old::ContentBlock::Json(j) => new::ContentBlock::Json(j),
+                        })
+                        .collect(),
+                    structured: o.structured,
+                    is_error: o.is_error,
+                }
             }
         }
 
-        pub fn decision(d: old::PermissionDecision) -> new::PermissionDecision {
-            match d {
-                old::PermissionDecision::Allow(input) => new::PermissionDecision::Allow(input),
-                old::PermissionDecision::Deny(reason) => new::PermissionDecision::Deny(reason),
-                old::PermissionDecision::Ask(r) => new::PermissionDecision::Ask(new::AskRequest {
-                    message: r.message,
-                    suggested_rules: r.suggested_rules,
-                }),
-                old::PermissionDecision::Passthrough => new::PermissionDecision::Passthrough,
+        impl From<old::PermissionDecision> for new::PermissionDecision {
+            fn from(d: old::PermissionDecision) -> Self {
+                match d {
+                    old::PermissionDecision::Allow(input) => new::PermissionDecision::Allow(input),
+                    old::PermissionDecision::Deny(reason) => new::PermissionDecision::Deny(reason),
+                    old::PermissionDecision::Ask(r) => new::PermissionDecision::Ask(new::AskRequest {
+                        message: r.message,
+                        suggested_rules: r.suggested_rules,
+                    }),
+                    old::PermissionDecision::Passthrough => new::PermissionDecision::Passthrough,
+                }
             }
         }
     };

@@ -6,7 +6,7 @@
 //! named (and, where one is known, its fix), instead of after a compile
 //! that can take seconds.
 
-use super::shape::{ShapeError, Version};
+use super::shape::{LOADS_UNRELEASED, ShapeError, Support, Version};
 use super::{CONTRACT, PACKAGE};
 
 /// A component's top level, as written.
@@ -179,7 +179,10 @@ const TOOLHOST: &[&str] = &["types", "progress", "session", "output", "files", "
 /// provide is named, with its fix where one is known; a component using the
 /// async ABI is refused with what to build instead.
 pub fn check(outline: &Outline) -> Result<(), ShapeError> {
-    super::shape::contract_version(&outline.exports)?;
+    let version = super::shape::contract_version(&outline.exports)?;
+    if version.support() == Support::Unreleased && !LOADS_UNRELEASED {
+        return Err(ShapeError::ContractUnreleased { guest: version });
+    }
     let missing: Vec<Missing> = outline.imports.iter().filter_map(|i| missing(i)).collect();
     if !missing.is_empty() {
         return Err(ShapeError::MissingImports(missing));
@@ -338,6 +341,13 @@ mod tests {
         assert!(matches!(check(&outline), Err(ShapeError::ContractMismatch { guest: Version(2, 0, 0) })));
         outline.exports = vec![format!("{PACKAGE}/tool@1.0.0")];
         check(&outline).unwrap();
+        outline.exports = vec![format!("{PACKAGE}/tool@{CONTRACT}")];
+        check(&outline).unwrap();
+        // A development version never released is refused, naming the fix.
+        outline.exports = vec![format!("{PACKAGE}/tool@1.2.0")];
+        let retired = check(&outline).unwrap_err();
+        assert!(matches!(retired, ShapeError::ContractRetired { guest: Version(1, 2, 0) }), "{retired:?}");
+        assert!(retired.to_string().contains(&format!("rebuild it against contract {CONTRACT}")), "{retired}");
         outline.exports = vec!["wasi:cli/run@0.2.0".into()];
         assert!(matches!(check(&outline), Err(ShapeError::NoToolExport(_))));
     }

@@ -18,11 +18,40 @@ impl Version {
         Some(Version(parts.next()??, parts.next()??, parts.next()??))
     }
 
-    /// Whether a host implementing `self` can run a component built against `guest`.
+    /// Whether a host implementing `self` can run a component built against
+    /// `guest` under semver alone (same major, no newer minor); which of
+    /// those it loads is [`Version::support`]'s answer.
     pub fn supports(self, guest: Version) -> bool {
         guest.0 == self.0 && guest.1 <= self.1
     }
+
+    /// How this host treats a component built against `self`.
+    pub fn support(self) -> Support {
+        super::versions::support(self, CONTRACT, super::versions::released())
+    }
 }
+
+/// How a host treats a component by the contract version it was built
+/// against (`wit/CHANGELOG.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// A released version: loaded, its answers converted into the newest
+    /// types.
+    Released,
+    /// The version being prepared in `wit/tool.wit`: the built-ins use it;
+    /// third-party components built against it load only in development
+    /// builds ([`LOADS_UNRELEASED`]).
+    Unreleased,
+    /// A development version that was never released (1.1.0 to 1.4.0).
+    Retired,
+    /// Another major version, or a newer minor than this host knows.
+    Unknown,
+}
+
+/// Whether this build loads third-party components built against an
+/// unreleased contract version: debug builds, and builds with the
+/// `unreleased-contract` feature.
+pub const LOADS_UNRELEASED: bool = cfg!(any(debug_assertions, feature = "unreleased-contract"));
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -83,10 +112,23 @@ pub enum ShapeError {
     NoToolExport(Vec<String>),
     #[error(
         "was built against toolhost contract {guest}, but this host implements contract {} \
-         (it runs components built against {}.0 to {}.x); rebuild the tool with a matching toolhost-sdk",
-        Version::HOST, Version::HOST.0, Version::HOST.0
+         (it runs components built against {}); rebuild the tool with a matching toolhost-sdk",
+        Version::HOST,
+        super::versions::loadable()
     )]
     ContractMismatch { guest: Version },
+    #[error(
+        "was built against toolhost contract {guest}, a development version that was never released (see \
+         wit/CHANGELOG.md): rebuild it against contract {}, which has everything {guest} had",
+        super::versions::newest_release()
+    )]
+    ContractRetired { guest: Version },
+    #[error(
+        "was built against toolhost contract {guest}, which is not released yet: only development builds of \
+         toolhost load it; rebuild it against the released contract {}",
+        super::versions::newest_release()
+    )]
+    ContractUnreleased { guest: Version },
     #[error("imports `{0}`, which toolhost does not provide")]
     UnknownImport(String),
     #[error("imports what toolhost does not provide: {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; "))]
@@ -132,10 +174,11 @@ pub(super) fn contract_version(exports: &[String]) -> Result<Version, ShapeError
         .map(|v| Version::parse(v).ok_or_else(|| ShapeError::Invalid(format!("unreadable contract version `{v}`"))))
         .transpose()?
         .ok_or_else(|| ShapeError::NoToolExport(exports.to_vec()))?;
-    if !Version::HOST.supports(version) {
-        return Err(ShapeError::ContractMismatch { guest: version });
+    match version.support() {
+        Support::Released | Support::Unreleased => Ok(version),
+        Support::Retired => Err(ShapeError::ContractRetired { guest: version }),
+        Support::Unknown => Err(ShapeError::ContractMismatch { guest: version }),
     }
-    Ok(version)
 }
 
 /// Reads the contract version and capabilities from a compiled component.

@@ -6,11 +6,11 @@ wit_bindgen::generate!({
     inline: "
         package toolhost:adversary;
         world adversary {
-            include toolhost:tool/plugin@1.4.0;
-            import toolhost:tool/shell@1.4.0;
+            include toolhost:tool/plugin@1.5.0;
+            import toolhost:tool/shell@1.5.0;
         }
     ",
-    path: "../../../wit/v1.4.0",
+    path: "../../../wit",
     generate_all,
 });
 

@@ -1,11 +1,9 @@
-//! A tool that declares every per-call answer in `tool-info` (contract
-//! 1.3.0: `concurrency-safe-hint`, `read-only-hint`, `validates-input:
-//! false`, `checks-permissions: false`) and traps in each export it thereby
-//! tells the host not to call: any call the host makes anyway fails. Built
-//! against the frozen 1.3.0 contract, so it is also the test component of
-//! that version.
+//! A tool that declares every per-call answer in `tool-info`
+//! (`concurrency-safe-hint`, `read-only-hint`, `validates-input: false`,
+//! `checks-permissions: false`) and traps in each export it thereby tells
+//! the host not to call: any call the host makes anyway fails.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit/v1.3.0" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
 use toolhost::tool::types::{ContentBlock, InputRoles, InterruptBehavior, ToolError, ToolInfo, ToolOutput};

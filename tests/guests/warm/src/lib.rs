@@ -1,16 +1,15 @@
-//! A tool built against the frozen contract 1.2.0 (`wit/v1.2.0`), the way a
-//! component published before 1.3.0 was: it declares `reuse-instance` and
-//! cannot declare which per-call exports it implements, so the host must
-//! keep asking each of them (here they refuse and deny on request) and keep
-//! its warm instance between calls (its module-state counter shows it).
+//! A tool that declares `reuse-instance` and that it validates its input and
+//! checks its permissions, so the host must keep asking both on every call
+//! (here they refuse and deny on request) and keep its warm instance between
+//! calls (its module-state counter shows it).
 
-wit_bindgen::generate!({ world: "plugin", path: "../../../wit/v1.2.0" });
+wit_bindgen::generate!({ world: "plugin", path: "../../../wit" });
 
 use exports::toolhost::tool::tool::{CallContext, Guest, PermissionDecision};
 use std::sync::atomic::{AtomicU32, Ordering};
 use toolhost::tool::types::{ContentBlock, ErrorKind, InputRoles, InterruptBehavior, ToolError, ToolInfo, ToolOutput};
 
-struct Legacy12;
+struct Warm;
 
 /// Calls this instance served: kept in module state on purpose, to show
 /// whether an instance was reused.
@@ -23,12 +22,12 @@ fn text(input: &str) -> String {
         .unwrap_or_default()
 }
 
-impl Guest for Legacy12 {
+impl Guest for Warm {
     fn info() -> ToolInfo {
         ToolInfo {
-            name: "Legacy12".into(),
+            name: "Warm".into(),
             aliases: vec![],
-            description: "Counts the calls its instance served; built against contract 1.2.0.".into(),
+            description: "Counts the calls its instance served.".into(),
             prompt: "Counts the calls its instance served.".into(),
             search_hint: None,
             input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#.into(),
@@ -42,6 +41,9 @@ impl Guest for Legacy12 {
             input_roles: InputRoles { paths: vec![], command: None, addresses: vec![] },
             cancels_siblings_on_failure: false,
             reuse_instance: true,
+            concurrency_safe_hint: None,
+            validates_input: true,
+            checks_permissions: true,
         }
     }
     fn is_enabled() -> bool {
@@ -58,13 +60,13 @@ impl Guest for Legacy12 {
     }
     fn validate_input(input: String, _: CallContext) -> Result<(), ToolError> {
         match text(&input).as_str() {
-            "refuse" => Err(ToolError { kind: ErrorKind::InvalidInput, message: "1.2.0 validates this away".into() }),
+            "refuse" => Err(ToolError { kind: ErrorKind::InvalidInput, message: "validated away".into() }),
             _ => Ok(()),
         }
     }
     fn check_permissions(input: String, _: CallContext) -> PermissionDecision {
         match text(&input).as_str() {
-            "deny" => PermissionDecision::Deny("1.2.0 denies this".into()),
+            "deny" => PermissionDecision::Deny("denied by the tool".into()),
             _ => PermissionDecision::Passthrough,
         }
     }
@@ -78,4 +80,4 @@ impl Guest for Legacy12 {
     }
 }
 
-export!(Legacy12);
+export!(Warm);

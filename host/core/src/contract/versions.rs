@@ -1,0 +1,267 @@
+//! Which contract versions this host loads, and a component's exports
+//! whichever of them it was built against: every call the host makes into a
+//! tool goes through [`Guest`], which speaks the newest contract's types.
+//!
+//! One row of the `versions!` table per *range* of versions: a module whose
+//! bindings serve every version from its minimum up to the next row's (semver:
+//! a 1.0.x component and one built against any later 1.0 patch share one set
+//! of bindings). The enums and the dispatch of every export are generated from
+//! the table; a version module only provides its bindings and `From`
+//! conversions of its types into the newest ones (`frozen.rs`). The process of
+//! adding a version is in `wit/CHANGELOG.md`.
+
+use super::bindings::toolhost::tool::types::{ToolError, ToolInfo, ToolOutput};
+use super::bindings::{self, CallContext, PermissionDecision};
+use super::shape::{Support, Version};
+use super::{CONTRACT, RELEASED, since_v1_0_0};
+use std::borrow::Cow;
+use wasmtime::AsContextMut;
+use wasmtime::component::InstancePre;
+
+/// Every released version, with the SHA-256 of its WIT as it was frozen
+/// (`wit/tool.wit` while it is the newest, `wit/vX.Y.Z/tool.wit` after).
+/// A test checks the files against it: a released contract never changes.
+pub(crate) const FROZEN: &[(Version, &str)] = &[
+    (Version(1, 0, 0), "6ec59301b3a122f9df83912807844988428f14e0e52d5be133efda9fcf5a7c76"),
+    (Version(1, 5, 0), "486930aad56effeda31e0571e2417f258934ca06987d07ef2968ca63bd634aad"),
+];
+
+/// The released versions, oldest first.
+pub(crate) fn released() -> impl Iterator<Item = Version> + Clone {
+    FROZEN.iter().map(|(v, _)| *v).filter(|v| *v <= RELEASED)
+}
+
+/// The newest released version: what a tool should be built against.
+pub(crate) fn newest_release() -> Version {
+    RELEASED
+}
+
+/// The versions this build loads, for messages ("1.0.x, 1.5.x").
+pub(crate) fn loadable() -> String {
+    let mut versions: Vec<String> = released().map(|v| format!("{}.{}.x", v.0, v.1)).collect();
+    if CONTRACT > RELEASED && super::shape::LOADS_UNRELEASED {
+        versions.push(format!("{} (unreleased)", CONTRACT));
+    }
+    versions.join(", ")
+}
+
+/// How a host implementing `current`, with the versions `released`, treats
+/// a component built against `guest`. Patch versions never matter.
+pub(crate) fn support(guest: Version, current: Version, released: impl IntoIterator<Item = Version>) -> Support {
+    let minor = |v: Version| (v.0, v.1);
+    if guest.0 != current.0 || minor(guest) > minor(current) {
+        return Support::Unknown;
+    }
+    let mut released = released.into_iter();
+    if released.any(|r| minor(r) == minor(guest)) {
+        Support::Released
+    } else if minor(guest) == minor(current) {
+        Support::Unreleased
+    } else {
+        Support::Retired
+    }
+}
+
+/// Generates [`ToolPre`] and [`Guest`] from one row per range of versions,
+/// newest first: `Variant => module since Version(..)`. A module provides
+/// `FullPre`, `Full` (its bindings), `context` (today's call context in its
+/// types, borrowed where they are today's) and `From` conversions of its
+/// answers into today's types.
+macro_rules! versions {
+    ($($variant:ident => $module:ident since $since:expr;)+) => {
+        /// A tool component linked and ready to instantiate.
+        pub enum ToolPre<T: 'static> {
+            $($variant($module::FullPre<T>),)+
+        }
+
+        /// The first version of the row of bindings that serves `version`,
+        /// if this host loads it.
+        fn row(version: Version) -> Option<Version> {
+            if matches!(version.support(), Support::Retired | Support::Unknown) {
+                return None;
+            }
+            [$($since),+].into_iter().find(|since| version >= *since)
+        }
+
+        impl<T: 'static> ToolPre<T> {
+            /// The bindings for a component built against contract
+            /// `version` (one this host loads, see [`Version::support`]).
+            pub fn new(version: Version, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
+                let Some(row) = row(version) else {
+                    wasmtime::bail!("this host does not run components built against contract {version}");
+                };
+                $(if row == $since {
+                    return Ok(ToolPre::$variant($module::FullPre::new(pre)?));
+                })+
+                unreachable!("`row` returns a row's version")
+            }
+
+            /// The engine it was compiled by (its stores must be made on it).
+            pub fn engine(&self) -> &wasmtime::Engine {
+                match self {
+                    $(ToolPre::$variant(pre) => pre.engine(),)+
+                }
+            }
+
+            /// A fresh instance in `store`.
+            pub fn instantiate(&self, store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
+                Ok(match self {
+                    $(ToolPre::$variant(pre) => Guest::$variant(pre.instantiate(store)?),)+
+                })
+            }
+        }
+
+        /// A live tool instance's exports.
+        pub enum Guest {
+            $($variant($module::Full),)+
+        }
+
+        // The newest version's conversions are the identity.
+        #[allow(clippy::useless_conversion)]
+        impl Guest {
+            pub fn info<S: AsContextMut>(&self, store: S) -> wasmtime::Result<ToolInfo> {
+                match self {
+                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
+                }
+            }
+
+            pub fn is_enabled<S: AsContextMut>(&self, store: S) -> wasmtime::Result<bool> {
+                match self {
+                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_enabled(store),)+
+                }
+            }
+
+            pub fn is_concurrency_safe<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match self {
+                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
+                }
+            }
+
+            pub fn is_read_only<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match self {
+                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
+                }
+            }
+
+            pub fn validate_input<S: AsContextMut>(
+                &self,
+                store: S,
+                input: &str,
+                ctx: &CallContext,
+            ) -> wasmtime::Result<Result<(), ToolError>> {
+                match self {
+                    $(Guest::$variant(g) => Ok(g
+                        .toolhost_tool_tool()
+                        .call_validate_input(store, input, &$module::context(ctx))?
+                        .map_err(Into::into)),)+
+                }
+            }
+
+            pub fn check_permissions<S: AsContextMut>(
+                &self,
+                store: S,
+                input: &str,
+                ctx: &CallContext,
+            ) -> wasmtime::Result<PermissionDecision> {
+                match self {
+                    $(Guest::$variant(g) => g
+                        .toolhost_tool_tool()
+                        .call_check_permissions(store, input, &$module::context(ctx))
+                        .map(Into::into),)+
+                }
+            }
+
+            pub fn call<S: AsContextMut>(
+                &self,
+                store: S,
+                input: &str,
+                ctx: &CallContext,
+            ) -> wasmtime::Result<Result<ToolOutput, ToolError>> {
+                match self {
+                    $(Guest::$variant(g) => Ok(g
+                        .toolhost_tool_tool()
+                        .call_call(store, input, &$module::context(ctx))?
+                        .map(Into::into)
+                        .map_err(Into::into)),)+
+                }
+            }
+        }
+    };
+}
+
+versions! {
+    Current => newest since CONTRACT;
+    V1_0 => since_v1_0_0 since Version(1, 0, 0);
+}
+
+/// The newest contract's bindings, in the shape the table expects.
+mod newest {
+    use super::*;
+    pub use bindings::{Full, FullPre};
+
+    pub fn context(ctx: &CallContext) -> Cow<'_, CallContext> {
+        Cow::Borrowed(ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn released_versions_are_frozen() {
+        let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
+        assert!(FROZEN.iter().any(|(v, _)| *v == RELEASED), "RELEASED ({RELEASED}) is missing from FROZEN");
+        for (version, hash) in FROZEN {
+            let file = match *version == CONTRACT {
+                true => wit.join("tool.wit"),
+                false => wit.join(format!("v{version}/tool.wit")),
+            };
+            let text = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let actual = format!("{:x}", Sha256::digest(&text));
+            assert_eq!(
+                &actual,
+                hash,
+                "{} is contract {version}, which is released and frozen: revert the change, or prepare the next \
+                 version (copy the file to wit/v{version}/, raise the version in wit/tool.wit and CONTRACT; see \
+                 wit/CHANGELOG.md)",
+                file.display()
+            );
+        }
+    }
+
+    #[test]
+    fn versions_are_released_unreleased_retired_or_unknown() {
+        let v = |a, b, c| Version(a, b, c);
+        let released = [v(1, 0, 0), v(1, 5, 0)];
+        let support = |guest| support(guest, v(1, 6, 0), released);
+        assert_eq!(support(v(1, 0, 0)), Support::Released);
+        assert_eq!(support(v(1, 0, 7)), Support::Released, "patches share their minor's bindings");
+        assert_eq!(support(v(1, 5, 2)), Support::Released);
+        assert_eq!(support(v(1, 6, 0)), Support::Unreleased);
+        assert_eq!(support(v(1, 3, 0)), Support::Retired);
+        assert_eq!(support(v(1, 7, 0)), Support::Unknown, "a newer minor may use what the host lacks");
+        assert_eq!(support(v(2, 0, 0)), Support::Unknown);
+        assert_eq!(support(v(0, 9, 0)), Support::Unknown);
+        // Once 1.6.0 is released it loads everywhere.
+        assert_eq!(super::support(v(1, 6, 0), v(1, 6, 0), [v(1, 0, 0), v(1, 5, 0), v(1, 6, 0)]), Support::Released);
+        // This host.
+        assert_eq!(CONTRACT.support(), if CONTRACT == RELEASED { Support::Released } else { Support::Unreleased });
+        assert_eq!(Version(1, 2, 0).support(), Support::Retired);
+    }
+
+    #[test]
+    fn every_loadable_version_has_a_row_and_every_row_serves_one() {
+        let mut loadable: Vec<Version> = released().collect();
+        loadable.push(CONTRACT);
+        let rows: Vec<Version> = loadable.iter().map(|v| row(*v).unwrap_or_else(|| panic!("{v} has no row"))).collect();
+        for (version, row) in loadable.iter().zip(&rows) {
+            assert!(row <= version && row.0 == version.0, "{version} is served by the row since {row}");
+        }
+        assert_eq!(row(CONTRACT), Some(CONTRACT), "the newest bindings serve the newest version");
+        assert_eq!(row(Version(1, 0, 3)), Some(Version(1, 0, 0)));
+        assert_eq!(row(Version(1, 2, 0)), None, "retired");
+        assert_eq!(row(Version(2, 0, 0)), None);
+    }
+}
