@@ -18,7 +18,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The permission mode (see the README).
+/// The permission mode (see `docs/permissions.md`, "Modes").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PermissionMode {
     /// Read-only calls inside the working directories run; anything else asks.

@@ -26,7 +26,7 @@
 //! per host and a round trip per command, and a library user would have to
 //! ship its executable. A module of our own contains all of the C, needs
 //! nothing but the engine the host already has, and costs a fresh instance
-//! per command (measured in the README: `cargo bench -p toolhost-cli --bench
+//! per command (measured in `docs/benchmarks.md`: `cargo bench -p toolhost-cli --bench
 //! rules`).
 //!
 //! The compiled module is cached on disk like the tools (keyed by its hash
