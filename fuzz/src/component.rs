@@ -4,7 +4,8 @@
 
 use arbitrary::{Result, Unstructured};
 use serde_json::Value;
-use toolhost::contract::{HostPattern, Requests, requests, scan};
+use toolhost::contract::{requests, scan};
+use toolhost::grants::{Allowance, HostPattern};
 use toolhost::registry::{Schema, portability_problems};
 use toolhost::sandbox::network::Network;
 
@@ -17,7 +18,7 @@ const HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
 pub fn component(data: &[u8]) {
     let _ = scan::outline(data).map(|o| scan::check(&o));
     if let Ok(r) = requests::read(data) {
-        requests::check(&r).expect("a section read is a section checked");
+        r.check().expect("a section read is a section checked");
     }
     if let Ok(text) = std::str::from_utf8(data)
         && let Ok(stamped) = requests::stamp(HEADER, text)
@@ -25,7 +26,7 @@ pub fn component(data: &[u8]) {
         let read = requests::read(&stamped).expect("a stamped section reads back");
         let again = requests::stamp(&stamped, text);
         assert!(again.is_err(), "a component was stamped twice");
-        let parsed: Requests = serde_json::from_str(text).expect("stamp accepted it, so it parses");
+        let parsed: Allowance = serde_json::from_str(text).expect("stamp accepted it, so it parses");
         assert_eq!(read, parsed);
     }
 }
@@ -81,9 +82,9 @@ pub fn hosts(data: &[u8]) {
             );
         }
     }
-    let ask = Requests { hosts: asked.clone(), ..Requests::default() };
-    let grant = Requests { hosts: granted.clone(), ..Requests::default() };
-    let (grants, _missing) = toolhost::sandbox::intersect(&ask, &grant, std::path::Path::new("/"));
+    let ask = Allowance { hosts: asked.clone(), ..Allowance::default() };
+    let grant = Allowance { hosts: granted.clone(), ..Allowance::default() };
+    let (grants, _missing) = toolhost::grants::intersect(&ask, &grant, std::path::Path::new("/"));
     let reach = |hosts: &[String]| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
         rt.block_on(Network::new(hosts).resolve(probe, port)).is_ok()

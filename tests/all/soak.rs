@@ -59,7 +59,7 @@ const MARKER: &str = "soak-marker-7f3a";
 struct Tally {
     sent: usize,
     answered: usize,
-    /// Requests in flight when their process or connection was killed.
+    /// Allowance in flight when their process or connection was killed.
     abandoned: usize,
     refused_unrecorded: usize,
     kills: usize,

@@ -40,7 +40,7 @@ const ROUNDS: usize = 3;
 /// One call at a time: untimed calls, then timed ones.
 const WARM_UP: usize = 1_000;
 const TIMED: usize = 10_000;
-/// Requests kept in flight by the throughput runs, each for `WINDOW` or
+/// Allowance kept in flight by the throughput runs, each for `WINDOW` or
 /// `MAX_BATCH` calls, whichever comes first.
 const IN_FLIGHT: [usize; 3] = [1, 8, 32];
 const WINDOW: Duration = Duration::from_secs(2);

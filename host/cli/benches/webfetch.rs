@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::Command;
 use std::sync::Arc;
-use toolhost::contract::Requests;
+use toolhost::grants::Allowance;
 use toolhost::{CallOptions, Host, PermissionMode, Settings, ToolUse};
 
 const TOOLHOST: &str = env!("CARGO_BIN_EXE_toolhost");
@@ -37,7 +37,7 @@ fn main() {
     let grant = format!("127.0.0.1:{port}");
 
     let mut settings = Settings::default();
-    settings.tool_grants.insert("WebFetch".into(), Requests { hosts: vec![grant.clone()], ..Requests::default() });
+    settings.tool_grants.insert("WebFetch".into(), Allowance { hosts: vec![grant.clone()], ..Allowance::default() });
     let host = Host::builder()
         .workspace(&workspace)
         .plugins_dir(None)

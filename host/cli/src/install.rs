@@ -28,8 +28,9 @@ use std::io::{IsTerminal, Write};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolhost::contract::{Capability, Requests};
-use toolhost::policy::settings::{self, TrustStore, describe_grant};
+use toolhost::contract::Capability;
+use toolhost::grants::Allowance;
+use toolhost::policy::settings::TrustStore;
 use toolhost::{FileAccess, Host, LoadedTool, Origin, Settings};
 use verify::TrustedKey;
 
@@ -82,7 +83,7 @@ impl Installer<'_> {
             "capabilities:    {}",
             if capabilities.is_empty() { "(none)".into() } else { capabilities.join(", ") }
         );
-        println!("requests:        {}", describe_grant(&tool.requests));
+        println!("requests:        {}", tool.requests.describe());
         for warning in &tool.warnings {
             println!("warning:         {warning}");
         }
@@ -187,12 +188,12 @@ impl Installer<'_> {
     fn grant(&self, tool: &LoadedTool, yes: bool) -> anyhow::Result<()> {
         let name = &tool.spec.name;
         let existing = self.settings.tool_grants.get(name).cloned().unwrap_or_default();
-        println!("already granted: {}", describe_grant(&existing));
+        println!("already granted: {}", existing.describe());
         // What it requests and `toolGrants` do not give it yet, item by item.
         let project = &self.host.working_dirs()[0];
-        let wanted: Vec<Requests> = items(&tool.requests)
+        let wanted: Vec<Allowance> = items(&tool.requests)
             .into_iter()
-            .filter(|item| !toolhost::sandbox::intersect(item, &existing, project).1.is_empty())
+            .filter(|item| !toolhost::grants::intersect(item, &existing, project).1.is_empty())
             .collect();
         let answers = if wanted.is_empty() {
             Vec::new()
@@ -204,16 +205,16 @@ impl Installer<'_> {
             println!("(not at a terminal, so nothing is asked and nothing granted; --yes grants it all)");
             vec![false; wanted.len()]
         };
-        let (mut granted, mut left) = (Requests::default(), Requests::default());
+        let (mut granted, mut left) = (Allowance::default(), Allowance::default());
         for (item, yes) in wanted.iter().zip(&answers) {
             if *yes { granted.add(item) } else { left.add(item) }
         }
         let local = self.settings.local_file.as_deref();
         if !granted.is_empty() {
             let local = local.context("there is no local settings file to write the grants to")?;
-            settings::add_tool_grant(local, name, &granted)?;
+            toolhost::grants::persist::add_tool_grant(local, name, &granted)?;
             self.keep_trusted(local);
-            println!("granted:         {} (in toolGrants.{name} of {})", describe_grant(&granted), local.display());
+            println!("granted:         {} (in toolGrants.{name} of {})", granted.describe(), local.display());
             if matches!(self.settings.trust, Some((_, false))) {
                 println!(
                     "note:            {} is not trusted (new, or changed since `toolhost trust`), so its grants \
@@ -224,7 +225,7 @@ impl Installer<'_> {
         }
         if !left.is_empty() {
             let file = local.map_or("a settings file".into(), |f| f.display().to_string());
-            println!("not granted:     {}", describe_grant(&left));
+            println!("not granted:     {}", left.describe());
             println!("To grant it, add this to {file} (or install again at a terminal, or with --yes):");
             println!("{}", serde_json::to_string_pretty(&json!({"toolGrants": {name: left}}))?);
         }
@@ -281,7 +282,7 @@ impl Installer<'_> {
         }
         if let (false, Some(local)) = (keep_grants, &self.settings.local_file) {
             for tool in &names {
-                if settings::remove_tool_grant(local, tool)? {
+                if toolhost::grants::persist::remove_tool_grant(local, tool)? {
                     self.keep_trusted(local);
                     println!("removed toolGrants.{tool} from {}", local.display());
                 }
@@ -371,27 +372,27 @@ impl Installer<'_> {
 
 /// What `requests` asks for, one grant per item: the working directories,
 /// each directory, host and variable, the process capability, memory, time.
-fn items(requests: &Requests) -> Vec<Requests> {
+fn items(requests: &Allowance) -> Vec<Allowance> {
     // Every field named, so that a new kind of request is not left out.
-    let Requests { workspace, directories, hosts, env, process, memory_mib, timeout_ms } = requests;
-    let one = Requests::default;
-    let mut items: Vec<Requests> = workspace.map(|a| Requests { workspace: Some(a), ..one() }).into_iter().collect();
-    items.extend(directories.iter().map(|d| Requests { directories: vec![d.clone()], ..one() }));
-    items.extend(hosts.iter().map(|h| Requests { hosts: vec![h.clone()], ..one() }));
-    items.extend(env.iter().map(|e| Requests { env: vec![e.clone()], ..one() }));
-    items.extend(process.then(|| Requests { process: true, ..one() }));
-    items.extend(memory_mib.map(|m| Requests { memory_mib: Some(m), ..one() }));
-    items.extend(timeout_ms.map(|t| Requests { timeout_ms: Some(t), ..one() }));
+    let Allowance { workspace, directories, hosts, env, process, memory_mib, timeout_ms } = requests;
+    let one = Allowance::default;
+    let mut items: Vec<Allowance> = workspace.map(|a| Allowance { workspace: Some(a), ..one() }).into_iter().collect();
+    items.extend(directories.iter().map(|d| Allowance { directories: vec![d.clone()], ..one() }));
+    items.extend(hosts.iter().map(|h| Allowance { hosts: vec![h.clone()], ..one() }));
+    items.extend(env.iter().map(|e| Allowance { env: vec![e.clone()], ..one() }));
+    items.extend(process.then(|| Allowance { process: true, ..one() }));
+    items.extend(memory_mib.map(|m| Allowance { memory_mib: Some(m), ..one() }));
+    items.extend(timeout_ms.map(|t| Allowance { timeout_ms: Some(t), ..one() }));
     items
 }
 
 /// Asks the operator which of `wanted` to grant, on standard error (the
 /// terminal, also when the review on stdout goes to a file): all, none, or
 /// item by item. Anything but a yes is a no.
-fn ask(name: &str, wanted: &[Requests]) -> std::io::Result<Vec<bool>> {
+fn ask(name: &str, wanted: &[Allowance]) -> std::io::Result<Vec<bool>> {
     eprintln!("\n{name} requests, and is not granted yet:");
     for (n, item) in wanted.iter().enumerate() {
-        eprintln!("  {}. {}", n + 1, describe_grant(item));
+        eprintln!("  {}. {}", n + 1, item.describe());
     }
     let answer = prompt(&format!("Grant {name} all of this? [y] all, [n] none, [c] choose one by one (default: n) "))?;
     match answer.as_str() {
@@ -399,7 +400,7 @@ fn ask(name: &str, wanted: &[Requests]) -> std::io::Result<Vec<bool>> {
         "c" | "choose" => wanted
             .iter()
             .map(|item| {
-                prompt(&format!("  grant {}? [y/N] ", describe_grant(item))).map(|a| matches!(a.as_str(), "y" | "yes"))
+                prompt(&format!("  grant {}? [y/N] ", item.describe())).map(|a| matches!(a.as_str(), "y" | "yes"))
             })
             .collect(),
         _ => Ok(vec![false; wanted.len()]),
@@ -420,8 +421,8 @@ fn prompt(question: &str) -> std::io::Result<String> {
 /// The grants `tool` would lack to load at all, given `granted`: a
 /// capability it imports needs what its requests ask for it (the loader
 /// refuses it otherwise).
-fn refused_imports(tool: &LoadedTool, granted: &Requests, project: &Path) -> Vec<&'static str> {
-    let (grants, _) = toolhost::sandbox::intersect(&tool.requests, granted, project);
+fn refused_imports(tool: &LoadedTool, granted: &Allowance, project: &Path) -> Vec<&'static str> {
+    let (grants, _) = toolhost::grants::intersect(&tool.requests, granted, project);
     tool.shape
         .capabilities
         .iter()
@@ -461,11 +462,11 @@ fn remove(path: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::contract::{DirAccess, DirRequest};
+    use toolhost::grants::{DirAccess, DirRequest};
 
     #[test]
     fn every_request_is_an_item_of_its_own() {
-        let requests = Requests {
+        let requests = Allowance {
             workspace: Some(DirAccess::ReadOnly),
             directories: vec![DirRequest { path: "data".into(), access: DirAccess::ReadWrite }],
             hosts: vec!["example.com:443".into(), "*.docs.rs".into()],
@@ -474,7 +475,7 @@ mod tests {
             memory_mib: Some(64),
             timeout_ms: Some(5000),
         };
-        let described: Vec<String> = items(&requests).iter().map(describe_grant).collect();
+        let described: Vec<String> = items(&requests).iter().map(|a| a.describe()).collect();
         assert_eq!(
             described,
             [
@@ -488,12 +489,12 @@ mod tests {
                 "time 5000 ms",
             ]
         );
-        let mut again = Requests::default();
+        let mut again = Allowance::default();
         for item in items(&requests) {
             again.add(&item);
         }
         assert_eq!(again, requests, "the items add up to the requests");
-        assert!(items(&Requests::default()).is_empty());
+        assert!(items(&Allowance::default()).is_empty());
     }
 
     #[test]

@@ -121,7 +121,7 @@ enum Command {
         id: Option<String>,
     },
     /// Run tool calls from JSON lines on stdin, many at once, writing progress
-    /// and results as JSON lines on stdout (see the README for the formats)
+    /// and results as JSON lines on stdout (see docs/cli.md for the formats)
     Run {
         /// Keep session state on disk under this id
         #[arg(long, value_name = "ID")]
@@ -136,7 +136,7 @@ enum Command {
         no_watch: bool,
     },
     /// Serve the tools over the Model Context Protocol: on stdin/stdout, or
-    /// streamable HTTP with --http (see the README)
+    /// streamable HTTP with --http (see docs/cli.md)
     Serve {
         /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: an
         /// address such as 127.0.0.1:8765, or a port alone for loopback
@@ -212,7 +212,7 @@ enum Command {
     Stamp {
         /// The component file
         file: PathBuf,
-        /// The requests, as JSON (see the README's "Requests and grants"), or @FILE to read them from a file
+        /// The requests, as JSON (see docs/sandbox.md, "Allowance and grants"), or @FILE to read them from a file
         requests: String,
         /// Write the stamped component here instead of replacing FILE
         #[arg(long, value_name = "FILE")]
@@ -721,7 +721,7 @@ fn describe_per_call(spec: &toolhost::registry::ToolSpec) -> String {
 /// What a third-party tool requests, what it was granted of it, and the
 /// grants it lacks (each naming the settings key that would add it).
 fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandbox::CallLimits) -> Vec<String> {
-    let requests = toolhost::policy::settings::describe_grant(&tool.requests);
+    let requests = tool.requests.describe();
     let g = &tool.grants;
     let mut granted: Vec<String> =
         g.files.workspace().map(|a| format!("the working directories ({})", a.name())).into_iter().collect();

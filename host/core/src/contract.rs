@@ -27,7 +27,7 @@ mod versions;
 pub use output::MAX_STREAMED;
 pub use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
-pub use requests::{DirAccess, DirRequest, HostName, HostPattern, Requests, RequestsError, stamp as stamp_requests};
+pub use requests::{RequestsError, stamp as stamp_requests};
 pub use scope::{CallScope, CallView};
 pub use session::Namespace;
 pub use shape::{Capability, LOADS_UNRELEASED, Shape, ShapeError, Support, Version, check_header, inspect};

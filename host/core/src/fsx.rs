@@ -1,6 +1,6 @@
 //! Files and directories: the directories of a call, paths made absolute and
-//! resolved, the one atomic file writer, and where toolhost keeps its own
-//! files.
+//! resolved, the one atomic file writer, the editor of JSON settings files,
+//! and where toolhost keeps its own files.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -176,4 +176,53 @@ pub fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> Str
 /// `bytes` in lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+/// A settings file that cannot be read, parsed or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsFileError {
+    #[error("settings file {file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("settings file {file}: cannot read it: {source}")]
+    Read { file: String, source: std::io::Error },
+}
+
+/// A JSON error in words, with its line and column.
+pub fn describe_json_error(e: &serde_json::Error) -> String {
+    let what = e.to_string();
+    // serde_json appends " at line L column C"; put the position first.
+    let bare = what.split(" at line ").next().unwrap_or(&what);
+    format!("line {} column {}: {bare}", e.line(), e.column())
+}
+
+/// Reads `file` as a JSON object (an empty or missing file is `{}`), lets
+/// `edit` change it, and writes it back atomically when `edit` says it
+/// changed it; whether it did.
+pub fn edit_json(
+    file: &Path,
+    edit: impl FnOnce(
+        &mut serde_json::Map<String, serde_json::Value>,
+        &dyn Fn(&str) -> SettingsFileError,
+    ) -> Result<bool, SettingsFileError>,
+) -> Result<bool, SettingsFileError> {
+    let name = file.display().to_string();
+    let mut value: serde_json::Value = match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
+            .map_err(|e| SettingsFileError::Invalid { file: name.clone(), message: describe_json_error(&e) })?,
+        Ok(_) => serde_json::json!({}),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(source) => return Err(SettingsFileError::Read { file: name, source }),
+    };
+    let invalid = |message: &str| SettingsFileError::Invalid { file: name.clone(), message: message.to_string() };
+    let root = value.as_object_mut().ok_or_else(|| invalid("is not a JSON object"))?;
+    if !edit(root, &invalid)? {
+        return Ok(false);
+    }
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| SettingsFileError::Read { file: name.clone(), source })?;
+    }
+    let write = |e: std::io::Error| SettingsFileError::Read { file: name.clone(), source: e };
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    crate::fsx::replace_file(file, text.as_bytes()).map_err(write)?;
+    Ok(true)
 }

@@ -69,7 +69,7 @@ pub struct HostBuilder {
 /// Reads the operator's `toolGrants` afresh (see
 /// [`HostBuilder::tool_grants_source`]).
 pub type GrantsSource = Arc<dyn Fn() -> Result<ToolGrants, String> + Send + Sync>;
-type ToolGrants = std::collections::BTreeMap<String, crate::contract::Requests>;
+type ToolGrants = std::collections::BTreeMap<String, crate::grants::Allowance>;
 
 impl HostBuilder {
     /// The workspace: the directory file tools work in. Default: the current

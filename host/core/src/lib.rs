@@ -30,6 +30,7 @@ pub mod contract;
 pub mod fsx;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod grants;
 mod host;
 pub mod pipeline;
 pub mod policy;
@@ -42,17 +43,31 @@ pub mod shell;
 
 pub use contract::{Progress, ProgressSink};
 pub use fsx::{default_cache_dir, default_data_dir, default_plugins_dir};
+pub use grants::{Allowance, FileAccess, Grants};
 pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::Confinement;
 pub use registry::{Hints, LoadError, LoadedTool, Origin, ToolSpec, ToolsChanged};
-pub use sandbox::{Allocator, FileAccess, Grants};
+pub use sandbox::Allocator;
 pub use scheduler::{Executor, Update};
 pub use session::Session;
 
-/// The README's Rust examples, compiled as doctests so they stay true.
+/// The Rust examples of the README and of `docs/`, compiled as doctests so
+/// they stay true: one item per markdown file that holds any.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExamples;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+struct DocsLibrary;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/sandbox.md")]
+struct DocsSandbox;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/writing-tools.md")]
+struct DocsWritingTools;

@@ -143,9 +143,9 @@ impl Policy {
     /// Writes `grant` under `toolGrants.TOOL` in the local settings file, for
     /// the next starts (the running host keeps it itself). Without a local
     /// file, nothing is written.
-    pub fn grant_always(&self, tool: &str, grant: &crate::contract::Requests) -> Result<(), PolicyError> {
+    pub fn grant_always(&self, tool: &str, grant: &crate::grants::Allowance) -> Result<(), PolicyError> {
         if let Some(file) = &self.local_file {
-            settings::add_tool_grant(file, tool, grant)?;
+            crate::grants::persist::add_tool_grant(file, tool, grant)?;
             self.keep_trusted(file);
         }
         Ok(())

@@ -4,19 +4,19 @@
 
 mod bounded;
 mod engine;
-mod grants;
 mod instance;
 pub mod network;
 mod store;
 
+pub use crate::grants::CallLimits;
 pub(crate) use engine::Ticker;
 pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config, quick_config};
-pub use grants::{FileAccess, Grants, intersect};
 pub use instance::{Gate, GateGuard, Instance};
-pub use store::{CAPTURED_OUTPUT, CallLimits, Captured, GuestFault, HostState, Interrupted, MemoryExceeded, store};
+pub use store::{CAPTURED_OUTPUT, Captured, GuestFault, HostState, Interrupted, MemoryExceeded, store};
 
 use crate::contract::CallScope;
 use crate::contract::ToolPre;
+use crate::grants::Grants;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 

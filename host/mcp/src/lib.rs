@@ -403,7 +403,7 @@ pub async fn serve_stdio(host: Host, config: ServeConfig, session: Option<Arc<Se
 /// How the streamable-HTTP endpoint is guarded.
 #[derive(Clone, Debug, Default)]
 pub struct HttpConfig {
-    /// Requests must carry `Authorization: Bearer <token>`.
+    /// Allowance must carry `Authorization: Bearer <token>`.
     pub token: Option<String>,
     /// `Host` values accepted besides the loopback names and the bound
     /// address (for a server reached by another name).

@@ -1,9 +1,9 @@
 //! What a tool may use: the capabilities a Store is built with. A built-in
 //! gets the access its job needs; a third-party tool gets what it requested
-//! ([`Requests`], from its component) and the operator granted (the same
+//! ([`Allowance`], from its component) and the operator granted (the same
 //! shape, in the settings' `toolGrants`), and nothing else.
 
-use crate::contract::{DirAccess, HostPattern, Requests};
+use crate::grants::{Allowance, DirAccess, HostPattern};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,6 +40,15 @@ impl FileAccess {
     }
 }
 
+/// Per-call limits.
+#[derive(Clone, Copy, Debug)]
+pub struct CallLimits {
+    /// Largest linear memory, in bytes.
+    pub memory: usize,
+    /// Wall-clock limit of one call.
+    pub timeout: Duration,
+}
+
 /// What a tool may use in its Store.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grants {
@@ -71,7 +80,7 @@ impl Grants {
 
 /// Requested ∩ granted, and what was requested but not granted (one line
 /// each, naming the grant that would add it).
-pub fn intersect(requested: &Requests, granted: &Requests, project: &Path) -> (Grants, Vec<String>) {
+pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> (Grants, Vec<String>) {
     let mut out = Grants::default();
     let mut missing = Vec::new();
     if let Some(want) = requested.workspace {
@@ -163,10 +172,10 @@ impl Grants {
     /// The limits of one call. A tool that requested memory or time gets
     /// what it asked for, at most what was granted; without a grant, at most
     /// the host's default. A tool that requested nothing gets the default.
-    pub fn limits(&self, base: super::CallLimits) -> super::CallLimits {
+    pub fn limits(&self, base: CallLimits) -> CallLimits {
         let memory = self.memory.map_or(base.memory, |(r, g)| r.min(g.unwrap_or(base.memory)));
         let timeout = self.timeout.map_or(base.timeout, |(r, g)| r.min(g.unwrap_or(base.timeout)));
-        super::CallLimits { memory, timeout }
+        CallLimits { memory, timeout }
     }
 
     /// The largest memory limit these grants can give a call.
@@ -184,7 +193,7 @@ fn resolve(path: &str, project: &Path, home: Option<&Path>) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::DirRequest;
+    use crate::grants::DirRequest;
 
     fn dir(path: &str, access: DirAccess) -> DirRequest {
         DirRequest { path: path.into(), access }
@@ -197,7 +206,7 @@ mod tests {
         for d in ["data", "out", "other"] {
             std::fs::create_dir(root.join(d)).unwrap();
         }
-        let requested = Requests {
+        let requested = Allowance {
             directories: vec![
                 dir("data", DirAccess::ReadOnly),
                 dir("out", DirAccess::ReadWrite),
@@ -207,9 +216,9 @@ mod tests {
             env: vec!["A".into(), "B".into()],
             memory_mib: Some(64),
             timeout_ms: Some(9_000),
-            ..Requests::default()
+            ..Allowance::default()
         };
-        let granted = Requests {
+        let granted = Allowance {
             // The whole project read-only, `other` read-write: `out` gets
             // read-only (not what it asked), `data` read-only.
             directories: vec![
@@ -220,17 +229,17 @@ mod tests {
             env: vec!["A".into(), "C".into()],
             memory_mib: Some(32),
             timeout_ms: None,
-            ..Requests::default()
+            ..Allowance::default()
         };
         let (g, missing) = intersect(&requested, &granted, &root);
         assert_eq!(g.dirs, [(root.join("data"), DirAccess::ReadOnly), (root.join("out"), DirAccess::ReadOnly)]);
         assert_eq!(g.env, ["A"]);
         assert_eq!(g.hosts, ["api.example.com:443"]);
-        let base = super::super::CallLimits { memory: 512 << 20, timeout: Duration::from_secs(2) };
+        let base = super::CallLimits { memory: 512 << 20, timeout: Duration::from_secs(2) };
         let limits = g.limits(base);
         assert_eq!(limits.memory, 32 << 20, "asked 64, granted 32");
         assert_eq!(limits.timeout, Duration::from_secs(2), "no grant: never beyond the default");
-        let more = Requests { timeout_ms: Some(60_000), ..granted.clone() };
+        let more = Allowance { timeout_ms: Some(60_000), ..granted.clone() };
         assert_eq!(intersect(&requested, &more, &root).0.limits(base).timeout, Duration::from_secs(9));
         for expected in [
             "directory nope (read-only): it does not exist",
@@ -246,7 +255,7 @@ mod tests {
     #[test]
     fn the_working_directories_and_the_process_are_granted_as_asked() {
         let project = tempfile::tempdir().unwrap();
-        let ask = |workspace, process| Requests { workspace, process, ..Requests::default() };
+        let ask = |workspace, process| Allowance { workspace, process, ..Allowance::default() };
         let rw = ask(Some(DirAccess::ReadWrite), true);
         let (g, missing) = intersect(&rw, &rw, project.path());
         assert_eq!((g.files, g.process, missing.len()), (FileAccess::ReadWrite, true, 0));
@@ -263,7 +272,7 @@ mod tests {
     fn hosts_are_what_both_sides_name() {
         let project = tempfile::tempdir().unwrap();
         let hosts =
-            |list: &[&str]| Requests { hosts: list.iter().map(|h| h.to_string()).collect(), ..Requests::default() };
+            |list: &[&str]| Allowance { hosts: list.iter().map(|h| h.to_string()).collect(), ..Allowance::default() };
         let (g, missing) = intersect(&hosts(&["*"]), &hosts(&["*", "127.0.0.1:8080"]), project.path());
         assert_eq!(g.hosts, ["*", "127.0.0.1:8080"], "the address is granted beside the public hosts");
         assert!(missing.is_empty());
@@ -290,12 +299,12 @@ mod tests {
     fn nothing_granted_means_nothing() {
         let project = tempfile::tempdir().unwrap();
         std::fs::create_dir(project.path().join("data")).unwrap();
-        let requested = Requests {
+        let requested = Allowance {
             directories: vec![dir("data", DirAccess::ReadOnly)],
             env: vec!["HOME".into()],
-            ..Requests::default()
+            ..Allowance::default()
         };
-        let (g, missing) = intersect(&requested, &Requests::default(), project.path());
+        let (g, missing) = intersect(&requested, &Allowance::default(), project.path());
         assert!(g.dirs.is_empty() && g.env.is_empty());
         assert_eq!(missing.len(), 2);
     }

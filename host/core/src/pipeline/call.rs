@@ -4,8 +4,9 @@ use super::result::{self, Content, ToolResult};
 use super::warm::{self, Warm};
 use crate::contract::bindings::toolhost::tool::types::{ToolError as WitToolError, ToolOutput};
 use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
-use crate::contract::{CallScope, DirRequest, ProgressSink, Requests};
+use crate::contract::{CallScope, ProgressSink};
 use crate::fsx::{Dirs, normalize, resolve};
+use crate::grants::{Allowance, DirRequest, Grants};
 use crate::policy::hooks::{EventInput, HookDecision, HookEvent, Outcome};
 use crate::policy::rules::{RuleSet, Subject};
 use crate::policy::{
@@ -13,7 +14,7 @@ use crate::policy::{
 };
 use crate::process::{Approval, BackgroundRegistry, Confinement};
 use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, TOOL_SEARCH};
-use crate::sandbox::{CallLimits, Grants, GuestFault, Instance, Sandbox};
+use crate::sandbox::{CallLimits, GuestFault, Instance, Sandbox};
 use crate::session::Session;
 use crate::shell;
 use serde_json::Value;
@@ -615,8 +616,8 @@ impl Run<'_> {
         }
         let name = self.tool.spec.name.clone();
         let current = &self.tool.grants;
-        let (wanted, _) = crate::sandbox::intersect(&self.tool.requests, &self.tool.requests, &self.pipeline.dirs.cwd);
-        let more = Requests {
+        let (wanted, _) = crate::grants::intersect(&self.tool.requests, &self.tool.requests, &self.pipeline.dirs.cwd);
+        let more = Allowance {
             workspace: wanted.files.workspace().filter(|_| wanted.files != current.files),
             process: wanted.process && !current.process,
             directories: (wanted.dirs.iter().filter(|d| !current.dirs.contains(d)))
@@ -624,13 +625,13 @@ impl Run<'_> {
                 .collect(),
             hosts: wanted.hosts.iter().filter(|h| !current.hosts.contains(h)).cloned().collect(),
             env: wanted.env.iter().filter(|v| !current.env.contains(v)).cloned().collect(),
-            ..Requests::default()
+            ..Allowance::default()
         };
         if more.is_empty() {
             return Ok(None);
         }
         let failed = failure.lines().next().unwrap_or_default();
-        let what = policy::settings::describe_grant(&more);
+        let what = more.describe();
         let request = AskRequest {
             tool: name.clone(),
             tool_use_id: self.id.to_string(),

@@ -12,8 +12,9 @@
 //! the calls' own, so a kept instance never keeps a call from starting.
 
 use crate::fsx::Dirs;
+use crate::grants::Grants;
 use crate::registry::Registry;
-use crate::sandbox::{CAPTURED_OUTPUT, Grants, Instance};
+use crate::sandbox::{CAPTURED_OUTPUT, Instance};
 use crate::session::Session;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};

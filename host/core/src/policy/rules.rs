@@ -1604,7 +1604,7 @@ mod tests {
     }
 
     // The tests below pin behaviour that mutation testing (`cargo mutants`,
-    // README "Mutation testing") found no test of.
+    // docs/development.md, "Mutation testing") found no test of.
 
     #[test]
     fn a_subdomain_rule_needs_a_whole_label_before_the_domain() {

@@ -28,8 +28,8 @@
 use super::PermissionMode;
 use super::hooks::{HookEvent, HooksConfig};
 use super::rules::{Behavior, Rule, RuleEntry};
-use crate::contract::Requests;
 use crate::fsx::expand;
+use crate::grants::Allowance;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,14 +57,8 @@ impl fmt::Display for Layer {
     }
 }
 
-/// A settings file that could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    #[error("settings file {file}: {message}")]
-    Invalid { file: String, message: String },
-    #[error("settings file {file}: cannot read it: {source}")]
-    Read { file: String, source: std::io::Error },
-}
+/// A settings file that cannot be read, parsed or written.
+pub use crate::fsx::SettingsFileError as SettingsError;
 
 /// Where settings come from. [`Sources::standard`] fills in the usual files.
 #[derive(Clone, Debug, Default)]
@@ -135,7 +129,7 @@ pub struct Settings {
     pub trust: Option<(PathBuf, bool)>,
     /// `toolGrants`: what the operator grants each third-party tool, every
     /// layer's grants together, directories made absolute.
-    pub tool_grants: std::collections::BTreeMap<String, Requests>,
+    pub tool_grants: std::collections::BTreeMap<String, Allowance>,
     /// `trustedPluginKeys` of the user and managed files, each with the file
     /// it is written in: the minisign public keys (base64) whose signature
     /// `toolhost install` requires. Other layers' keys are ignored with a
@@ -157,7 +151,7 @@ struct FileShape {
     #[serde(default)]
     defer_tools_after: Option<usize>,
     #[serde(default)]
-    tool_grants: std::collections::BTreeMap<String, Requests>,
+    tool_grants: std::collections::BTreeMap<String, Allowance>,
     #[serde(default)]
     trusted_plugin_keys: Vec<String>,
 }
@@ -202,7 +196,7 @@ impl FileShape {
         if self.audit_log.take().is_some() {
             ignored.push("auditLog");
         }
-        if !std::mem::take(&mut self.tool_grants).values().all(Requests::is_empty) {
+        if !std::mem::take(&mut self.tool_grants).values().all(Allowance::is_empty) {
             ignored.push("toolGrants");
         }
         ignored
@@ -221,7 +215,7 @@ pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
         FileShape::default()
     } else {
         serde_json::from_str(&text)
-            .map_err(|e| SettingsError::Invalid { file: name, message: describe_json_error(&e) })?
+            .map_err(|e| SettingsError::Invalid { file: name, message: crate::fsx::describe_json_error(&e) })?
     };
     let p = &shape.permissions;
     let mut lines = Vec::new();
@@ -238,7 +232,7 @@ pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
         lines.push(format!("auditLog: {log}"));
     }
     for (tool, grant) in shape.tool_grants.iter().filter(|(_, g)| !g.is_empty()) {
-        lines.push(format!("toolGrants {tool}: {}", describe_grant(grant)));
+        lines.push(format!("toolGrants {tool}: {}", grant.describe()));
     }
     for (event, groups) in shape.hooks.iter().flat_map(|h| HookEvent::ALL.map(|e| (e, h.groups(e)))) {
         for group in groups {
@@ -333,7 +327,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         let shape: FileShape = if text.trim().is_empty() {
             FileShape::default()
         } else {
-            serde_json::from_str(&text).map_err(|e| invalid(describe_json_error(&e)))?
+            serde_json::from_str(&text).map_err(|e| invalid(crate::fsx::describe_json_error(&e)))?
         };
         settings.files.push((layer, label.clone()));
         let origin: Arc<str> = Arc::from(format!("{layer} settings {label}"));
@@ -406,8 +400,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         }
         for (tool, grant) in std::mem::take(&mut shape.tool_grants) {
             // A grant gets the checks a component's requests get.
-            crate::contract::requests::check(&grant)
-                .map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
+            grant.check().map_err(|e| invalid(format!("{}: toolGrants.{tool}: {e}", at_line(&text, &tool))))?;
             let mut grant = grant;
             for dir in &mut grant.directories {
                 dir.path = expand(&dir.path, cwd, home.as_deref()).to_string_lossy().into_owned();
@@ -462,27 +455,6 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     Ok(settings)
 }
 
-/// A grant in one line, as `toolhost trust` and `toolhost tools` show it.
-pub fn describe_grant(grant: &Requests) -> String {
-    let mut parts: Vec<String> =
-        grant.workspace.map(|a| format!("the working directories ({})", a.name())).into_iter().collect();
-    parts.extend(grant.process.then(|| "the process capability".to_string()));
-    parts.extend(grant.directories.iter().map(|d| format!("directory {} ({})", d.path, d.access.name())));
-    parts.extend(grant.hosts.iter().map(|h| format!("host {h}")));
-    parts.extend(grant.env.iter().map(|e| format!("variable {e}")));
-    parts.extend(grant.memory_mib.map(|m| format!("memory {m} MiB")));
-    parts.extend(grant.timeout_ms.map(|t| format!("time {t} ms")));
-    if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
-}
-
-/// A JSON error in words, with its line and column.
-fn describe_json_error(e: &serde_json::Error) -> String {
-    let what = e.to_string();
-    // serde_json appends " at line L column C"; put the position first.
-    let bare = what.split(" at line ").next().unwrap_or(&what);
-    format!("line {} column {}: {bare}", e.line(), e.column())
-}
-
 /// "line N" of the first place `value` is written in `text`.
 fn at_line(text: &str, value: &str) -> String {
     let quoted = serde_json::to_string(value).unwrap_or_default();
@@ -495,7 +467,7 @@ fn at_line(text: &str, value: &str) -> String {
 /// Adds `rule` to the `allow` list of the settings file `file` (creating it
 /// and its directory), keeping everything else in it.
 pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
-    edit_json(file, |root, invalid| {
+    crate::fsx::edit_json(file, |root, invalid| {
         let permissions = root.entry("permissions").or_insert_with(|| serde_json::json!({}));
         let permissions = permissions.as_object_mut().ok_or_else(|| invalid("`permissions` is not an object"))?;
         let allow = permissions.entry("allow").or_insert_with(|| serde_json::json!([]));
@@ -506,83 +478,6 @@ pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
         Ok(true)
     })
     .map(drop)
-}
-
-/// Adds `grant` to `toolGrants.TOOL` in `file` (created if missing), keeping
-/// what the file already grants and the rest of the file.
-pub fn add_tool_grant(file: &Path, tool: &str, grant: &Requests) -> Result<(), SettingsError> {
-    edit_json(file, |root, invalid| {
-        let grants = root.entry("toolGrants").or_insert_with(|| serde_json::json!({}));
-        let grants = grants.as_object_mut().ok_or_else(|| invalid("`toolGrants` is not an object"))?;
-        let mut merged: Requests = match grants.get(tool) {
-            Some(existing) => serde_json::from_value(existing.clone())
-                .map_err(|e| invalid(&format!("`toolGrants.{tool}` is not a grant: {e}")))?,
-            None => Requests::default(),
-        };
-        merged.add(grant);
-        merged.directories.sort_by(|a, b| a.path.cmp(&b.path));
-        merged.directories.dedup();
-        for list in [&mut merged.hosts, &mut merged.env] {
-            list.sort();
-            list.dedup();
-        }
-        grants.insert(tool.to_string(), serde_json::to_value(&merged).unwrap_or_default());
-        Ok(true)
-    })
-    .map(drop)
-}
-
-/// Removes `toolGrants.TOOL` from `file` (and `toolGrants` once empty),
-/// keeping the rest of the file; whether there was one (a missing file, or
-/// one without it, is left as it is).
-pub fn remove_tool_grant(file: &Path, tool: &str) -> Result<bool, SettingsError> {
-    if !file.exists() {
-        return Ok(false);
-    }
-    edit_json(file, |root, invalid| {
-        let Some(grants) = root.get_mut("toolGrants") else { return Ok(false) };
-        let grants = grants.as_object_mut().ok_or_else(|| invalid("`toolGrants` is not an object"))?;
-        if grants.shift_remove(tool).is_none() {
-            return Ok(false);
-        }
-        if grants.is_empty() {
-            root.shift_remove("toolGrants");
-        }
-        Ok(true)
-    })
-}
-
-/// Reads `file` as a JSON object (an empty or missing file is `{}`), lets
-/// `edit` change it, and writes it back atomically when `edit` says it
-/// changed it; whether it did.
-fn edit_json(
-    file: &Path,
-    edit: impl FnOnce(
-        &mut serde_json::Map<String, serde_json::Value>,
-        &dyn Fn(&str) -> SettingsError,
-    ) -> Result<bool, SettingsError>,
-) -> Result<bool, SettingsError> {
-    let name = file.display().to_string();
-    let mut value: serde_json::Value = match std::fs::read_to_string(file) {
-        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
-            .map_err(|e| SettingsError::Invalid { file: name.clone(), message: describe_json_error(&e) })?,
-        Ok(_) => serde_json::json!({}),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
-        Err(source) => return Err(SettingsError::Read { file: name, source }),
-    };
-    let invalid = |message: &str| SettingsError::Invalid { file: name.clone(), message: message.to_string() };
-    let root = value.as_object_mut().ok_or_else(|| invalid("is not a JSON object"))?;
-    if !edit(root, &invalid)? {
-        return Ok(false);
-    }
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| SettingsError::Read { file: name.clone(), source })?;
-    }
-    let write = |e: std::io::Error| SettingsError::Read { file: name.clone(), source: e };
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    text.push('\n');
-    crate::fsx::replace_file(file, text.as_bytes()).map_err(write)?;
-    Ok(true)
 }
 
 #[cfg(test)]
@@ -705,31 +600,6 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_grant_adds_to_what_the_file_grants() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(".toolhost/settings.local.json");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, r#"{"permissions": {"allow": ["Read"]}, "toolGrants": {"T": {"env": ["B"]}}}"#).unwrap();
-        let grant: Requests = serde_json::from_str(
-            r#"{"env": ["A", "B"], "hosts": ["*"], "directories": [{"path": "/d", "access": "read-only"}]}"#,
-        )
-        .unwrap();
-        add_tool_grant(&file, "T", &grant).unwrap();
-        add_tool_grant(&file, "T", &grant).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({
-                "permissions": {"allow": ["Read"]},
-                "toolGrants": {"T": {"directories": [{"path": "/d", "access": "read-only"}], "hosts": ["*"], "env": ["A", "B"]}}
-            })
-        );
-        // What it wrote loads as a grant.
-        let loaded: Requests = serde_json::from_value(v["toolGrants"]["T"].clone()).unwrap();
-        crate::contract::requests::check(&loaded).unwrap();
-    }
-
-    #[test]
     fn trusted_plugin_keys_count_in_user_and_managed_files_only() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -747,24 +617,5 @@ mod tests {
         let found: Vec<(&str, bool)> =
             s.trusted_plugin_keys.iter().map(|(k, file)| (k.as_str(), file.ends_with(".json"))).collect();
         assert_eq!(found, [("M", true), ("U", true)]);
-    }
-
-    #[test]
-    fn a_removed_grant_leaves_the_rest_of_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(".toolhost/settings.local.json");
-        assert!(!remove_tool_grant(&file, "T").unwrap());
-        assert!(!file.exists(), "a missing file is not created");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        let text = r#"{"permissions": {"allow": ["Read"]}, "toolGrants": {"T": {"env": ["B"]}, "U": {"env": ["C"]}}}"#;
-        std::fs::write(&file, text).unwrap();
-        assert!(!remove_tool_grant(&file, "V").unwrap());
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "nothing to remove: not rewritten");
-        assert!(remove_tool_grant(&file, "T").unwrap());
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(v, serde_json::json!({"permissions": {"allow": ["Read"]}, "toolGrants": {"U": {"env": ["C"]}}}));
-        assert!(remove_tool_grant(&file, "U").unwrap());
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(v, serde_json::json!({"permissions": {"allow": ["Read"]}}), "an empty toolGrants goes too");
     }
 }

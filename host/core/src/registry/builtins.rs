@@ -1,6 +1,6 @@
 //! The built-in tools, embedded in the binary by the build script.
 
-use crate::contract::Requests;
+use crate::grants::Allowance;
 
 /// One embedded built-in.
 pub(crate) struct EmbeddedTool {
@@ -19,6 +19,6 @@ pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), 
 /// `toolGrants`: all it requests (its `toolhost:requests` section: the file
 /// tools the working directories, the shell tools the process capability,
 /// WebFetch any public host). Built-ins are trusted code of this binary.
-pub(crate) fn granted(requests: &Requests) -> Requests {
+pub(crate) fn granted(requests: &Allowance) -> Allowance {
     requests.clone()
 }

@@ -81,7 +81,7 @@ pub struct Described {
     pub warnings: Vec<String>,
     pub shape: crate::contract::Shape,
     /// Its `toolhost:requests`.
-    pub requests: crate::contract::Requests,
+    pub requests: crate::grants::Allowance,
 }
 
 /// Where the description of the component with content hash `content` is kept.
@@ -163,7 +163,7 @@ mod tests {
             capabilities: vec![crate::contract::Capability::Files],
             imports: vec!["wasi:cli/stdout@0.2.6".into()],
         };
-        let requests = crate::contract::Requests { process: true, ..Default::default() };
+        let requests = crate::grants::Allowance { process: true, ..Default::default() };
         let described = Described { spec, warnings: vec!["cut".into()], shape, requests };
         write_spec(&path, &described);
         assert_eq!(read_spec(&path), Some(described));

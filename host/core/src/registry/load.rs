@@ -11,9 +11,10 @@ use super::tool::{
 use crate::contract::ToolPre;
 use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
-use crate::contract::{self, CallScope, Capability, Namespace, Requests, Version};
+use crate::contract::{self, CallScope, Capability, Namespace, Version};
 use crate::fsx::Dirs;
-use crate::sandbox::{CallLimits, Captured, FileAccess, Grants, GuestFault, HostState, Sandbox};
+use crate::grants::{Allowance, FileAccess, Grants};
+use crate::sandbox::{CallLimits, Captured, GuestFault, HostState, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -31,7 +32,7 @@ pub struct Loader<'a> {
     /// The session loading calls see.
     pub session: &'a Arc<Session>,
     /// What the operator grants each third-party tool (`toolGrants`).
-    pub grants: &'a BTreeMap<String, Requests>,
+    pub grants: &'a BTreeMap<String, Allowance>,
     /// The project directory requested and granted paths are relative to.
     pub project: &'a Path,
     /// Told about compiles that take long (see [`CompileProgress`]).
@@ -184,7 +185,7 @@ impl Loader<'_> {
         let origin = Origin::Plugin(path.to_path_buf());
         let mut tool = self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?;
         // What it gets: requested ∩ granted, granted by its name.
-        let none = Requests::default();
+        let none = Allowance::default();
         let granted = match as_requested {
             true => &tool.requests.clone(),
             false => self.grants.get(&tool.spec.name).unwrap_or(&none),
@@ -195,8 +196,8 @@ impl Loader<'_> {
 
     /// Gives `tool` what it requested and `granted` grants, and refuses it
     /// if it imports a capability it was not granted.
-    fn grant(&self, tool: &mut LoadedTool, granted: &Requests) -> Result<(), LoadError> {
-        let (grants, missing) = crate::sandbox::intersect(&tool.requests, granted, self.project);
+    fn grant(&self, tool: &mut LoadedTool, granted: &Allowance) -> Result<(), LoadError> {
+        let (grants, missing) = crate::grants::intersect(&tool.requests, granted, self.project);
         for cap in &tool.shape.capabilities {
             let granted = match cap {
                 Capability::Progress
@@ -247,7 +248,7 @@ impl Loader<'_> {
         from: WasmSource,
         content: &str,
         origin: Origin,
-        requests: Requests,
+        requests: Allowance,
     ) -> Result<LoadedTool, LoadError> {
         if let Some(tool) = self.cached(content, origin.clone(), from) {
             return Ok(tool);

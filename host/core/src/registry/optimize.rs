@@ -20,7 +20,7 @@ struct Job {
     wasm: Arc<Vec<u8>>,
 }
 
-/// The queue of optimized compiles. Requests made before
+/// The queue of optimized compiles. Allowance made before
 /// [`Optimizer::start`] wait for it (a host's first scan runs before the
 /// host exists to be told).
 #[derive(Default)]

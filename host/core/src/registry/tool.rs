@@ -4,8 +4,9 @@
 
 use super::schema::Schema;
 use crate::contract::ToolPre;
-use crate::contract::{Capability, Namespace, Requests, RequestsError, Shape, ShapeError, Version};
-use crate::sandbox::{Grants, HostState, Sandbox};
+use crate::contract::{Capability, Namespace, RequestsError, Shape, ShapeError, Version};
+use crate::grants::{Allowance, Grants};
+use crate::sandbox::{HostState, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -193,7 +194,7 @@ pub enum LoadError {
     #[error("declares an invalid tool: {0}")]
     Invalid(String),
     #[error(transparent)]
-    Requests(#[from] RequestsError),
+    Allowance(#[from] RequestsError),
     #[error("{0}")]
     TooLarge(String),
     #[error("{0}")]
@@ -207,7 +208,7 @@ pub struct LoadedTool {
     /// What it may use: for a third-party tool, requested ∩ granted.
     pub grants: Grants,
     /// What its component requests (`toolhost:requests`).
-    pub requests: Requests,
+    pub requests: Allowance,
     /// What it requested and was not granted, one line each.
     pub missing: Vec<String>,
     pub shape: Shape,
@@ -227,7 +228,7 @@ impl LoadedTool {
     pub(crate) fn new(
         spec: ToolSpec,
         origin: Origin,
-        requests: Requests,
+        requests: Allowance,
         shape: Shape,
         linked: Linked,
         warnings: Vec<String>,

@@ -1,10 +1,11 @@
 //! A live instance serving one call, and the admission gate in front of the
 //! instance pool.
 
-use super::grants::Grants;
-use super::store::{CallLimits, Captured, HostState, renew, store};
+use super::store::{Captured, HostState, renew, store};
 use crate::contract::CallScope;
 use crate::contract::{Guest, ToolPre};
+use crate::grants::CallLimits;
+use crate::grants::Grants;
 use std::sync::{Condvar, Mutex};
 use wasmtime::{Engine, Store};
 

@@ -9,7 +9,7 @@
 //! [`http::Hooks`]; plain TCP sockets through [`Network::socket_check`].
 //! UDP, listening and accepting are refused to every tool.
 
-use crate::contract::{HostName, HostPattern};
+use crate::grants::{HostName, HostPattern};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,10 +1,10 @@
 //! One fresh, bounded Store per call: the capabilities a tool was granted and
 //! nothing else, a memory limit, a deadline, and cancellation.
 
-use super::grants::{FileAccess, Grants};
 use super::network::Network;
-use crate::contract::DirAccess;
 use crate::contract::{CallScope, CallView};
+use crate::grants::DirAccess;
+use crate::grants::{CallLimits, FileAccess, Grants};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -16,15 +16,6 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 /// Bytes of a guest's stdout and stderr kept for the log (and for the message
 /// when it panics).
 pub const CAPTURED_OUTPUT: usize = 64 * 1024;
-
-/// Per-call limits.
-#[derive(Clone, Copy, Debug)]
-pub struct CallLimits {
-    /// Largest linear memory, in bytes.
-    pub memory: usize,
-    /// Wall-clock limit of one call.
-    pub timeout: Duration,
-}
 
 /// Why a call was stopped from outside.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
