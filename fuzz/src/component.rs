@@ -4,10 +4,11 @@
 
 use arbitrary::{Result, Unstructured};
 use serde_json::Value;
-use toolhost::contract::{requests, scan};
-use toolhost::grants::{Allowance, HostPattern};
-use toolhost::registry::{Schema, portability_problems};
-use toolhost::sandbox::network::Network;
+use toolhost::Allowance;
+use toolhost::internals::HostPattern;
+use toolhost::internals::Network;
+use toolhost::internals::Schema;
+use toolhost::portability_problems;
 
 /// The smallest component header the host accepts.
 const HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
@@ -16,15 +17,15 @@ const HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
 /// what the reader accepts passes the checks; a section stamped from text
 /// reads back as that text says, and cannot be stamped twice.
 pub fn component(data: &[u8]) {
-    let _ = scan::outline(data).map(|o| scan::check(&o));
-    if let Ok(r) = requests::read(data) {
+    let _ = toolhost::internals::outline(data).map(|o| toolhost::internals::check_outline(&o));
+    if let Ok(r) = toolhost::internals::read_requests(data) {
         r.check().expect("a section read is a section checked");
     }
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(stamped) = requests::stamp(HEADER, text)
+        && let Ok(stamped) = toolhost::stamp_requests(HEADER, text)
     {
-        let read = requests::read(&stamped).expect("a stamped section reads back");
-        let again = requests::stamp(&stamped, text);
+        let read = toolhost::internals::read_requests(&stamped).expect("a stamped section reads back");
+        let again = toolhost::stamp_requests(&stamped, text);
         assert!(again.is_err(), "a component was stamped twice");
         let parsed: Allowance = serde_json::from_str(text).expect("stamp accepted it, so it parses");
         assert_eq!(read, parsed);
@@ -84,7 +85,7 @@ pub fn hosts(data: &[u8]) {
     }
     let ask = Allowance { hosts: asked.clone(), ..Allowance::default() };
     let grant = Allowance { hosts: granted.clone(), ..Allowance::default() };
-    let (grants, _missing) = toolhost::grants::intersect(&ask, &grant, std::path::Path::new("/"));
+    let (grants, _missing) = toolhost::internals::intersect(&ask, &grant, std::path::Path::new("/"));
     let reach = |hosts: &[String]| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
         rt.block_on(Network::new(hosts).resolve(probe, port)).is_ok()

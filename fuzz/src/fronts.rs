@@ -52,10 +52,10 @@ fn host() -> &'static Host {
         std::fs::create_dir_all(&workspace).expect("a workspace");
         std::fs::write(workspace.join("a.txt"), "hello\n").expect("a file");
         let sources = toolhost::Sources {
-            command_line_rules: vec![(toolhost::policy::rules::Behavior::Deny, "WebFetch".into())],
+            command_line_rules: vec![(toolhost::Behavior::Deny, "WebFetch".into())],
             ..toolhost::Sources::default()
         };
-        let settings = toolhost::policy::settings::load(&sources, &workspace).expect("settings");
+        let settings = toolhost::settings::load(&sources, &workspace).expect("settings");
         Host::builder()
             .workspace(&workspace)
             .plugins_dir(None)

@@ -5,11 +5,12 @@ use arbitrary::{Result, Unstructured};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolhost::Behavior;
+use toolhost::InputRoles;
 use toolhost::PermissionMode;
-use toolhost::policy::hooks::{HookDecision, HookEvent, outcome_of_exits};
-use toolhost::policy::rules::{Behavior, Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
-use toolhost::policy::{Decision, Facts, ToolCheck, decide as decide_step};
-use toolhost::registry::InputRoles;
+use toolhost::internals::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
+use toolhost::internals::{Decision, Facts, ToolCheck, decide as decide_step};
+use toolhost::internals::{HookDecision, HookEvent, outcome_of_exits};
 
 /// A rule's text: what parses prints back to itself.
 pub fn rules(data: &[u8]) {
@@ -104,8 +105,8 @@ fn entry(text: &str, behavior: Behavior) -> Option<RuleEntry> {
 
 fn decision(set: &RuleSet, mode: PermissionMode, command: &str) -> Decision {
     let w = world();
-    let parsed = toolhost::shell::parse(command);
-    let read_only = toolhost::shell::classify_parsed(&parsed).read_only;
+    let parsed = toolhost::internals::parse(command);
+    let read_only = toolhost::internals::classify_parsed(&parsed).read_only;
     let input = json!({ "command": command });
     let subject = Subject::of("Bash", &w.roles, &input, Some(&parsed));
     decide_step(&Facts { rules: set.check(&subject), ..Facts::new("Bash", mode, read_only, ToolCheck::Passthrough) })
@@ -170,7 +171,7 @@ pub fn settings(data: &[u8]) {
     let text = if text.trim_start().starts_with('{') { text.to_string() } else { format!("{{{text}") };
     let sources = toolhost::Sources { command_line_files: vec![text], ..toolhost::Sources::default() };
     let cwd = std::env::temp_dir();
-    if let Ok(settings) = toolhost::policy::settings::load(&sources, &cwd) {
+    if let Ok(settings) = toolhost::settings::load(&sources, &cwd) {
         for e in &settings.rules {
             assert_eq!(Rule::parse(&e.rule.to_string()).as_ref(), Ok(&e.rule));
         }

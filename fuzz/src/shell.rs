@@ -1,11 +1,11 @@
 //! The shell parser (contained in its wasm sandbox) and the read-only
 //! classification on top of it.
 
-use toolhost::shell::{MAX_COMMAND, Operator, classify_parsed, command_read_only, parse, parse_fresh};
+use toolhost::internals::{MAX_COMMAND, Operator, classify_parsed, command_read_only, parse, parse_fresh};
 
 pub(crate) fn prepare() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| toolhost::shell::cache_in(Some(crate::cache_dir())));
+    ONCE.call_once(|| toolhost::internals::cache_in(Some(crate::cache_dir())));
 }
 
 /// Parse and classify a command: the parser never faults (a fault is a

@@ -57,8 +57,8 @@ fn main() {
     std::fs::write(
         out_dir.join("shell_parser.rs"),
         format!(
-            "/// The shell parser module.\npub static WASM: &[u8] = include_bytes!({:?});\n\
-             /// Its SHA-256, in hex.\npub const SHA256: &str = {:?};\n",
+            "/// The shell parser module.\npub(crate) static WASM: &[u8] = include_bytes!({:?});\n\
+             /// Its SHA-256, in hex.\npub(crate) const SHA256: &str = {:?};\n",
             embedded.display().to_string(),
             sha256_hex(&wasm)
         ),

@@ -76,7 +76,7 @@ fn installs_a_file_whose_hash_matches_the_pinned_one() {
     let sb = Sandbox::new();
     let file = download(&sb, ECHO, "echo-1.0.wasm");
     let bytes = std::fs::read(&file).unwrap();
-    let hash = toolhost::registry::content_hash(&bytes);
+    let hash = toolhost::content_hash(&bytes);
     // Pinned in capitals, as some tools print it.
     let r = install(&sb, &[&p(&file), "--sha256", &hash.to_ascii_uppercase()]);
     assert_eq!(r.code, 0, "{r:?}");
@@ -98,7 +98,7 @@ fn installs_a_file_whose_hash_matches_the_pinned_one() {
 fn a_file_whose_hash_differs_is_refused_and_nothing_is_copied() {
     let sb = Sandbox::new();
     let file = download(&sb, ECHO, "echo.wasm");
-    let hash = toolhost::registry::content_hash(&std::fs::read(&file).unwrap());
+    let hash = toolhost::content_hash(&std::fs::read(&file).unwrap());
     let pinned = "0".repeat(64);
     let r = install(&sb, &[&p(&file), "--sha256", &pinned]);
     assert_eq!(r.code, 1, "{r:?}");

@@ -7,8 +7,9 @@ use PermissionMode::{AcceptEdits as Edits, BypassPermissions as Bypass, Default 
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolhost::policy::rules::{Behavior, Rule, RuleEntry};
-use toolhost::policy::settings::{self, Settings, Sources};
+use toolhost::Behavior;
+use toolhost::internals::{Rule, RuleEntry};
+use toolhost::settings::{self, Settings, Sources};
 use toolhost::{Answer, AskRequest, CallOptions, Host, PermissionMode, ToolUse};
 
 /// A workspace with the files the cases touch.
@@ -295,7 +296,7 @@ fn decisions_follow_rules_hooks_and_modes() {
 /// the mode's allow.
 fn hook_cases(sb: &Sandbox) -> (usize, Vec<String>) {
     let script = hook_script(sb);
-    let hooks: toolhost::policy::hooks::HooksConfig = serde_json::from_value(json!({
+    let hooks: toolhost::settings::HooksConfig = serde_json::from_value(json!({
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": script.display().to_string()}]}]
     }))
     .unwrap();

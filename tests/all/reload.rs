@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::Duration;
-use toolhost::registry::ToolsChanged;
+use toolhost::ToolsChanged;
 use toolhost::{CallOptions, Host, ToolUse};
 use toolhost_tests::{ECHO, SLEEPER, Sandbox, shared_cache_dir};
 

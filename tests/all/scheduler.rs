@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::scheduler::{Calls, run_batch};
+use toolhost::{Calls, run_batch};
 use toolhost::{Executor, Host, PermissionMode, ToolResult, ToolUse, Update};
 
 fn host(sb: &Sandbox) -> Host {
@@ -59,7 +59,7 @@ fn a_long_session_keeps_only_what_is_going_on() {
     let host = host(&sb);
     for ordered in [true, false] {
         let calls = if ordered { Calls::Turn } else { Calls::Independent };
-        let config = toolhost::scheduler::Config { max_concurrency: 4, calls, approver: None };
+        let config = toolhost::SchedulerConfig { max_concurrency: 4, calls, approver: None };
         let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
         let mut handed_out = Vec::new();
         for round in 0..50 {
@@ -296,7 +296,7 @@ proptest! {
 fn independent_calls_are_not_cancelled_by_another_ones_failure() {
     let sb = Sandbox::new();
     let host = host(&sb);
-    let config = toolhost::scheduler::Config { calls: Calls::Independent, ..Default::default() };
+    let config = toolhost::SchedulerConfig { calls: Calls::Independent, ..Default::default() };
     let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
     // Both read-only, so they run at once; the second fails first.
     let slow = executor.add_tool(bash("slow", "sleep 0.5; echo done"));

@@ -71,7 +71,7 @@ fn builtins_are_offered_with_their_prompts_and_portable_schemas() {
         assert!(description.len() >= 200, "{name}: a prompt of {} characters", description.len());
         let line = people.stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
         assert!(line.contains(&tool.spec.description) && line.len() < 200, "{name}: {line}");
-        let problems = toolhost::registry::portability_problems(&definition["input_schema"]);
+        let problems = toolhost::portability_problems(&definition["input_schema"]);
         assert!(problems.is_empty(), "{name}: {problems:#?}");
     }
 }

@@ -71,7 +71,7 @@ fn executor(host: &Host, runtime: &tokio::runtime::Runtime) -> common::Stats {
     let executor = Arc::new(Executor::with_config(
         host.clone(),
         host.ephemeral_session(),
-        toolhost::scheduler::Config { calls: toolhost::scheduler::Calls::Independent, ..Default::default() },
+        toolhost::SchedulerConfig { calls: toolhost::Calls::Independent, ..Default::default() },
     ));
     let mut n = 0;
     common::time(WARM_UP, CALLS, || {

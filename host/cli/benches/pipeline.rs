@@ -321,11 +321,11 @@ fn bash_true() -> Value {
 /// Parsing (in the parser's sandbox, a fresh instance each time: not from
 /// the memo of recent commands) and classifying a 1 KB command.
 fn shell() -> Value {
-    use toolhost::shell::{classify_parsed, parse_fresh};
+    use toolhost::internals::{classify_parsed, parse_fresh};
     let part = "git log --oneline -20 | grep -v 'Merge branch' | sort | uniq -c && FOO=1 ls -la src/*.rs 2>/dev/null; ";
     let command = part.repeat(1024 / part.len() + 1);
     let command = command.trim_end_matches("; ");
-    assert!(toolhost::shell::classify(command).read_only);
+    assert!(toolhost::internals::classify(command).read_only);
     let t = time(2_000, || classify_parsed(&parse_fresh(command)));
     let typical = "git status && git diff --stat | tail -1";
     let short = time(20_000, || classify_parsed(&parse_fresh(typical)));

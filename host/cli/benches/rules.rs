@@ -18,11 +18,12 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use toolhost::Behavior;
 use toolhost::PermissionMode;
-use toolhost::policy::rules::{Behavior, Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
-use toolhost::policy::{Decision, Facts, ToolCheck, decide};
-use toolhost::registry::{InputRoles, PathAccess, PathField};
-use toolhost::shell::{self, Parsed};
+use toolhost::internals::{self as shell, Parsed};
+use toolhost::internals::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
+use toolhost::internals::{Decision, Facts, ToolCheck, decide};
+use toolhost::{InputRoles, PathAccess, PathField};
 
 /// The median target of the issue.
 const TARGET_P50_US: f64 = 20.0;

@@ -28,9 +28,9 @@ use std::io::{IsTerminal, Write};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolhost::contract::Capability;
+use toolhost::Capability;
 use toolhost::grants::Allowance;
-use toolhost::policy::settings::TrustStore;
+use toolhost::settings::TrustStore;
 use toolhost::{FileAccess, Host, LoadedTool, Origin, Settings};
 use verify::TrustedKey;
 
@@ -104,7 +104,7 @@ impl Installer<'_> {
     /// trusted keys, against the signature beside `file`; returns the
     /// signature's text (if any) or why the file is refused.
     fn vouch(&self, file: &Path, bytes: &[u8], pinned: Option<&str>) -> anyhow::Result<Result<Option<String>, String>> {
-        let hash = toolhost::registry::content_hash(bytes);
+        let hash = toolhost::content_hash(bytes);
         match pinned {
             Some(pinned) if pinned != hash => {
                 return Ok(Err(format!("its SHA-256 is {hash}, not {pinned} as --sha256 requires")));
@@ -193,7 +193,7 @@ impl Installer<'_> {
         let project = &self.host.working_dirs()[0];
         let wanted: Vec<Allowance> = items(&tool.requests)
             .into_iter()
-            .filter(|item| !toolhost::grants::intersect(item, &existing, project).1.is_empty())
+            .filter(|item| !toolhost::internals::intersect(item, &existing, project).1.is_empty())
             .collect();
         let answers = if wanted.is_empty() {
             Vec::new()
@@ -299,7 +299,7 @@ impl Installer<'_> {
         for (text, file) in &self.settings.trusted_plugin_keys {
             keys.push(TrustedKey::parse(text, format!("trustedPluginKeys of {file}")).map_err(anyhow::Error::msg)?);
         }
-        let file = toolhost::fsx::config_dir().join(KEYS_FILE);
+        let file = toolhost::config_dir().join(KEYS_FILE);
         match std::fs::read_to_string(&file) {
             Ok(text) => {
                 keys.extend(verify::parse_key_file(&text, &file.display().to_string()).map_err(anyhow::Error::msg)?)
@@ -340,7 +340,7 @@ impl Installer<'_> {
         // Before the component: a watcher that sees it sees its signature.
         let signature_target = beside(target, "minisig");
         match signature {
-            Some(text) => toolhost::fsx::replace_file(&signature_target, text.as_bytes()).map_err(written)?,
+            Some(text) => toolhost::replace_file(&signature_target, text.as_bytes()).map_err(written)?,
             None => remove(&signature_target)?,
         }
         let mut staged =
@@ -422,7 +422,7 @@ fn prompt(question: &str) -> std::io::Result<String> {
 /// capability it imports needs what its requests ask for it (the loader
 /// refuses it otherwise).
 fn refused_imports(tool: &LoadedTool, granted: &Allowance, project: &Path) -> Vec<&'static str> {
-    let (grants, _) = toolhost::grants::intersect(&tool.requests, granted, project);
+    let (grants, _) = toolhost::internals::intersect(&tool.requests, granted, project);
     tool.shape
         .capabilities
         .iter()

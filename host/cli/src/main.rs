@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::policy::rules::Behavior;
+use toolhost::Behavior;
 use toolhost::{Allocator, CallOptions, Confinement, Content, Host, PermissionMode, Sources, ToolResult, ToolUse};
 
 // Compiling a component allocates from every compile thread at once; glibc's
@@ -248,7 +248,7 @@ fn main() -> ExitCode {
     };
     // Calls still running when a front ends (its client left mid-call) hold
     // their sessions; their temporary directories go now.
-    toolhost::session::remove_temporaries();
+    toolhost::remove_temporaries();
     code
 }
 
@@ -279,8 +279,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for (behavior, list) in [(Behavior::Allow, &cli.allow), (Behavior::Ask, &cli.ask), (Behavior::Deny, &cli.deny)] {
         sources.command_line_rules.extend(list.iter().map(|r| (behavior, r.clone())));
     }
-    let settings = toolhost::policy::settings::load(&sources, &workspace)?;
-    let concurrency = settings.max_tool_concurrency.unwrap_or(toolhost::scheduler::DEFAULT_MAX_CONCURRENCY);
+    let settings = toolhost::settings::load(&sources, &workspace)?;
+    let concurrency = settings.max_tool_concurrency.unwrap_or(toolhost::DEFAULT_MAX_CONCURRENCY);
     for (file, ignored) in &settings.untrusted {
         eprintln!(
             "toolhost: warning: {file} is not trusted (new, or changed since `toolhost trust`): its {} are ignored. \
@@ -293,7 +293,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let grants_source: toolhost::GrantsSource = {
         let (sources, workspace) = (sources.clone(), workspace.clone());
         Arc::new(move || {
-            toolhost::policy::settings::load(&sources, &workspace).map(|s| s.tool_grants).map_err(|e| e.to_string())
+            toolhost::settings::load(&sources, &workspace).map(|s| s.tool_grants).map_err(|e| e.to_string())
         })
     };
     let mut builder = Host::builder()
@@ -604,13 +604,13 @@ fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
     let Some(store_path) = &sources.trust_store else {
         anyhow::bail!("no trust store");
     };
-    let mut store = toolhost::policy::settings::TrustStore::load(store_path);
+    let mut store = toolhost::settings::TrustStore::load(store_path);
     let mut any = false;
     for file in [&sources.project, &sources.local].into_iter().flatten() {
         if !file.exists() {
             continue;
         }
-        let powers = toolhost::policy::settings::powers(file).context("fix it before trusting it")?;
+        let powers = toolhost::settings::powers(file).context("fix it before trusting it")?;
         println!("trusting {}:", file.display());
         for line in powers {
             println!("  {line}");
@@ -634,7 +634,7 @@ fn stamp(file: &std::path::Path, requests: &str, out: Option<&std::path::Path>) 
         None => requests.to_string(),
     };
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let stamped = match toolhost::contract::stamp_requests(&bytes, &requests) {
+    let stamped = match toolhost::stamp_requests(&bytes, &requests) {
         Ok(stamped) => stamped,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());
@@ -663,7 +663,7 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 "  input schema:  valid ({} properties)",
                 tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
             );
-            let problems = toolhost::registry::portability_problems(&tool.spec.input_schema);
+            let problems = toolhost::portability_problems(&tool.spec.input_schema);
             if !problems.is_empty() {
                 println!(
                     "  warning:       the input schema is not portable (some model APIs or MCP clients refuse it):"
@@ -701,7 +701,7 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
 
 /// What the host asks a tool on each call (besides `call`), what the tool
 /// declared once instead, and whether a warm instance serves its calls.
-fn describe_per_call(spec: &toolhost::registry::ToolSpec) -> String {
+fn describe_per_call(spec: &toolhost::ToolSpec) -> String {
     let (mut asks, mut declared) = (Vec::new(), Vec::new());
     let mut answer = |hint: Option<bool>, export: &'static str, yes: &'static str, no: &'static str| match hint {
         Some(true) => declared.push(yes),
@@ -720,7 +720,7 @@ fn describe_per_call(spec: &toolhost::registry::ToolSpec) -> String {
 
 /// What a third-party tool requests, what it was granted of it, and the
 /// grants it lacks (each naming the settings key that would add it).
-fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandbox::CallLimits) -> Vec<String> {
+fn capability_lines(tool: &toolhost::LoadedTool, base: toolhost::CallLimits) -> Vec<String> {
     let requests = tool.requests.describe();
     let g = &tool.grants;
     let mut granted: Vec<String> =
@@ -751,8 +751,8 @@ fn capability_lines(tool: &toolhost::registry::LoadedTool, base: toolhost::sandb
 }
 
 /// What a tool declares its input fields to be, for people.
-fn describe_roles(roles: &toolhost::registry::InputRoles) -> String {
-    use toolhost::registry::PathAccess;
+fn describe_roles(roles: &toolhost::InputRoles) -> String {
+    use toolhost::PathAccess;
     let mut parts: Vec<String> = roles
         .paths
         .iter()
@@ -775,7 +775,7 @@ fn describe_roles(roles: &toolhost::registry::InputRoles) -> String {
 }
 
 /// A long compile at a terminal: one line, rewritten each second.
-fn show_compile(p: &toolhost::registry::CompileProgress) {
+fn show_compile(p: &toolhost::CompileProgress) {
     let mb = p.bytes as f64 / (1 << 20) as f64;
     let secs = p.elapsed.as_secs_f64();
     let line = if p.done {

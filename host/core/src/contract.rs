@@ -14,8 +14,8 @@ mod output;
 mod policy;
 mod process;
 mod progress;
-pub mod requests;
-pub mod scan;
+pub(crate) mod requests;
+pub(crate) mod scan;
 mod scope;
 mod search;
 mod session;
@@ -24,14 +24,15 @@ mod shell;
 mod since_v1_0_0;
 mod versions;
 
-pub use output::MAX_STREAMED;
-pub use policy::CallRules;
+pub(crate) use output::MAX_STREAMED;
+pub(crate) use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
 pub use requests::{RequestsError, stamp as stamp_requests};
-pub use scope::{CallScope, CallView};
-pub use session::Namespace;
-pub use shape::{Capability, LOADS_UNRELEASED, Shape, ShapeError, Support, Version, check_header, inspect};
-pub use versions::{Guest, ToolPre};
+pub(crate) use scope::{CallScope, CallView};
+pub(crate) use session::Namespace;
+pub use shape::{Capability, Version};
+pub(crate) use shape::{Shape, ShapeError, check_header, inspect};
+pub(crate) use versions::{Guest, ToolPre};
 
 /// The newest contract version this host implements (the package version of
 /// `wit/tool.wit`).
@@ -41,11 +42,11 @@ pub const CONTRACT: Version = Version(1, 5, 0);
 /// against it (`wit/CHANGELOG.md`).
 pub const RELEASED: Version = Version(1, 5, 0);
 /// The contract's package, without version.
-pub const PACKAGE: &str = "toolhost:tool";
+pub(crate) const PACKAGE: &str = "toolhost:tool";
 
 /// Adds the toolhost host interfaces to `linker`; `view` gives each call the
 /// scope of the Store it runs in.
-pub fn add_to_linker<T: 'static>(
+pub(crate) fn add_to_linker<T: 'static>(
     linker: &mut wasmtime::component::Linker<T>,
     view: fn(&mut T) -> CallView<'_>,
 ) -> wasmtime::Result<()> {

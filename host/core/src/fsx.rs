@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 /// The directories of a call, as absolute host paths. Each is preopened in the
 /// guest at the same path, so paths mean the same inside and out.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Dirs {
+pub(crate) struct Dirs {
     /// The working directory: always one of `working`.
     pub cwd: PathBuf,
     /// Directories the call may read and, when granted, write.
@@ -18,7 +18,7 @@ pub struct Dirs {
 
 /// A path as settings and tool requests write it: `~` and `~/…` under
 /// `home`, anything else relative to `base` (an absolute path stays as it is).
-pub fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~/"), home) {
         (Some(rest), Some(home)) => home.join(rest),
         _ if path == "~" && home.is_some() => home.map(Path::to_path_buf).unwrap_or_default(),
@@ -28,7 +28,7 @@ pub fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
 
 /// `path` as an absolute path without `.` and `..`, lexically (symlinks are
 /// left to [`resolve`] and the sandbox).
-pub fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {
@@ -44,7 +44,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// `path` with every symlink followed as far as the path exists (the rest is
 /// appended as written); `None` when no part of it exists.
-pub fn resolve(path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve(path: &Path) -> Option<PathBuf> {
     let mut existing = path;
     let mut rest = Vec::new();
     loop {
@@ -68,7 +68,7 @@ pub fn resolve(path: &Path) -> Option<PathBuf> {
 ///
 /// The one atomic writer: the `files` capability, settings, the trust store,
 /// the compile cache, session state and persisted results all use it.
-pub fn replace_in(dir: &cap_std::fs::Dir, rel: &Path, contents: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace_in(dir: &cap_std::fs::Dir, rel: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -151,7 +151,7 @@ fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
 /// toolhost's version, `engine`'s compatibility hash and `content` (the
 /// source's own hash), so an entry is only ever read by an engine that can
 /// use it.
-pub fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> String {
+pub(crate) fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> String {
     use sha2::{Digest, Sha256};
     use std::hash::{Hash, Hasher};
     /// Feeds a `Hash` into SHA-256, so keys are the same in every process.
@@ -174,20 +174,32 @@ pub fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> Str
 }
 
 /// `bytes` in lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 /// A settings file that cannot be read, parsed or written.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsFileError {
     #[error("settings file {file}: {message}")]
-    Invalid { file: String, message: String },
+    /// The file is not the JSON it should be.
+    Invalid {
+        /// The file, or where the settings came from.
+        file: String,
+        /// What is wrong, with its line where known.
+        message: String,
+    },
     #[error("settings file {file}: cannot read it: {source}")]
-    Read { file: String, source: std::io::Error },
+    /// The file cannot be read or written.
+    Read {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// A JSON error in words, with its line and column.
-pub fn describe_json_error(e: &serde_json::Error) -> String {
+pub(crate) fn describe_json_error(e: &serde_json::Error) -> String {
     let what = e.to_string();
     // serde_json appends " at line L column C"; put the position first.
     let bare = what.split(" at line ").next().unwrap_or(&what);
@@ -197,7 +209,7 @@ pub fn describe_json_error(e: &serde_json::Error) -> String {
 /// Reads `file` as a JSON object (an empty or missing file is `{}`), lets
 /// `edit` change it, and writes it back atomically when `edit` says it
 /// changed it; whether it did.
-pub fn edit_json(
+pub(crate) fn edit_json(
     file: &Path,
     edit: impl FnOnce(
         &mut serde_json::Map<String, serde_json::Value>,

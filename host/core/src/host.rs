@@ -27,16 +27,32 @@ pub const DEFAULT_INSTANCES: u32 = 64;
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error("workspace {path}: {source}")]
-    Workspace { path: PathBuf, source: std::io::Error },
+    /// The workspace directory cannot be used.
+    Workspace {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     #[error("could not create the wasm engine: {0}")]
+    /// wasmtime refused the engine configuration.
     Engine(#[source] wasmtime::Error),
     #[error("could not load built-in tool `{name}`: {source}")]
-    Builtin { name: String, source: LoadError },
+    /// A built-in tool failed to load (a build problem, not a user one).
+    Builtin {
+        /// The tool.
+        name: String,
+        /// Why.
+        source: LoadError,
+    },
     #[error(transparent)]
+    /// The session's state on disk cannot be opened.
     Session(#[from] SessionError),
     #[error("settings: {0}")]
+    /// The settings files cannot be read or are invalid.
     Settings(#[from] PolicyError),
     #[error("bypassPermissions mode is disabled by the managed settings (disableBypassPermissionsMode)")]
+    /// The managed settings forbid the mode asked for.
     BypassDisabled,
 }
 

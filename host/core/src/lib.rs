@@ -19,40 +19,76 @@
 //! # Ok::<(), toolhost::HostError>(())
 //! ```
 //!
-//! Modules, dependencies one way: [`fsx`], [`shell`], [`session`] and
-//! [`process`] at the bottom; [`contract`] (the WIT contract's host side) on
-//! them; [`sandbox`] (engine, stores, limits) on the contract; [`registry`]
-//! (loading, the pool) on the sandbox; [`policy`] (rules, settings, hooks,
-//! the decision) on the registry; [`pipeline`] (one call) on all of them;
-//! the [`Host`]; the [`scheduler`] (many calls) on the host.
+//! # What is public
+//!
+//! The facade below: building a [`Host`] and calling it ([`Host::call`],
+//! [`Executor`] for many calls at once), what a call takes and gives
+//! ([`ToolUse`], [`CallOptions`], [`ToolResult`]), sessions, the permission
+//! types a front needs to ask the user ([`Approver`]), settings and trust
+//! ([`settings`]), grants ([`grants`]), and the tool descriptions a front
+//! lists ([`LoadedTool`], [`ToolSpec`]). Everything else is the crate's own.
+//! How the modules inside depend on each other: `docs/architecture.md`.
 
-pub mod contract;
-pub mod fsx;
+#![warn(missing_docs)]
+#![warn(unreachable_pub)]
+
+mod contract;
+mod fsx;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grants;
 mod host;
-pub mod pipeline;
-pub mod policy;
-pub mod process;
-pub mod registry;
-pub mod sandbox;
-pub mod scheduler;
-pub mod session;
-pub mod shell;
+mod pipeline;
+mod policy;
+mod process;
+mod registry;
+mod sandbox;
+mod scheduler;
+mod session;
+mod shell;
 
-pub use contract::{Progress, ProgressSink};
-pub use fsx::{default_cache_dir, default_data_dir, default_plugins_dir};
-pub use grants::{Allowance, FileAccess, Grants};
+pub use contract::{CONTRACT, Capability, Progress, ProgressSink, RELEASED, RequestsError, Version, stamp_requests};
+pub use fsx::{config_dir, default_cache_dir, default_data_dir, default_plugins_dir, replace_file};
+pub use grants::{Allowance, CallLimits, FileAccess, Grants};
 pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
+pub use policy::rules::Behavior;
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::Confinement;
-pub use registry::{Hints, LoadError, LoadedTool, Origin, ToolSpec, ToolsChanged};
+pub use registry::{
+    CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, TOOL_SEARCH, ToolSpec,
+    ToolsChanged, content_hash, portability_problems,
+};
 pub use sandbox::Allocator;
-pub use scheduler::{Executor, Update};
-pub use session::Session;
+pub use scheduler::{
+    CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, Update, run_batch,
+};
+pub use session::{Session, remove_temporaries};
+
+/// Settings files and trust: where settings come from, what they say, and
+/// which workspace files the user trusted.
+pub mod settings {
+    pub use crate::policy::hooks::HooksConfig;
+    pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, load, powers};
+}
+
+/// The machinery the benchmarks and fuzz targets drive directly. Not part
+/// of the API: it changes with the code.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::contract::requests::read as read_requests;
+    pub use crate::contract::scan::{check as check_outline, outline};
+    pub use crate::grants::{HostPattern, intersect};
+    pub use crate::policy::hooks::{HookDecision, HookEvent, outcome_of_exits};
+    pub use crate::policy::rules::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
+    pub use crate::policy::{Decision, Facts, ToolCheck, decide};
+    pub use crate::registry::Schema;
+    pub use crate::sandbox::network::Network;
+    pub use crate::shell::{
+        MAX_COMMAND, Operator, Parsed, cache_in, classify, classify_parsed, command_read_only, parse, parse_fresh,
+    };
+}
 
 /// The Rust examples of the README and of `docs/`, compiled as doctests so
 /// they stay true: one item per markdown file that holds any.

@@ -22,5 +22,5 @@ mod warm;
 
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
-pub use result::{Content, PREVIEW_CHARS, ToolResult, Usage};
-pub use warm::{IDLE as WARM_IDLE, WARM_INSTANCES};
+pub use result::{Content, ToolResult, Usage};
+pub(crate) use warm::WARM_INSTANCES;

@@ -6,13 +6,14 @@
 mod ask;
 mod audit;
 mod decision;
-pub mod hooks;
-pub mod rules;
-pub mod settings;
+pub(crate) mod hooks;
+pub(crate) mod rules;
+pub(crate) mod settings;
 
-pub use ask::{Answer, Approver, AskRequest, Choice};
-pub use audit::AuditRecord;
-pub use decision::{Decision, Facts, PermissionMode, Source, ToolCheck, decide, sensitive_path, sensitive_write};
+pub use ask::{Answer, Approver, AskRequest};
+pub(crate) use audit::AuditRecord;
+pub use decision::{Decision, Facts, PermissionMode, ToolCheck, decide};
+pub(crate) use decision::{Source, sensitive_write};
 
 use crate::contract::CallRules;
 use crate::process::{CommandRules, CommandVerdict};
@@ -39,7 +40,7 @@ pub enum PolicyError {
 }
 
 /// Rules, hooks and the audit log, built once per host.
-pub struct Policy {
+pub(crate) struct Policy {
     rules: RwLock<Arc<RuleSet>>,
     /// What the loaded tools' rule contents mean.
     catalog: RwLock<Arc<Catalog>>,
@@ -67,7 +68,7 @@ impl Default for Policy {
 impl Policy {
     /// Compiles the rules of `settings` for the tools of `catalog`, and its
     /// hooks, and opens the audit log.
-    pub fn new(settings: &Settings, places: Places, catalog: Catalog) -> Result<Policy, PolicyError> {
+    pub(crate) fn new(settings: &Settings, places: Places, catalog: Catalog) -> Result<Policy, PolicyError> {
         let rules = RuleSet::compile(settings.rules.clone(), places, &catalog)?;
         for warning in rules.warnings() {
             tracing::warn!("{warning}");
@@ -90,7 +91,7 @@ impl Policy {
     }
 
     /// The rules as they are now.
-    pub fn rules(&self) -> Arc<RuleSet> {
+    pub(crate) fn rules(&self) -> Arc<RuleSet> {
         Arc::clone(&self.rules.read().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -102,7 +103,7 @@ impl Policy {
     /// their inputs are now. A rule that does not compile for a changed tool
     /// (a command rule for a tool that no longer takes a command) leaves the
     /// rules as they were, with a warning.
-    pub fn set_catalog(&self, catalog: Catalog) {
+    pub(crate) fn set_catalog(&self, catalog: Catalog) {
         let mut guard = self.rules.write().unwrap_or_else(|e| e.into_inner());
         match RuleSet::compile(guard.entries().to_vec(), guard.places().clone(), &catalog) {
             Ok(compiled) => {
@@ -114,13 +115,13 @@ impl Policy {
     }
 
     /// The local settings file "allow always" writes to.
-    pub fn local_file(&self) -> Option<&Path> {
+    pub(crate) fn local_file(&self) -> Option<&Path> {
         self.local_file.as_deref()
     }
 
     /// Adds an allow rule for the rest of the host's life and writes it to
     /// the local settings file.
-    pub fn allow_always(&self, text: &str) -> Result<(), PolicyError> {
+    pub(crate) fn allow_always(&self, text: &str) -> Result<(), PolicyError> {
         let rule = Rule::parse(text)?;
         let origin: Arc<str> = Arc::from(match &self.local_file {
             Some(f) => format!("local settings {}", f.display()),
@@ -143,7 +144,7 @@ impl Policy {
     /// Writes `grant` under `toolGrants.TOOL` in the local settings file, for
     /// the next starts (the running host keeps it itself). Without a local
     /// file, nothing is written.
-    pub fn grant_always(&self, tool: &str, grant: &crate::grants::Allowance) -> Result<(), PolicyError> {
+    pub(crate) fn grant_always(&self, tool: &str, grant: &crate::grants::Allowance) -> Result<(), PolicyError> {
         if let Some(file) = &self.local_file {
             crate::grants::persist::add_tool_grant(file, tool, grant)?;
             self.keep_trusted(file);
@@ -163,7 +164,7 @@ impl Policy {
 
     /// `texts` as allow rules alone, compiled like the host's (to see what
     /// a suggested rule would allow); `None` if one does not compile.
-    pub fn allow_rules(&self, texts: &[String]) -> Option<RuleSet> {
+    pub(crate) fn allow_rules(&self, texts: &[String]) -> Option<RuleSet> {
         let entries = texts
             .iter()
             .map(|text| {
@@ -181,13 +182,13 @@ impl Policy {
 
     /// The rules `rules` as they apply to calls of `tool`, for the host
     /// imports of its calls.
-    pub fn for_call(rules: Arc<RuleSet>, tool: &str, roles: &InputRoles) -> Arc<dyn CallRules> {
+    pub(crate) fn for_call(rules: Arc<RuleSet>, tool: &str, roles: &InputRoles) -> Arc<dyn CallRules> {
         Arc::new(ToolRules { rules, tool: tool.to_string(), roles: roles.clone() })
     }
 
     /// Writes one decision to the audit log, if there is one; `Err` says
     /// why it could not be (the caller refuses a call it cannot record).
-    pub fn audit(&self, record: &AuditRecord<'_>) -> Result<(), String> {
+    pub(crate) fn audit(&self, record: &AuditRecord<'_>) -> Result<(), String> {
         match &self.audit {
             Some(audit) => audit.write(record),
             None => Ok(()),
@@ -195,7 +196,7 @@ impl Policy {
     }
 
     /// Records what a finished call used, after its decision's line.
-    pub fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
+    pub(crate) fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
         // A usage line that cannot be written is reported in the log; the
         // call has ended, there is nothing left to refuse.
         if let Some(audit) = &self.audit {

@@ -21,14 +21,17 @@
 //!   network namespace of their own.
 
 mod background;
-pub mod confine;
+pub(crate) mod confine;
 mod runner;
 mod spawn;
 
-pub use background::{BACKGROUND_KEEP, BackgroundOutput, BackgroundRegistry};
+pub(crate) use background::BackgroundRegistry;
 pub use confine::Confinement;
-pub use runner::{Child, Group, Status, Stream};
-pub use spawn::{Approval, CommandRules, CommandVerdict, Finished, Foreground, Permit, ProcessError, Program, Spawn};
+pub(crate) use runner::{Child, Status, Stream};
+pub(crate) use spawn::{Approval, CommandRules, CommandVerdict, Permit, ProcessError, Program, Spawn};
+// Public only for the bindings (`wasmtime::component::bindgen!` re-exports it); the module is private.
+#[allow(unreachable_pub)]
+pub use spawn::Foreground;
 
 /// What the tests of the process capability share.
 #[cfg(test)]
@@ -38,14 +41,14 @@ pub(crate) mod fixtures {
     use std::time::Duration;
 
     /// A fresh directory as the only working directory.
-    pub fn dirs() -> (tempfile::TempDir, Dirs) {
+    pub(crate) fn dirs() -> (tempfile::TempDir, Dirs) {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         (t, Dirs { cwd: root.clone(), working: vec![root], read_only: vec![] })
     }
 
     /// A granted call with `approval`, no rules, confinement required.
-    pub fn permit(dirs: &Dirs, approval: Approval) -> Permit<'_> {
+    pub(crate) fn permit(dirs: &Dirs, approval: Approval) -> Permit<'_> {
         Permit {
             granted: true,
             approval,
@@ -58,7 +61,7 @@ pub(crate) mod fixtures {
     }
 
     /// `bash -c cmd` with a 10 s timeout.
-    pub fn shell(cmd: &str) -> Spawn {
+    pub(crate) fn shell(cmd: &str) -> Spawn {
         Spawn {
             program: Program::Shell(cmd.into()),
             cwd: None,

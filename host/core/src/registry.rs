@@ -12,10 +12,13 @@ mod schema;
 mod tool;
 
 pub use cache::content_hash;
-pub use load::{CompileProgress, CompileSink, Loader, QUICK_ABOVE};
-pub use optimize::Optimizer;
-pub use plugins::{PluginSet, ToolsChanged, diff, is_component_file};
-pub use pool::{DEFAULT_DEFER_AFTER, Problem, Registry, TOOL_SEARCH};
+pub use load::CompileProgress;
+pub(crate) use load::{CompileSink, Loader, QUICK_ABOVE};
+pub(crate) use optimize::Optimizer;
+pub use plugins::ToolsChanged;
+pub(crate) use plugins::{PluginSet, diff, is_component_file};
+pub use pool::TOOL_SEARCH;
+pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
 pub use schema::{Schema, portability_problems};
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 

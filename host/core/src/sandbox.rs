@@ -5,14 +5,17 @@
 mod bounded;
 mod engine;
 mod instance;
-pub mod network;
+pub(crate) mod network;
 mod store;
 
-pub use crate::grants::CallLimits;
+pub(crate) use crate::grants::CallLimits;
+pub use engine::Allocator;
 pub(crate) use engine::Ticker;
-pub use engine::{Allocator, EPOCH_TICK, PoolSizes, RunningGuard, base_config, quick_config};
-pub use instance::{Gate, GateGuard, Instance};
-pub use store::{CAPTURED_OUTPUT, Captured, GuestFault, HostState, Interrupted, MemoryExceeded, store};
+pub(crate) use engine::{PoolSizes, RunningGuard};
+#[cfg(test)]
+pub(crate) use engine::{base_config, quick_config};
+pub(crate) use instance::{Gate, GateGuard, Instance};
+pub(crate) use store::{CAPTURED_OUTPUT, Captured, GuestFault, HostState, store};
 
 use crate::contract::CallScope;
 use crate::contract::ToolPre;
@@ -21,7 +24,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 /// The engines, their linkers and the admission gate, built once per host.
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     runtime: engine::Runtime,
     linker: Linker<HostState>,
     /// The quick engine's, when there is one.
@@ -49,7 +52,7 @@ impl Sandbox {
     /// most `most_memory` each (at least `limits.memory`: more for tools
     /// granted more), and the linker with WASI and the toolhost interfaces.
     /// The pool also holds the instances kept warm between calls.
-    pub fn new(
+    pub(crate) fn new(
         allocator: Allocator,
         limits: CallLimits,
         most_memory: usize,
@@ -65,17 +68,17 @@ impl Sandbox {
     }
 
     /// The optimizing engine.
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.runtime.engine
     }
 
     /// The quick-compiling engine, if this machine has one.
-    pub fn quick_engine(&self) -> Option<&Engine> {
+    pub(crate) fn quick_engine(&self) -> Option<&Engine> {
         self.runtime.quick.as_ref()
     }
 
     /// The linker for components compiled by `engine` (one of this sandbox's).
-    pub fn linker_for(&self, engine: &Engine) -> &Linker<HostState> {
+    pub(crate) fn linker_for(&self, engine: &Engine) -> &Linker<HostState> {
         match (&self.runtime.quick, &self.quick_linker) {
             (Some(quick), Some(linker)) if Engine::same(quick, engine) => linker,
             _ => &self.linker,
@@ -83,27 +86,27 @@ impl Sandbox {
     }
 
     /// The limits of one call.
-    pub fn limits(&self) -> CallLimits {
+    pub(crate) fn limits(&self) -> CallLimits {
         self.limits
     }
 
     /// The instance allocator in use (after any fallback).
-    pub fn allocator(&self) -> Allocator {
+    pub(crate) fn allocator(&self) -> Allocator {
         self.runtime.allocator
     }
 
     /// Keeps the epoch ticking while the guard lives (so deadlines fire).
-    pub fn running(&self) -> RunningGuard {
+    pub(crate) fn running(&self) -> RunningGuard {
         self.runtime.running()
     }
 
     /// Waits for an instance slot.
-    pub fn admit(&self) -> GateGuard<'_> {
+    pub(crate) fn admit(&self) -> GateGuard<'_> {
         self.gate.enter()
     }
 
     /// A fresh instance of `pre` with `grants`, serving `scope`, within `limits`.
-    pub fn instantiate(
+    pub(crate) fn instantiate(
         &self,
         pre: &ToolPre<HostState>,
         grants: &Grants,

@@ -16,13 +16,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Longest key, in bytes.
-pub const MAX_KEY: usize = 1024;
+pub(crate) const MAX_KEY: usize = 1024;
 /// Largest value, in bytes.
-pub const MAX_VALUE: usize = 64 * 1024;
+pub(crate) const MAX_VALUE: usize = 64 * 1024;
 /// Most bytes of keys and values a session (or one third-party tool's part of it) holds.
-pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BYTES: usize = 4 * 1024 * 1024;
 /// Most keys a session holds.
-pub const MAX_KEYS: usize = 4096;
+pub(crate) const MAX_KEYS: usize = 4096;
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +110,7 @@ impl Session {
         Ok(session)
     }
 
+    /// The session's id.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -171,6 +172,7 @@ impl Session {
         self.has_results.store(true, Ordering::Relaxed);
     }
 
+    /// The value a tool stored under `key` in this session.
     pub fn get(&self, key: &str) -> Option<String> {
         self.lock().entries.get(key).cloned()
     }
@@ -209,6 +211,7 @@ impl Session {
         Ok(())
     }
 
+    /// Removes what a tool stored under `key`.
     pub fn remove(&self, key: &str) {
         let mut state = self.lock();
         if let Some(v) = state.entries.remove(key) {

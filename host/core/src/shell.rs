@@ -7,16 +7,15 @@
 mod classify;
 mod parse;
 
-pub use classify::{
-    Classification, assignment_changes_what_runs, changes_loading, classify, classify_parsed, command_read_only,
-};
-pub use parse::{
-    MAX_COMMAND, MAX_DEPTH, Operator, Parsed, Redirection, SimpleCommand, cache_in, parse, parse_fresh, prepare,
-};
+pub use classify::{classify, classify_parsed, command_read_only};
+
+pub(crate) use classify::{assignment_changes_what_runs, changes_loading};
+pub(crate) use parse::SimpleCommand;
+pub use parse::{MAX_COMMAND, Operator, Parsed, cache_in, parse, parse_fresh};
 
 /// `word` as one shell word: as it is when it needs no quoting, else in
 /// single quotes.
-pub fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b)) {
         word.to_string()
     } else {

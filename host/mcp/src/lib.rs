@@ -7,7 +7,7 @@
 //! one toolhost [`Session`] with its own [`Executor`]. Its calls are
 //! independent requests ([`Calls::Independent`]): each result goes back as
 //! soon as it is ready, and no call is cancelled by another's failure. Each
-//! request awaits its own [`toolhost::scheduler::CallHandle`]; the protocol
+//! request awaits its own [`toolhost::CallHandle`]; the protocol
 //! thread never waits on a tool.
 
 use rmcp::model::{
@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use toolhost::scheduler::{self, CallSetup, Calls, Executor};
 use toolhost::{Answer, Approver, AskRequest, Content, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
+use toolhost::{CallSetup, Calls, Executor};
 
 /// How `toolhost serve` runs calls.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub struct ServeConfig {
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        ServeConfig { max_concurrency: scheduler::DEFAULT_MAX_CONCURRENCY, ask_timeout: Duration::from_secs(600) }
+        ServeConfig { max_concurrency: toolhost::DEFAULT_MAX_CONCURRENCY, ask_timeout: Duration::from_secs(600) }
     }
 }
 
@@ -78,7 +78,11 @@ impl McpSession {
         let executor = Executor::with_config(
             host.clone(),
             Arc::clone(&session),
-            scheduler::Config { max_concurrency: config.max_concurrency, calls: Calls::Independent, approver: None },
+            toolhost::SchedulerConfig {
+                max_concurrency: config.max_concurrency,
+                calls: Calls::Independent,
+                approver: None,
+            },
         );
         McpSession {
             host,
@@ -99,7 +103,7 @@ impl McpSession {
         let deferred = host.deferred_tools();
         host.pool()
             .iter()
-            .filter(|t| t.spec.name != toolhost::registry::TOOL_SEARCH)
+            .filter(|t| t.spec.name != toolhost::TOOL_SEARCH)
             .map(|t| {
                 let schema = match &t.spec.input_schema {
                     Value::Object(o) => o.clone(),

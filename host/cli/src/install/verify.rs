@@ -6,7 +6,7 @@ use minisign_verify::{Error, PublicKey, Signature};
 use std::fmt;
 
 /// `--sha256 HEX`: 64 hex digits in any case, returned lowercase (as
-/// [`toolhost::registry::content_hash`] writes them).
+/// [`toolhost::content_hash`] writes them).
 pub fn parse_sha256(text: &str) -> Result<String, String> {
     let hex = text.trim();
     if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {

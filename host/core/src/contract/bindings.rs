@@ -11,5 +11,5 @@ wasmtime::component::bindgen!({
     with: { "toolhost:tool/process.child": crate::process::Foreground },
 });
 
-pub use self::toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
-pub use exports::toolhost::tool::tool::{CallContext, PermissionDecision};
+pub(crate) use self::toolhost::tool::types::{ContentBlock, InterruptBehavior, PermissionMode, ToolInfo, ToolOutput};
+pub(crate) use exports::toolhost::tool::tool::{CallContext, PermissionDecision};

@@ -28,7 +28,7 @@ macro_rules! frozen_contract {
         use super::bindings::toolhost::tool::types as new;
 
         /// The newest call context, in this version's types.
-        pub fn context(ctx: &new_tool::CallContext) -> std::borrow::Cow<'static, old_tool::CallContext> {
+        pub(crate) fn context(ctx: &new_tool::CallContext) -> std::borrow::Cow<'static, old_tool::CallContext> {
             std::borrow::Cow::Owned(old_tool::CallContext {
                 tool_use_id: ctx.tool_use_id.clone(),
                 session_id: ctx.session_id.clone(),

@@ -5,7 +5,7 @@ use super::CallView;
 use super::bindings::toolhost::tool::output;
 
 /// Most bytes of text one call may stream into its result.
-pub const MAX_STREAMED: usize = 64 << 20;
+pub(crate) const MAX_STREAMED: usize = 64 << 20;
 
 impl output::Host for CallView<'_> {
     fn append(&mut self, text: String) {

@@ -8,7 +8,7 @@ use crate::process::CommandRules;
 /// The permission rules as they apply to one call, for the host imports:
 /// the paths its directory walks must skip, and (through
 /// [`CommandRules`]) the commands it may start. The policy implements it.
-pub trait CallRules: CommandRules {
+pub(crate) trait CallRules: CommandRules {
     /// Absolute glob patterns of what deny and ask rules keep from the
     /// tool's reads (a trailing `/`: directories only).
     fn hidden_paths(&self) -> Vec<String>;

@@ -13,7 +13,9 @@ const MAX_PROGRESS_EVENTS: u32 = 10_000;
 /// A progress report from a running call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
+    /// The call reporting it.
     pub tool_use_id: String,
+    /// What the tool says it is doing.
     pub message: String,
     /// Optional JSON data from the tool.
     pub data: Option<serde_json::Value>,

@@ -8,7 +8,7 @@
 use crate::grants::Allowance;
 
 /// The custom section's name.
-pub const SECTION: &str = "toolhost:requests";
+pub(crate) const SECTION: &str = "toolhost:requests";
 /// Largest requests section accepted.
 const MAX_SECTION: usize = 64 << 10;
 
@@ -16,12 +16,16 @@ const MAX_SECTION: usize = 64 << 10;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestsError {
     #[error("`{SECTION}` is not valid: {0}")]
+    /// The section is not a valid allowance (JSON, lengths, names).
     Invalid(String),
     #[error("it has more than one `{SECTION}` section")]
+    /// The component has two sections, so which one counts is unclear.
     Repeated,
     #[error("it has a `{SECTION}` section already; build it again without one to stamp other requests")]
+    /// Stamping a component that has a section already.
     Stamped,
     #[error("the component cannot be read: {0}")]
+    /// The bytes are not a readable component.
     Unreadable(String),
 }
 

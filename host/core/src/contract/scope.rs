@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 
 /// Everything the host imports need to know about the call.
-pub struct CallScope {
+pub(crate) struct CallScope {
     pub tool: Arc<str>,
     pub tool_use_id: String,
     pub session: Arc<Session>,
@@ -51,7 +51,7 @@ pub struct CallScope {
 
 impl CallScope {
     /// A scope that grants nothing beyond what every tool gets.
-    pub fn new(
+    pub(crate) fn new(
         tool: Arc<str>,
         tool_use_id: String,
         session: Arc<Session>,
@@ -86,7 +86,7 @@ impl CallScope {
     /// cancellation and permission decision; nothing the first run left
     /// (streamed text, its deadline) and no capability (the new Store sets
     /// those from its grants).
-    pub fn again(&self) -> CallScope {
+    pub(crate) fn again(&self) -> CallScope {
         CallScope {
             tool: Arc::clone(&self.tool),
             tool_use_id: self.tool_use_id.clone(),
@@ -125,7 +125,7 @@ impl CallScope {
 
 /// What one host import call works on: the call's scope and the Store's
 /// resource table.
-pub struct CallView<'a> {
+pub(crate) struct CallView<'a> {
     pub scope: &'a mut CallScope,
     pub table: &'a mut ResourceTable,
 }

@@ -11,6 +11,7 @@ use wasmtime::component::Component;
 pub struct Version(pub u64, pub u64, pub u64);
 
 impl Version {
+    /// The newest contract version this host implements.
     pub const HOST: Version = CONTRACT;
 
     pub(super) fn parse(s: &str) -> Option<Version> {
@@ -51,7 +52,7 @@ pub enum Support {
 /// Whether this build loads third-party components built against an
 /// unreleased contract version: debug builds, and builds with the
 /// `unreleased-contract` feature.
-pub const LOADS_UNRELEASED: bool = cfg!(any(debug_assertions, feature = "unreleased-contract"));
+pub(crate) const LOADS_UNRELEASED: bool = cfg!(any(debug_assertions, feature = "unreleased-contract"));
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -82,6 +83,7 @@ pub enum Capability {
 }
 
 impl Capability {
+    /// The interface name (`progress`, `files`, …).
     pub fn name(self) -> &'static str {
         match self {
             Capability::Progress => "progress",
@@ -153,7 +155,7 @@ pub struct Shape {
 }
 
 /// Checks the first bytes of a file: a component, a core module, or neither.
-pub fn check_header(bytes: &[u8]) -> Result<(), ShapeError> {
+pub(crate) fn check_header(bytes: &[u8]) -> Result<(), ShapeError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(ShapeError::NotWasm);
     }
@@ -182,7 +184,7 @@ pub(super) fn contract_version(exports: &[String]) -> Result<Version, ShapeError
 }
 
 /// Reads the contract version and capabilities from a compiled component.
-pub fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
+pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
     let version = contract_version(&exports)?;

@@ -70,7 +70,7 @@ pub(crate) fn support(guest: Version, current: Version, released: impl IntoItera
 macro_rules! versions {
     ($($variant:ident => $module:ident since $since:expr;)+) => {
         /// A tool component linked and ready to instantiate.
-        pub enum ToolPre<T: 'static> {
+        pub(crate) enum ToolPre<T: 'static> {
             $($variant($module::FullPre<T>),)+
         }
 
@@ -86,7 +86,7 @@ macro_rules! versions {
         impl<T: 'static> ToolPre<T> {
             /// The bindings for a component built against contract
             /// `version` (one this host loads, see [`Version::support`]).
-            pub fn new(version: Version, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
+            pub(crate) fn new(version: Version, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
                 let Some(row) = row(version) else {
                     wasmtime::bail!("this host does not run components built against contract {version}");
                 };
@@ -97,14 +97,14 @@ macro_rules! versions {
             }
 
             /// The engine it was compiled by (its stores must be made on it).
-            pub fn engine(&self) -> &wasmtime::Engine {
+            pub(crate) fn engine(&self) -> &wasmtime::Engine {
                 match self {
                     $(ToolPre::$variant(pre) => pre.engine(),)+
                 }
             }
 
             /// A fresh instance in `store`.
-            pub fn instantiate(&self, store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
+            pub(crate) fn instantiate(&self, store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
                 Ok(match self {
                     $(ToolPre::$variant(pre) => Guest::$variant(pre.instantiate(store)?),)+
                 })
@@ -112,38 +112,38 @@ macro_rules! versions {
         }
 
         /// A live tool instance's exports.
-        pub enum Guest {
+        pub(crate) enum Guest {
             $($variant($module::Full),)+
         }
 
         // The newest version's conversions are the identity.
         #[allow(clippy::useless_conversion)]
         impl Guest {
-            pub fn info<S: AsContextMut>(&self, store: S) -> wasmtime::Result<ToolInfo> {
+            pub(crate) fn info<S: AsContextMut>(&self, store: S) -> wasmtime::Result<ToolInfo> {
                 match self {
                     $(Guest::$variant(g) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
                 }
             }
 
-            pub fn is_enabled<S: AsContextMut>(&self, store: S) -> wasmtime::Result<bool> {
+            pub(crate) fn is_enabled<S: AsContextMut>(&self, store: S) -> wasmtime::Result<bool> {
                 match self {
                     $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_enabled(store),)+
                 }
             }
 
-            pub fn is_concurrency_safe<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+            pub(crate) fn is_concurrency_safe<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match self {
                     $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
                 }
             }
 
-            pub fn is_read_only<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+            pub(crate) fn is_read_only<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match self {
                     $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
                 }
             }
 
-            pub fn validate_input<S: AsContextMut>(
+            pub(crate) fn validate_input<S: AsContextMut>(
                 &self,
                 store: S,
                 input: &str,
@@ -157,7 +157,7 @@ macro_rules! versions {
                 }
             }
 
-            pub fn check_permissions<S: AsContextMut>(
+            pub(crate) fn check_permissions<S: AsContextMut>(
                 &self,
                 store: S,
                 input: &str,
@@ -171,7 +171,7 @@ macro_rules! versions {
                 }
             }
 
-            pub fn call<S: AsContextMut>(
+            pub(crate) fn call<S: AsContextMut>(
                 &self,
                 store: S,
                 input: &str,
@@ -197,9 +197,9 @@ versions! {
 /// The newest contract's bindings, in the shape the table expects.
 mod newest {
     use super::*;
-    pub use bindings::{Full, FullPre};
+    pub(super) use bindings::{Full, FullPre};
 
-    pub fn context(ctx: &CallContext) -> Cow<'_, CallContext> {
+    pub(super) fn context(ctx: &CallContext) -> Cow<'_, CallContext> {
         Cow::Borrowed(ctx)
     }
 }

@@ -13,11 +13,14 @@ const MAX_ENTRIES: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DirAccess {
+    /// Reading only.
     ReadOnly,
+    /// Reading and writing.
     ReadWrite,
 }
 
 impl DirAccess {
+    /// As settings and requests write it (`read-only`, `read-write`).
     pub fn name(self) -> &'static str {
         match self {
             DirAccess::ReadOnly => "read-only",
@@ -32,6 +35,7 @@ impl DirAccess {
 pub struct DirRequest {
     /// Relative to the project unless absolute or `~/…`.
     pub path: String,
+    /// How it may be used.
     pub access: DirAccess,
 }
 
@@ -45,6 +49,7 @@ pub struct Allowance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<DirAccess>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Directories besides the working ones, each preopened at its own path.
     pub directories: Vec<DirRequest>,
     /// `name` or `name:port`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -65,6 +70,7 @@ pub struct Allowance {
 }
 
 impl Allowance {
+    /// Whether it asks for, or grants, nothing at all.
     pub fn is_empty(&self) -> bool {
         *self == Allowance::default()
     }

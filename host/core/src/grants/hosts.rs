@@ -19,7 +19,9 @@ pub fn valid_host(host: &str) -> bool {
 /// each optionally followed by `:port`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostPattern {
+    /// Which hosts.
     pub name: HostName,
+    /// Which port; `None` is every port.
     pub port: Option<u16>,
 }
 
@@ -37,6 +39,7 @@ pub enum HostName {
 }
 
 impl HostPattern {
+    /// Reads a pattern as requests and grants write it; `None` if it is not one.
     pub fn parse(text: &str) -> Option<HostPattern> {
         let (name, port) = match text.rsplit_once(':') {
             Some((n, p)) if !n.ends_with(':') && !p.contains(']') && (n.ends_with(']') || !n.contains(':')) => {

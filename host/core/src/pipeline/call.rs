@@ -28,8 +28,11 @@ use tracing::field;
 /// A `tool_use` block from the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolUse {
+    /// The id of the model's `tool_use` block, echoed in the result.
     pub id: String,
+    /// The tool's name (or one of its aliases).
     pub name: String,
+    /// The tool's input, as the model wrote it.
     pub input: Value,
 }
 
@@ -94,7 +97,7 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn new(parts: Parts) -> Pipeline {
+    pub(crate) fn new(parts: Parts) -> Pipeline {
         Pipeline {
             cwd_text: parts.dirs.cwd.to_string_lossy().into_owned(),
             working_text: parts.dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
@@ -114,7 +117,7 @@ impl Pipeline {
     }
 
     /// The tools of `registry` offered by name only.
-    pub fn deferred<'r>(&self, registry: &'r Registry) -> &'r std::collections::BTreeSet<String> {
+    pub(crate) fn deferred<'r>(&self, registry: &'r Registry) -> &'r std::collections::BTreeSet<String> {
         registry.deferred(self.defer_after)
     }
 
@@ -139,12 +142,12 @@ impl Pipeline {
         self.granted.read().unwrap_or_else(|e| e.into_inner()).get(tool).cloned()
     }
 
-    pub fn sandbox(&self) -> &Sandbox {
+    pub(crate) fn sandbox(&self) -> &Sandbox {
         &self.sandbox
     }
 
     /// The tools as they are now.
-    pub fn registry(&self) -> Arc<Registry> {
+    pub(crate) fn registry(&self) -> Arc<Registry> {
         Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -152,7 +155,7 @@ impl Pipeline {
     /// started keep the tools they started with. The rules learn what the
     /// new tools' inputs are; what the user granted a tool that `changed`
     /// (replaced or removed) is forgotten.
-    pub fn swap_registry(&self, registry: Registry, changed: &[String]) {
+    pub(crate) fn swap_registry(&self, registry: Registry, changed: &[String]) {
         self.policy.set_catalog(crate::host::catalog(&registry));
         *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(registry);
         let mut granted = self.granted.write().unwrap_or_else(|e| e.into_inner());
@@ -161,19 +164,19 @@ impl Pipeline {
         }
     }
 
-    pub fn policy(&self) -> &Policy {
+    pub(crate) fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    pub fn dirs(&self) -> &Dirs {
+    pub(crate) fn dirs(&self) -> &Dirs {
         &self.dirs
     }
 
-    pub fn mode(&self) -> PermissionMode {
+    pub(crate) fn mode(&self) -> PermissionMode {
         self.mode
     }
 
-    pub fn background(&self) -> &BackgroundRegistry {
+    pub(crate) fn background(&self) -> &BackgroundRegistry {
         &self.background
     }
 
@@ -196,7 +199,7 @@ impl Pipeline {
     }
 
     /// Runs one call through the whole pipeline.
-    pub fn call(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions) -> ToolResult {
+    pub(crate) fn call(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions) -> ToolResult {
         let started = Instant::now();
         let span = tracing::info_span!(
             "tool_call",
@@ -225,20 +228,20 @@ impl Pipeline {
 
     /// Whether a user interrupt cancels calls of `tool` (its interrupt
     /// behavior is `cancel`); unknown tools: yes.
-    pub fn cancels_on_interrupt(&self, tool: &str) -> bool {
+    pub(crate) fn cancels_on_interrupt(&self, tool: &str) -> bool {
         self.registry().resolve(tool).is_none_or(|t| t.spec.cancel_on_interrupt)
     }
 
     /// Whether a call may run beside other concurrency-safe calls. A tool
     /// that is unknown, input that fails the schema and a tool that cannot
     /// answer within [`CLASSIFY_TIMEOUT`] are not concurrency-safe.
-    pub fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
+    pub(crate) fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
         self.classify(None, tool_use)
     }
 
     /// [`Pipeline::is_concurrency_safe`] for a call of `session`: a tool that
     /// declares `reuse-instance` answers in the session's warm instance.
-    pub fn is_concurrency_safe_in(&self, session: &Arc<Session>, tool_use: &ToolUse) -> bool {
+    pub(crate) fn is_concurrency_safe_in(&self, session: &Arc<Session>, tool_use: &ToolUse) -> bool {
         self.classify(Some(session), tool_use)
     }
 
@@ -288,7 +291,7 @@ impl Pipeline {
     }
 
     /// Forgets the warm instances kept for `session` (it ended).
-    pub fn end_session(&self, session: &Session) {
+    pub(crate) fn end_session(&self, session: &Session) {
         self.warm.forget(session);
     }
 
@@ -304,7 +307,7 @@ impl Pipeline {
     /// Instantiates `tool` in a fresh Store with no capabilities, calls its
     /// cheapest export (`is-enabled`) and drops everything: the floor of a
     /// call's cost.
-    pub fn bare_call(&self, tool: &str) -> Option<bool> {
+    pub(crate) fn bare_call(&self, tool: &str) -> Option<bool> {
         let registry = self.registry();
         let tool = registry.resolve(tool)?;
         let scope = self.scratch_scope(tool, String::new());

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// Most bytes of one result kept on disk.
-pub const MAX_PERSISTED_BYTES: usize = 16 << 20;
+pub(crate) const MAX_PERSISTED_BYTES: usize = 16 << 20;
 /// Most bytes of results one session keeps.
-pub const SESSION_QUOTA: u64 = 256 << 20;
+pub(crate) const SESSION_QUOTA: u64 = 256 << 20;
 /// Most bytes of results all sessions under one data directory keep.
-pub const DATA_QUOTA: u64 = 1 << 30;
+pub(crate) const DATA_QUOTA: u64 = 1 << 30;
 
 /// When the text of `result` is longer than `max_chars`, writes it (at most
 /// [`MAX_PERSISTED_BYTES`] of it) to a file in the session's results

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Characters of an oversized result shown in its preview.
-pub const PREVIEW_CHARS: usize = 2000;
+pub(crate) const PREVIEW_CHARS: usize = 2000;
 
 /// Media types an image block may have.
 pub(crate) const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -16,15 +16,20 @@ const DOCUMENT_TYPES: [&str; 1] = ["application/pdf"];
 /// One block of a result.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
+    /// Text for the model.
     Text(String),
     /// An image, its data base64-encoded.
     Image {
+        /// The MIME type (`image/png`, …).
         media_type: String,
+        /// The bytes, base64-encoded.
         data: String,
     },
     /// A document (a PDF), its data base64-encoded.
     Document {
+        /// The MIME type (`application/pdf`).
         media_type: String,
+        /// The bytes, base64-encoded.
         data: String,
     },
 }
@@ -32,8 +37,11 @@ pub enum Content {
 /// A `tool_result`: what goes back to the model for one `tool_use`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolResult {
+    /// The id of the `tool_use` block this answers.
     pub tool_use_id: String,
+    /// What the model reads.
     pub content: Vec<Content>,
+    /// Whether the call failed (the content says why).
     pub is_error: bool,
     /// Machine-readable output, when the tool gives one (not sent to the model).
     pub structured: Option<Value>,
@@ -59,6 +67,7 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// As a Messages API `tool_result` block, with `usage` beside it.
     pub fn to_json(&self) -> Value {
         json!({
             "wall_us": self.wall_us,

@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// Instances kept at most, across sessions and tools.
-pub const WARM_INSTANCES: u32 = 4;
+pub(crate) const WARM_INSTANCES: u32 = 4;
 /// How long an unused instance is kept.
-pub const IDLE: Duration = Duration::from_secs(60);
+pub(crate) const IDLE: Duration = Duration::from_secs(60);
 
 /// What a kept instance was made for.
 pub(super) struct Key {

@@ -7,9 +7,13 @@ use serde_json::Value;
 /// A request to the user.
 #[derive(Clone, Debug)]
 pub struct AskRequest {
+    /// The tool being called.
     pub tool: String,
+    /// The call's `tool_use` id.
     pub tool_use_id: String,
+    /// The call's input.
     pub input: Value,
+    /// Why the user is asked, in words.
     pub message: String,
     /// Rules that would allow the call ("allow always" adds the first).
     pub suggested_rules: Vec<String>,
@@ -106,10 +110,12 @@ impl Choice {
 /// The user's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
+    /// Allow this call only.
     AllowOnce,
     /// Allow, and add the rule to the local settings so the same call runs
     /// without asking from now on.
     AllowAlways(String),
+    /// Refuse; the text goes to the model.
     Deny(String),
 }
 
@@ -126,6 +132,7 @@ impl Answer {
 /// Asks the user about a call (the CLI's terminal prompt, an MCP elicitation,
 /// a library callback). Called on the thread running the call.
 pub trait Approver: Send + Sync {
+    /// The user's answer to `request`.
     fn ask(&self, request: &AskRequest) -> Answer;
 }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// One decision, as the audit log records it.
-pub struct AuditRecord<'a> {
+pub(crate) struct AuditRecord<'a> {
     pub session: &'a str,
     pub tool: &'a str,
     pub tool_use_id: &'a str,

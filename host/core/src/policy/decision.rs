@@ -75,9 +75,18 @@ impl std::str::FromStr for PermissionMode {
 /// decided how far to trust it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToolCheck {
+    /// Allow, with the input rewritten when it is set.
     Allow(Option<Value>),
+    /// Refuse, with the reason for the model.
     Deny(String),
-    Ask { message: String, suggested_rules: Vec<String> },
+    /// Ask the user, with rules that would allow the call from now on.
+    Ask {
+        /// Why, for the user.
+        message: String,
+        /// Rules that would allow the call from now on.
+        suggested_rules: Vec<String>,
+    },
+    /// No opinion: the rules and the mode decide.
     Passthrough,
 }
 
@@ -121,19 +130,40 @@ impl fmt::Display for Source {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
     /// Run, with the input rewritten when `input` is set.
-    Allow { input: Option<Value>, source: Source },
+    Allow {
+        /// The rewritten input, if any.
+        input: Option<Value>,
+        /// What decided.
+        source: Source,
+    },
     /// Refuse; `message` goes to the model.
-    Deny { message: String, source: Source },
+    Deny {
+        /// Why, for the model.
+        message: String,
+        /// What decided.
+        source: Source,
+    },
     /// Ask the user.
-    Ask { message: String, suggested_rules: Vec<String>, source: Source },
+    Ask {
+        /// Why, for the user.
+        message: String,
+        /// Rules that would allow the call from now on.
+        suggested_rules: Vec<String>,
+        /// What decided.
+        source: Source,
+    },
 }
 
 /// What step 5 needs to know about the call.
 #[derive(Clone, Debug)]
 pub struct Facts<'a> {
+    /// The tool's name.
     pub tool: &'a str,
+    /// The permission mode of the call.
     pub mode: PermissionMode,
+    /// Whether the call only reads.
     pub read_only: bool,
+    /// The tool's own check, as far as the host trusts it.
     pub check: ToolCheck,
     /// The rule of each list that applies.
     pub rules: Verdicts<'a>,
@@ -257,7 +287,7 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
 /// Why writing `path` needs the user's approval in every mode, if it does:
 /// files that configure shells, git, editors, SSH or toolhost itself (a call
 /// that may rewrite them could grant itself more).
-pub fn sensitive_path(path: &Path) -> Option<String> {
+pub(crate) fn sensitive_path(path: &Path) -> Option<String> {
     const DIRS: &[&str] = &[".git", ".ssh", ".toolhost", ".claude", ".vscode", ".idea", ".husky", ".gnupg", ".aws"];
     const FILES: &[&str] = &[
         ".bashrc",
@@ -291,7 +321,7 @@ pub fn sensitive_path(path: &Path) -> Option<String> {
 
 /// Why the call writes a protected path (see [`sensitive_path`]), if it
 /// does: a path it edits, or what its command redirects into.
-pub fn sensitive_write(subject: &Subject<'_>, places: &Places) -> Option<String> {
+pub(crate) fn sensitive_write(subject: &Subject<'_>, places: &Places) -> Option<String> {
     let check = |written: &str| {
         let path = normalize(&places.cwd.join(written));
         sensitive_path(&path).or_else(|| sensitive_path(&resolve(&path)?))

@@ -24,9 +24,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Seconds a hook may run when its configuration names no `timeout`.
-pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 /// Longest `timeout` accepted, in seconds (one day).
-pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// Bytes kept of each of a hook's output streams; the rest is discarded.
 const OUTPUT_CAP: usize = 1 << 20;
 /// Characters of a command kept when naming a hook in messages.
@@ -149,7 +149,7 @@ impl fmt::Display for HookEvent {
 
 /// What a hook receives as JSON on its stdin.
 #[derive(Clone, Copy, Debug)]
-pub struct EventInput<'a> {
+pub(crate) struct EventInput<'a> {
     /// The session the call belongs to.
     pub session_id: &'a str,
     /// The working directory; also the hook's cwd and `TOOLHOST_PROJECT_DIR`.
@@ -170,7 +170,7 @@ pub struct EventInput<'a> {
 
 impl EventInput<'_> {
     /// The JSON object sent to the hooks of `event`.
-    pub fn to_json(&self, event: HookEvent) -> Value {
+    pub(crate) fn json(&self, event: HookEvent) -> Value {
         let mut map = Map::new();
         map.insert("session_id".into(), self.session_id.into());
         map.insert("cwd".into(), self.cwd.into());
@@ -259,7 +259,7 @@ pub enum HookProblem {
 
 /// Hooks compiled once (matchers built), from all settings files together.
 #[derive(Clone, Debug, Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Groups per event, indexed by [`HookEvent::index`], in configuration order.
     events: [Vec<Group>; 3],
 }
@@ -288,13 +288,19 @@ struct Hook {
 }
 
 impl Hooks {
+    /// Whether no hook is configured at all.
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.events.iter().all(Vec::is_empty)
+    }
+
     /// Compiles the `hooks` objects of every settings file; `origin` names
     /// where each came from (a settings file path) and appears in errors.
     ///
     /// Errors: an invalid matcher regex, a hook `type` other than `"command"`,
     /// an empty command, or a timeout that is not a positive number of
     /// seconds up to [`MAX_TIMEOUT_SECS`].
-    pub fn compile(configs: &[(HooksConfig, String)]) -> Result<Hooks, HookConfigError> {
+    pub(crate) fn compile(configs: &[(HooksConfig, String)]) -> Result<Hooks, HookConfigError> {
         let mut compiled = Hooks::default();
         for (config, origin) in configs {
             for event in config.other.keys() {
@@ -328,14 +334,9 @@ impl Hooks {
         Ok(compiled)
     }
 
-    /// Whether no hook is configured at all.
-    pub fn is_empty(&self) -> bool {
-        self.events.iter().all(Vec::is_empty)
-    }
-
     /// Whether any hook of `event` matches `tool` (so the pipeline can skip
     /// building the event when none does).
-    pub fn any(&self, event: HookEvent, tool: &str) -> bool {
+    pub(crate) fn any(&self, event: HookEvent, tool: &str) -> bool {
         self.events[event.index()].iter().any(|g| g.matches(tool))
     }
 
@@ -355,12 +356,12 @@ impl Hooks {
 
     /// Runs every hook of `event` matching `input.tool_name`, concurrently
     /// (one thread each), and combines their answers.
-    pub fn run(&self, event: HookEvent, input: &EventInput<'_>) -> Outcome {
+    pub(crate) fn run(&self, event: HookEvent, input: &EventInput<'_>) -> Outcome {
         let hooks = self.matching(event, input.tool_name);
         if hooks.is_empty() {
             return Outcome::default();
         }
-        let stdin = input.to_json(event).to_string().into_bytes();
+        let stdin = input.json(event).to_string().into_bytes();
         let cwd = input.cwd;
         let replies: Vec<(Reply, Duration)> = if let [hook] = hooks.as_slice() {
             vec![run_hook(event, hook, &stdin, cwd)]

@@ -40,12 +40,16 @@ use std::sync::Arc;
 /// Which list a rule is in. Strength: deny > ask > allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Behavior {
+    /// The call runs without asking.
     Allow,
+    /// The user is asked.
     Ask,
+    /// The call is refused.
     Deny,
 }
 
 impl Behavior {
+    /// Every behavior, in the order rules are listed in settings.
     pub const ALL: [Behavior; 3] = [Behavior::Allow, Behavior::Ask, Behavior::Deny];
 
     fn index(self) -> usize {
@@ -185,7 +189,9 @@ const EDIT_FAMILY: &str = "Edit";
 /// One rule as written: a tool name and optional content.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Rule {
+    /// The tool the rule names.
     pub tool: String,
+    /// What is inside the parentheses, if anything.
     pub content: Option<String>,
 }
 
@@ -226,7 +232,9 @@ impl fmt::Display for Rule {
 /// A rule in a list, with where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleEntry {
+    /// The rule.
     pub rule: Rule,
+    /// What it does to a call it matches.
     pub behavior: Behavior,
     /// Where it was written: a settings file's path, or `command line`.
     pub origin: Arc<str>,
@@ -245,8 +253,11 @@ impl fmt::Display for RuleEntry {
 /// directories, the home directory.
 #[derive(Clone, Debug, Default)]
 pub struct Places {
+    /// The working directory of the call.
     pub cwd: PathBuf,
+    /// The working directories.
     pub working: Vec<PathBuf>,
+    /// The user's home directory, for `~/` rules.
     pub home: Option<PathBuf>,
 }
 
@@ -1110,7 +1121,7 @@ fn match_one(rules: &PathRules, tool: &str, access: PathAccess, path: &Path) -> 
 /// host can name from what the tool declares (its commands, the hosts it
 /// connects to, the paths it touches, else the tool as a whole). Empty when
 /// no rule can (a command substitution).
-pub fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
+pub(crate) fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
     let tool = subject.tool;
     let mut out: Vec<String> = Vec::new();
     let mut add = |rule: String| {

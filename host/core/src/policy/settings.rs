@@ -63,7 +63,9 @@ pub use crate::fsx::SettingsFileError as SettingsError;
 /// Where settings come from. [`Sources::standard`] fills in the usual files.
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
+    /// The managed settings file (the administrator's; strongest).
     pub managed: Option<PathBuf>,
+    /// The user's settings file.
     pub user: Option<PathBuf>,
     /// `.toolhost/settings.json` of the workspace.
     pub project: Option<PathBuf>,
@@ -107,9 +109,11 @@ pub struct Settings {
     pub mode: Option<PermissionMode>,
     /// `permissions.disableBypassPermissionsMode: "disable"` in managed settings.
     pub bypass_disabled: bool,
+    /// `additionalDirectories`, made absolute: working directories beside the workspace.
     pub additional_dirs: Vec<PathBuf>,
     /// Each file's hooks, with the file's name.
     pub hooks: Vec<(HooksConfig, String)>,
+    /// `auditLog`: where decision lines go (the strongest layer's).
     pub audit_log: Option<PathBuf>,
     /// `maxToolConcurrency`: calls the scheduler runs at once (strongest
     /// layer that sets it).
@@ -466,7 +470,7 @@ fn at_line(text: &str, value: &str) -> String {
 
 /// Adds `rule` to the `allow` list of the settings file `file` (creating it
 /// and its directory), keeping everything else in it.
-pub fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
+pub(crate) fn add_allow_rule(file: &Path, rule: &str) -> Result<(), SettingsError> {
     crate::fsx::edit_json(file, |root, invalid| {
         let permissions = root.entry("permissions").or_insert_with(|| serde_json::json!({}));
         let permissions = permissions.as_object_mut().ok_or_else(|| invalid("`permissions` is not an object"))?;

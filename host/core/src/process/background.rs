@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bytes kept per stream of a background process between reads.
-pub const BACKGROUND_KEEP: usize = 8 << 20;
+pub(crate) const BACKGROUND_KEEP: usize = 8 << 20;
 
 /// What a background process's id is made of: `b` (a shell task, as Claude
 /// Code names them) and 8 characters of this alphabet, chosen at random so
@@ -77,7 +77,7 @@ impl Background {
 
 /// What a background process printed since the last read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BackgroundOutput {
+pub(crate) struct BackgroundOutput {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub dropped: u64,
@@ -87,7 +87,7 @@ pub struct BackgroundOutput {
 /// The host's background processes, by id; each belongs to one session.
 /// Dropping the registry (the host ending) kills them all.
 #[derive(Default)]
-pub struct BackgroundRegistry {
+pub(crate) struct BackgroundRegistry {
     /// Mixed into ids when the system's random source fails.
     fallback: AtomicU64,
     running: Mutex<HashMap<String, Arc<Background>>>,
@@ -95,7 +95,7 @@ pub struct BackgroundRegistry {
 
 impl BackgroundRegistry {
     /// Starts a background process for `session`.
-    pub fn start(&self, session: &str, request: Spawn, permit: &Permit<'_>) -> Result<String, ProcessError> {
+    pub(crate) fn start(&self, session: &str, request: Spawn, permit: &Permit<'_>) -> Result<String, ProcessError> {
         let (mut cmd, confined) = prepare(&request, permit)?;
         let child =
             Child::start(&mut cmd, request.stdin.clone()).map_err(|e| ProcessError::SpawnFailed(e.to_string()))?;
@@ -153,7 +153,7 @@ impl BackgroundRegistry {
     }
 
     /// Output since the last read, and the state.
-    pub fn read(&self, session: &str, id: &str) -> Result<BackgroundOutput, ProcessError> {
+    pub(crate) fn read(&self, session: &str, id: &str) -> Result<BackgroundOutput, ProcessError> {
         let entry = self.get(session, id)?;
         // Status first: once it is set, every byte is already in the buffers.
         let status = if entry.done.load(Ordering::Acquire) {
@@ -172,14 +172,14 @@ impl BackgroundRegistry {
     }
 
     /// Kills a background process group.
-    pub fn kill(&self, session: &str, id: &str) -> Result<(), ProcessError> {
+    pub(crate) fn kill(&self, session: &str, id: &str) -> Result<(), ProcessError> {
         self.get(session, id)?.group.kill();
         Ok(())
     }
 
     /// The session ended: its processes still running are killed, and all
     /// of its processes (with their unread output) are forgotten.
-    pub fn end_session(&self, session: &str) {
+    pub(crate) fn end_session(&self, session: &str) {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|_, entry| {
             if entry.session != session {

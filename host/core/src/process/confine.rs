@@ -45,7 +45,7 @@ impl std::str::FromStr for Confinement {
 
 /// What a child may reach.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Directories the child may write (and everything below them).
     pub writable: Vec<PathBuf>,
     /// Whether the child keeps the host's network.
@@ -54,7 +54,7 @@ pub struct Plan {
 }
 
 /// A command made ready to start confined.
-pub struct Confined {
+pub(crate) struct Confined {
     /// Confinement that could not be applied (best-effort mode only), for
     /// the result and the log.
     pub missing: Vec<String>,
@@ -69,7 +69,7 @@ const WANTED: ABI = ABI::V6;
 /// Arranges for `cmd` to start confined according to `plan`. Keep the result
 /// alive until the command is spawned. Fails when the plan requires what the
 /// kernel cannot do.
-pub fn apply(cmd: &mut Command, plan: &Plan) -> Result<Confined, String> {
+pub(crate) fn apply(cmd: &mut Command, plan: &Plan) -> Result<Confined, String> {
     let mut missing = Vec::new();
     let ruleset = match landlock_ruleset(&plan.writable) {
         Ok(fd) => Some(fd),
@@ -252,7 +252,7 @@ unsafe fn write_proc(path: &std::ffi::CStr, data: &std::ffi::CStr) -> std::io::R
 }
 
 /// A private temporary directory for a session's commands.
-pub fn temp_dir(session_dir: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn temp_dir(session_dir: &Path) -> std::io::Result<PathBuf> {
     let dir = session_dir.join("tmp");
     std::fs::create_dir_all(&dir)?;
     Ok(dir)

@@ -24,14 +24,14 @@ const REAP_GRACE: Duration = Duration::from_millis(100);
 
 /// Which output stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Exited(i32),
     Signaled(i32),
 }
@@ -52,7 +52,7 @@ enum Piece {
 }
 
 /// A running child process and its process group.
-pub struct Child {
+pub(crate) struct Child {
     /// Taken only by [`Drop`], to hand a stuck child to a reaping thread.
     child: Option<std::process::Child>,
     group: Arc<Group>,
@@ -64,7 +64,7 @@ pub struct Child {
 
 /// A child's process group, to kill it from another thread (a background
 /// command's reader owns the [`Child`]).
-pub struct Group {
+pub(crate) struct Group {
     pgid: libc::pid_t,
     /// Set, under the lock, once the leader is reaped: from then on the group
     /// id may name other processes and is never signalled.
@@ -73,7 +73,7 @@ pub struct Group {
 
 impl Group {
     /// Kills every process of the group (nothing once the leader is reaped).
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         let reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
         if !*reaped && self.pgid > 0 {
             // SAFETY: killpg has no memory-safety preconditions; the leader is
@@ -87,9 +87,15 @@ impl Group {
 }
 
 impl Child {
+    /// The process id of the leader (also the process group's id).
+    #[cfg(test)]
+    fn id(&self) -> u32 {
+        self.group.pgid.unsigned_abs()
+    }
+
     /// Starts `command` in a process group of its own, with stdout and stderr
     /// piped and stdin fed `stdin` (then closed) or empty.
-    pub fn start(command: &mut Command, stdin: Option<Vec<u8>>) -> std::io::Result<Child> {
+    pub(crate) fn start(command: &mut Command, stdin: Option<Vec<u8>>) -> std::io::Result<Child> {
         command
             .process_group(0)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
@@ -126,13 +132,8 @@ impl Child {
         io.map(|()| started)
     }
 
-    /// The process id of the leader (also the process group's id).
-    pub fn id(&self) -> u32 {
-        self.group.pgid.unsigned_abs()
-    }
-
     /// The process group, for killing it from elsewhere.
-    pub fn group(&self) -> Arc<Group> {
+    pub(crate) fn group(&self) -> Arc<Group> {
         Arc::clone(&self.group)
     }
 
@@ -143,7 +144,7 @@ impl Child {
     /// Output that arrives before `until`, and whatever else is ready then
     /// (up to about 1 MiB): an empty list if nothing came in time, `None` once
     /// both streams have closed.
-    pub fn read(&mut self, until: Instant) -> Option<Vec<(Stream, Vec<u8>)>> {
+    pub(crate) fn read(&mut self, until: Instant) -> Option<Vec<(Stream, Vec<u8>)>> {
         let mut out = Vec::new();
         let mut bytes = 0;
         while self.open > 0 {
@@ -182,7 +183,7 @@ impl Child {
 
     /// Whether the leader has exited. It is not reaped yet (so the group id
     /// still names this run's group): [`Child::reap`] collects its status.
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         if self.status.is_some() {
             return true;
         }
@@ -216,7 +217,7 @@ impl Child {
 
     /// Waits for the leader to exit, polling (backing off from 20 µs to
     /// 5 ms) until `until` or until `stop` says to give up; whether it exited.
-    pub fn wait_exit(&mut self, until: Instant, stop: &mut dyn FnMut() -> bool) -> bool {
+    pub(crate) fn wait_exit(&mut self, until: Instant, stop: &mut dyn FnMut() -> bool) -> bool {
         let mut pause = Duration::from_micros(20);
         loop {
             if self.exited() {
@@ -232,7 +233,7 @@ impl Child {
     }
 
     /// The leader's exit status, reaping it (waits for it to go).
-    pub fn reap(&mut self) -> Status {
+    pub(crate) fn reap(&mut self) -> Status {
         if let Some(status) = self.status {
             return status;
         }
@@ -243,7 +244,7 @@ impl Child {
     }
 
     /// Kills the whole process group (nothing once the leader is reaped).
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.group.kill();
     }
 }
@@ -394,7 +395,7 @@ mod keeper {
 
     /// Spawns `command` from the spawner thread (from this one, without the
     /// parent-death signal, if that thread could not be started).
-    pub fn spawn(mut command: Command) -> std::io::Result<std::process::Child> {
+    pub(super) fn spawn(mut command: Command) -> std::io::Result<std::process::Child> {
         let Some(keeper) = thread() else { return command.spawn() };
         let (reply, answer) = sync_channel(1);
         let sent = keeper.lock().unwrap_or_else(|e| e.into_inner()).send((command, reply));

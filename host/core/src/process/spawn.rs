@@ -17,7 +17,7 @@ const ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAG
 /// What a call may start, decided by the permission step. Whatever it is,
 /// a command a deny rule forbids never starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Approval {
+pub(crate) enum Approval {
     /// Nothing (before the permission decision, or no grant).
     #[default]
     Nothing,
@@ -35,7 +35,7 @@ pub enum Approval {
 
 /// Why a start or an operation was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProcessError {
+pub(crate) enum ProcessError {
     NotPermitted(String),
     BadDirectory(String),
     SpawnFailed(String),
@@ -44,7 +44,7 @@ pub enum ProcessError {
 
 /// What to run.
 #[derive(Clone, Debug)]
-pub enum Program {
+pub(crate) enum Program {
     Shell(String),
     Argv(Vec<String>),
 }
@@ -61,7 +61,7 @@ impl Program {
 
 /// A request to start a process.
 #[derive(Clone, Debug)]
-pub struct Spawn {
+pub(crate) struct Spawn {
     pub program: Program,
     pub cwd: Option<String>,
     pub env: Vec<(String, String)>,
@@ -72,7 +72,7 @@ pub struct Spawn {
 /// The permission rules on commands, checked again at every start (so a
 /// component cannot run something other than what the call was approved
 /// for). The policy implements it.
-pub trait CommandRules: Send + Sync {
+pub(crate) trait CommandRules: Send + Sync {
     /// Whether there are no rules at all (then nothing is checked).
     fn is_empty(&self) -> bool;
     /// The rules' verdict on a command.
@@ -81,7 +81,7 @@ pub trait CommandRules: Send + Sync {
 
 /// What the rules say about one command.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CommandVerdict {
+pub(crate) struct CommandVerdict {
     /// The deny rule that forbids it, as a sentence's subject
     /// (`deny rule \`Bash(rm:*)\` (origin)`).
     pub deny: Option<String>,
@@ -93,7 +93,7 @@ pub struct CommandVerdict {
 }
 
 /// The facts of the call that decide whether a start is allowed.
-pub struct Permit<'a> {
+pub(crate) struct Permit<'a> {
     /// The tool is granted the process capability.
     pub granted: bool,
     pub approval: Approval,
@@ -244,6 +244,7 @@ fn working_dir(requested: Option<&str>, dirs: &Dirs) -> Result<PathBuf, ProcessE
 
 /// A foreground process of a call (the `child` resource of the contract):
 /// killed with its group at its deadline, on cancellation, and when dropped.
+#[allow(unreachable_pub)] // named by the bindings, which re-export it
 pub struct Foreground {
     child: Child,
     deadline: Instant,
@@ -255,7 +256,7 @@ pub struct Foreground {
 
 /// How a foreground process finished.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub status: Status,
     pub timed_out: bool,
     pub cancelled: bool,
@@ -265,7 +266,7 @@ pub struct Finished {
 impl Foreground {
     /// Starts a foreground process, stopped at its own timeout or at the
     /// call's deadline, whichever comes first.
-    pub fn spawn(
+    pub(crate) fn spawn(
         request: Spawn,
         permit: &Permit<'_>,
         call_deadline: Option<Instant>,
@@ -295,7 +296,7 @@ impl Foreground {
 
     /// Output that arrived within `wait` (at most a second); `None` once both
     /// streams closed.
-    pub fn read(&mut self, wait: Duration, cancel: Option<&AtomicBool>) -> Option<Vec<(Stream, Vec<u8>)>> {
+    pub(crate) fn read(&mut self, wait: Duration, cancel: Option<&AtomicBool>) -> Option<Vec<(Stream, Vec<u8>)>> {
         let until = Instant::now() + wait.min(Duration::from_secs(1));
         loop {
             self.enforce(cancel);
@@ -319,7 +320,7 @@ impl Foreground {
 
     /// Waits for the process to end, killing it at its deadline or on
     /// cancellation.
-    pub fn wait(&mut self, cancel: Option<&AtomicBool>) -> Finished {
+    pub(crate) fn wait(&mut self, cancel: Option<&AtomicBool>) -> Finished {
         let deadline = self.deadline;
         if !self.child.wait_exit(deadline, &mut || cancel.is_some_and(|c| c.load(Ordering::Relaxed))) {
             self.enforce(cancel);
@@ -332,7 +333,7 @@ impl Foreground {
     }
 
     /// Kills the process group.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.child.kill();
     }
 }

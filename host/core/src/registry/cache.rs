@@ -13,13 +13,13 @@ pub fn content_hash(bytes: &[u8]) -> String {
 }
 
 /// The cache key of a component whose content hash is `content` for `engine`.
-pub fn key(engine: &Engine, content: &str) -> String {
+pub(super) fn key(engine: &Engine, content: &str) -> String {
     crate::fsx::artifact_key("toolhost-component-cache-v1", engine, content)
 }
 
 /// Whether a compiled form of the component with content hash `content` is
 /// in the cache (whether it is usable is known once it is read).
-pub fn has_compiled(engine: &Engine, content: &str, dir: &Path) -> bool {
+pub(super) fn has_compiled(engine: &Engine, content: &str, dir: &Path) -> bool {
     component_path(dir, engine, content).exists()
 }
 
@@ -31,7 +31,7 @@ fn component_path(dir: &Path, engine: &Engine, content: &str) -> std::path::Path
 /// The artifact cached for the component whose SHA-256 is `content`, if
 /// there is a usable one. A missing, unreadable or stale entry is `None` (it
 /// only costs a compile).
-pub fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
+pub(super) fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
     let path = component_path(dir, engine, content);
     if !path.exists() {
         return None;
@@ -52,7 +52,7 @@ pub fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
 /// compiles it and caches the result. Cache failures only cost time: a
 /// missing, unreadable or stale entry is compiled afresh; an unwritable cache
 /// directory means compiling at every start.
-pub fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
+pub(super) fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
     let Some(dir) = dir else { return Component::new(engine, wasm) };
     if let Some(component) = cached(engine, content, dir) {
         return Ok(component);
@@ -76,7 +76,7 @@ const SPEC_FORMAT: u32 = 6;
 /// the warnings loading gave, and the component's shape and requests (so a
 /// start can grant it without reading the component or its compiled form).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Described {
+pub(super) struct Described {
     pub spec: super::tool::ToolSpec,
     pub warnings: Vec<String>,
     pub shape: crate::contract::Shape,
@@ -85,18 +85,18 @@ pub struct Described {
 }
 
 /// Where the description of the component with content hash `content` is kept.
-pub fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
+pub(super) fn spec_path(dir: &Path, engine: &Engine, content: &str) -> std::path::PathBuf {
     dir.join("components").join(format!("{}.spec-v{SPEC_FORMAT}.json", key(engine, content)))
 }
 
 /// A saved description, if there is a readable one (the loader checks it
 /// again before using it).
-pub fn read_spec(path: &Path) -> Option<Described> {
+pub(super) fn read_spec(path: &Path) -> Option<Described> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// Saves a description (a failure only costs the next start some time).
-pub fn write_spec(path: &Path, described: &Described) {
+pub(super) fn write_spec(path: &Path, described: &Described) {
     let write = || -> std::io::Result<()> { crate::fsx::replace_file(path, &serde_json::to_vec(described)?) };
     if let Err(e) = write() {
         tracing::warn!(path = %path.display(), error = %e, "could not save a tool description");
@@ -106,7 +106,7 @@ pub fn write_spec(path: &Path, described: &Described) {
 /// Removes the compiled form `engine` made of the component with content
 /// hash `content` (a quick compile, once the optimized one is cached). A
 /// process still using it keeps its mapping.
-pub fn remove(engine: &Engine, content: &str, dir: &Path) {
+pub(super) fn remove(engine: &Engine, content: &str, dir: &Path) {
     let path = component_path(dir, engine, content);
     if let Err(e) = std::fs::remove_file(&path)
         && e.kind() != std::io::ErrorKind::NotFound

@@ -25,7 +25,7 @@ use std::time::Duration;
 use wasmtime::component::Component;
 
 /// Loads components into a registry.
-pub struct Loader<'a> {
+pub(crate) struct Loader<'a> {
     pub sandbox: &'a Sandbox,
     /// Where compiled components (and built-ins' descriptions) are cached.
     pub cache_dir: Option<&'a Path>,
@@ -53,7 +53,7 @@ pub struct Loader<'a> {
 
 /// The size from which a plugin's first load compiles quick: Cranelift
 /// takes about a second per megabyte on two cores, Winch a quarter of that.
-pub const QUICK_ABOVE: usize = 1 << 20;
+pub(crate) const QUICK_ABOVE: usize = 1 << 20;
 
 /// A compile that takes long (the first load of a large component): told
 /// once a second while it runs, and once when it is done.
@@ -63,12 +63,14 @@ pub struct CompileProgress {
     pub source: String,
     /// The component's size.
     pub bytes: usize,
+    /// Time since the compile started.
     pub elapsed: Duration,
+    /// Whether it has finished.
     pub done: bool,
 }
 
 /// Receives [`CompileProgress`].
-pub type CompileSink = Arc<dyn Fn(&CompileProgress) + Send + Sync>;
+pub(crate) type CompileSink = Arc<dyn Fn(&CompileProgress) + Send + Sync>;
 
 /// A compile shorter than this is not reported.
 const REPORT_AFTER: Duration = Duration::from_secs(1);
@@ -76,7 +78,7 @@ const REPORT_AFTER: Duration = Duration::from_secs(1);
 impl Loader<'_> {
     /// Loads the built-in tools embedded in the binary. A built-in that does
     /// not load is a fault of the build: its name and why.
-    pub fn builtins(&self, registry: &mut Registry) -> Result<(), (String, LoadError)> {
+    pub(crate) fn builtins(&self, registry: &mut Registry) -> Result<(), (String, LoadError)> {
         let loaded = in_parallel(builtins::EMBEDDED, |embedded| {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
             let source = format!("built-in {}", embedded.crate_dir);
@@ -127,7 +129,7 @@ impl Loader<'_> {
     /// Loads a third-party component file: size and header check, compile
     /// (cached, within [`COMPILE_TIMEOUT`]), shape check, link, describe. A
     /// third-party tool is granted what it requested and the operator granted.
-    pub fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    pub(crate) fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         self.read_and_load(path).1
     }
 
@@ -136,7 +138,7 @@ impl Loader<'_> {
     /// reviewing a component before granting it anything. A component that
     /// imports a capability it does not request is still refused (no grant
     /// could ever load it).
-    pub fn component_file_as_requested(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    pub(crate) fn component_file_as_requested(&self, path: &Path) -> Result<LoadedTool, LoadError> {
         self.read_and(path, true).1
     }
 
@@ -320,24 +322,24 @@ impl Loader<'_> {
 }
 
 /// Largest component file loaded.
-pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 /// How long compiling one component may take before it is skipped (the
 /// compile goes on in the background and lands in the cache).
-pub const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a tool may take to instantiate and describe itself.
-pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most aliases a tool keeps; more are dropped with a warning.
-pub const MAX_ALIASES: usize = 8;
+pub(crate) const MAX_ALIASES: usize = 8;
 /// Longest one-line description, in characters; longer ones are cut.
-pub const MAX_DESCRIPTION: usize = 1_024;
+pub(crate) const MAX_DESCRIPTION: usize = 1_024;
 /// Longest model-facing prompt, in characters; longer ones are cut.
-pub const MAX_PROMPT: usize = 32_768;
+pub(crate) const MAX_PROMPT: usize = 32_768;
 /// Longest search hint, in characters; longer ones are cut.
-pub const MAX_SEARCH_HINT: usize = 256;
+pub(crate) const MAX_SEARCH_HINT: usize = 256;
 /// Largest input or output schema, in bytes of JSON; larger ones are refused.
-pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// Deepest nesting of an input or output schema; deeper ones are refused.
-pub const MAX_SCHEMA_DEPTH: usize = 32;
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
 
 impl Loader<'_> {
     /// The component compiled (through the cache), and whether by the quick

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 /// Told the content hash of each component whose optimized form is now in
 /// the cache.
-pub type Optimized = Box<dyn Fn(&str) + Send + 'static>;
+pub(super) type Optimized = Box<dyn Fn(&str) + Send + 'static>;
 
 struct Job {
     hash: String,
@@ -24,7 +24,7 @@ struct Job {
 /// [`Optimizer::start`] wait for it (a host's first scan runs before the
 /// host exists to be told).
 #[derive(Default)]
-pub struct Optimizer {
+pub(crate) struct Optimizer {
     state: Mutex<State>,
 }
 

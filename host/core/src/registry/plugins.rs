@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 /// Every component file of the plugins directory, as last loaded.
 #[derive(Default)]
-pub struct PluginSet {
+pub(crate) struct PluginSet {
     files: BTreeMap<PathBuf, PluginFile>,
 }
 
@@ -174,7 +174,7 @@ impl PluginSet {
 
     /// Loads `dir` as it is now. Files that did not change since `previous`
     /// keep what they gave; the others load (several at once).
-    pub fn scan(loader: &Loader<'_>, dir: &Path, previous: &PluginSet) -> Result<PluginSet, std::io::Error> {
+    pub(crate) fn scan(loader: &Loader<'_>, dir: &Path, previous: &PluginSet) -> Result<PluginSet, std::io::Error> {
         let mut files = BTreeMap::new();
         let mut fresh = Vec::new();
         let now = SystemTime::now();
@@ -238,7 +238,7 @@ impl PluginSet {
     /// quick, now that the cache holds its optimized compile: its tool is
     /// replaced by the optimized one (a file changed since is left to the
     /// next reload). The names of the tools replaced.
-    pub fn promote(&mut self, loader: &Loader<'_>, hash: &str) -> Vec<String> {
+    pub(crate) fn promote(&mut self, loader: &Loader<'_>, hash: &str) -> Vec<String> {
         let mut promoted = Vec::new();
         for (path, file) in &mut self.files {
             let Outcome::Loaded(tool) = &file.outcome else { continue };
@@ -262,7 +262,7 @@ impl PluginSet {
 
     /// Registers the plugins after `builtins`, in file-name order, noting
     /// each file that failed.
-    pub fn register(&self, registry: &mut Registry) {
+    pub(crate) fn register(&self, registry: &mut Registry) {
         for (path, file) in &self.files {
             let source = path.display().to_string();
             match &file.outcome {
@@ -322,13 +322,13 @@ fn rejected(why: &str) -> String {
 
 /// Whether `path` names a component file the directory loads (`*.wasm`, not
 /// hidden: an installer's temporary file is neither).
-pub fn is_component_file(path: &Path) -> bool {
+pub(crate) fn is_component_file(path: &Path) -> bool {
     path.extension().is_some_and(|x| x == "wasm")
         && !path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'))
 }
 
 /// What changed from `before` to `after`, by tool name (aliases aside).
-pub fn diff(before: &Registry, after: &Registry, previous: &PluginSet, now: &PluginSet) -> ToolsChanged {
+pub(crate) fn diff(before: &Registry, after: &Registry, previous: &PluginSet, now: &PluginSet) -> ToolsChanged {
     let names = |r: &Registry| -> BTreeMap<String, Arc<LoadedTool>> {
         r.all().iter().filter(|t| t.spec.enabled).map(|t| (t.spec.name.clone(), Arc::clone(t))).collect()
     };

@@ -10,7 +10,7 @@ pub const TOOL_SEARCH: &str = "ToolSearch";
 
 /// Third-party tools offered in full before the rest are deferred, unless
 /// the settings' `deferToolsAfter` says otherwise.
-pub const DEFAULT_DEFER_AFTER: usize = 30;
+pub(crate) const DEFAULT_DEFER_AFTER: usize = 30;
 
 /// A component that could not be registered, and why; or one registered
 /// with part of its declaration cut.
@@ -23,7 +23,7 @@ pub struct Problem {
 
 /// Every loaded tool.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     tools: Vec<Arc<LoadedTool>>,
     names: HashMap<String, usize>,
     problems: Vec<Problem>,
@@ -36,13 +36,13 @@ impl Registry {
     /// Registers `tool`. Names are unique: the first holder keeps a name (the
     /// built-ins are registered first, so on a clash the built-in wins); a
     /// clashing alias is dropped with a problem noted.
-    pub fn add(&mut self, tool: LoadedTool, source: &str) {
+    pub(crate) fn add(&mut self, tool: LoadedTool, source: &str) {
         self.add_shared(Arc::new(tool), source);
     }
 
     /// [`Registry::add`] of a tool another registry may hold too (a reload
     /// keeps the tools whose files did not change).
-    pub fn add_shared(&mut self, tool: Arc<LoadedTool>, source: &str) {
+    pub(crate) fn add_shared(&mut self, tool: Arc<LoadedTool>, source: &str) {
         if let Some(&i) = self.names.get(&tool.spec.name) {
             let holder = &self.tools[i];
             let kind = if holder.origin == Origin::Builtin { "built-in" } else { "tool" };
@@ -74,18 +74,18 @@ impl Registry {
     }
 
     /// Notes a component that could not be loaded.
-    pub fn problem(&mut self, source: &str, message: String) {
+    pub(crate) fn problem(&mut self, source: &str, message: String) {
         tracing::warn!(source, "{message}");
         self.problems.push(Problem { source: source.to_string(), message });
     }
 
     /// The tool called `name` (or with that alias).
-    pub fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+    pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.names.get(name).map(|&i| &self.tools[i])
     }
 
     /// A registry of the built-ins of this one (what a reload starts from).
-    pub fn builtins_only(&self) -> Registry {
+    pub(crate) fn builtins_only(&self) -> Registry {
         let mut registry = Registry::default();
         for tool in self.tools.iter().filter(|t| t.origin == Origin::Builtin) {
             registry.add_shared(Arc::clone(tool), &format!("builtin:{}", tool.spec.name));
@@ -94,11 +94,11 @@ impl Registry {
     }
 
     /// Every registered tool, enabled or not, in registration order.
-    pub fn all(&self) -> &[Arc<LoadedTool>] {
+    pub(crate) fn all(&self) -> &[Arc<LoadedTool>] {
         &self.tools
     }
 
-    pub fn problems(&self) -> &[Problem] {
+    pub(crate) fn problems(&self) -> &[Problem] {
         &self.problems
     }
 
@@ -106,7 +106,7 @@ impl Registry {
     /// those that ask to be deferred (`should-defer`), and the third-party
     /// tools after the first `after` in pool order; never one that asks to
     /// be always loaded (`always-load`), nor ToolSearch itself.
-    pub fn deferred(&self, after: usize) -> &BTreeSet<String> {
+    pub(crate) fn deferred(&self, after: usize) -> &BTreeSet<String> {
         let (known_after, known) = self.deferred.get_or_init(|| (after, self.work_out_deferred(after)));
         debug_assert_eq!(*known_after, after, "one host defers after one count");
         known
@@ -133,7 +133,7 @@ impl Registry {
 
     /// The pool offered to the model: enabled tools, the built-ins sorted by
     /// name as a stable prefix, then third-party tools sorted by name.
-    pub fn pool(&self) -> Vec<Arc<LoadedTool>> {
+    pub(crate) fn pool(&self) -> Vec<Arc<LoadedTool>> {
         let mut pool: Vec<Arc<LoadedTool>> = self.tools.iter().filter(|t| t.spec.enabled).cloned().collect();
         pool.sort_by(|a, b| {
             let rank = |t: &LoadedTool| u8::from(t.origin != Origin::Builtin);

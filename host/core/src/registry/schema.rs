@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// A compiled schema.
 pub struct Schema {
+    /// The schema as JSON.
     pub json: Value,
     validator: jsonschema::Validator,
     /// Why the tool's schema could not be compiled, if it could not.

@@ -23,18 +23,29 @@ pub enum Origin {
 /// What a tool says about itself (the contract's `tool-info`), parsed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// Other names it answers to.
     pub aliases: Vec<String>,
+    /// One line for people and tool lists.
     pub description: String,
+    /// What the model is told about it.
     pub prompt: String,
+    /// Words ToolSearch matches a deferred tool by.
     pub search_hint: Option<String>,
+    /// The JSON Schema of its input.
     pub input_schema: Value,
+    /// The JSON Schema of its structured output, if it has one.
     pub output_schema: Option<Value>,
+    /// Results longer than this are saved to a file and the model gets a preview.
     pub max_result_size_chars: Option<u64>,
+    /// Offered to the model only after ToolSearch loads it.
     pub should_defer: bool,
+    /// Never deferred, however many tools there are.
     pub always_load: bool,
     /// Whether a user interrupt stops a running call (`true`) or lets it finish.
     pub cancel_on_interrupt: bool,
+    /// Whether it is offered at all (its `is-enabled`).
     pub enabled: bool,
     /// The classification the tool declares for every input.
     #[serde(default)]
@@ -73,6 +84,7 @@ pub struct InputRoles {
 pub struct PathField {
     /// A top-level property, or a JSON Pointer (`/a/b`) to a nested one.
     pub field: String,
+    /// How the tool uses the path.
     pub access: PathAccess,
 }
 
@@ -141,8 +153,11 @@ fn strings<'a>(input: &'a Value, field: &str) -> Vec<&'a str> {
 /// or no claim).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Hints {
+    /// Every call only reads.
     pub read_only: Option<bool>,
+    /// Every call may destroy data.
     pub destructive: Option<bool>,
+    /// Every call may run beside others.
     pub concurrency_safe: Option<bool>,
 }
 
@@ -177,6 +192,7 @@ impl ToolSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error(transparent)]
+    /// Not a usable component (its shape, contract version or imports).
     Shape(#[from] ShapeError),
     #[error(
         "imports the `{}` capability, which is not granted to it (a tool asks for it with {} in its requests, \
@@ -184,26 +200,36 @@ pub enum LoadError {
         .0.name(),
         request_for(*.0)
     )]
+    /// It imports a capability that was not granted.
     NotGranted(Capability),
     #[error("could not be compiled: {0}")]
+    /// wasmtime could not compile it.
     Compile(String),
     #[error("could not be linked: {0}")]
+    /// Its imports could not be linked.
     Link(String),
     #[error("failed while describing itself: {0}")]
+    /// It failed while answering `info`.
     Describe(String),
     #[error("declares an invalid tool: {0}")]
+    /// What it declared is not a valid tool.
     Invalid(String),
     #[error(transparent)]
-    Allowance(#[from] RequestsError),
+    /// Its `toolhost:requests` section is unusable.
+    Requests(#[from] RequestsError),
     #[error("{0}")]
+    /// Its file is larger than the host accepts.
     TooLarge(String),
     #[error("{0}")]
+    /// Compiling or describing it took too long.
     TimedOut(String),
 }
 
 /// A tool ready to serve calls.
 pub struct LoadedTool {
+    /// What it says about itself.
     pub spec: ToolSpec,
+    /// Where it came from.
     pub origin: Origin,
     /// What it may use: for a third-party tool, requested ∩ granted.
     pub grants: Grants,
@@ -211,6 +237,7 @@ pub struct LoadedTool {
     pub requests: Allowance,
     /// What it requested and was not granted, one line each.
     pub missing: Vec<String>,
+    /// Its contract version and the capabilities it imports.
     pub shape: Shape,
     pub(crate) linked: Linked,
     /// Compiled on first use (most runs use few tools); a plugin's new

@@ -29,7 +29,7 @@ const CANCEL_CHECK: Duration = Duration::from_millis(5);
 
 /// Replaces the waiting functions of `wasi:io/poll` and `wasi:io/streams`
 /// (added by `wasmtime_wasi::p2::add_to_linker_sync`) with bounded ones.
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let added = poll::add_to_linker::<HostState, BoundedIo>(linker, BoundedIo::view)
         .and_then(|()| streams::add_to_linker::<HostState, BoundedIo>(linker, BoundedIo::view));
@@ -38,7 +38,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 }
 
 /// The Store's resource table, seen with the call's limits.
-pub struct Bounded<'a> {
+pub(super) struct Bounded<'a> {
     table: &'a mut ResourceTable,
     deadline: Option<(Instant, Duration)>,
     cancel: Option<&'a AtomicBool>,

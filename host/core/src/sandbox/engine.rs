@@ -12,7 +12,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, Po
 
 /// How often the epoch advances while calls run: the resolution of timeouts
 /// and cancellation for a guest spinning in wasm.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Which instance allocator to use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl std::str::FromStr for Allocator {
 
 /// Sizes of the instance pool.
 #[derive(Clone, Copy, Debug)]
-pub struct PoolSizes {
+pub(crate) struct PoolSizes {
     /// Tool instances alive at once (one per running call).
     pub instances: u32,
     /// Largest linear memory of one instance, in bytes.
@@ -49,7 +49,7 @@ pub struct PoolSizes {
 }
 
 /// The engines plus what keeps them ticking.
-pub struct Runtime {
+pub(super) struct Runtime {
     /// Optimizing (Cranelift), with the chosen allocator.
     pub engine: Engine,
     /// Quick to compile (Winch), slower code; the on-demand allocator (its
@@ -62,7 +62,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// Creates the engine with the requested allocator.
-    pub fn new(allocator: Allocator, sizes: PoolSizes) -> wasmtime::Result<Runtime> {
+    pub(super) fn new(allocator: Allocator, sizes: PoolSizes) -> wasmtime::Result<Runtime> {
         let (engine, used) = match allocator {
             Allocator::OnDemand => (Engine::new(&base_config())?, Allocator::OnDemand),
             Allocator::Pooling => (Engine::new(&pooling_config(sizes))?, Allocator::Pooling),
@@ -87,7 +87,7 @@ impl Runtime {
 
     /// Marks a call as running until the guard drops; the ticker runs only
     /// while some call does.
-    pub fn running(&self) -> RunningGuard {
+    pub(super) fn running(&self) -> RunningGuard {
         self.ticker.enter()
     }
 }
@@ -95,7 +95,7 @@ impl Runtime {
 /// The compile-relevant configuration of every engine toolhost creates; the
 /// instance allocator is chosen separately (it does not affect code, so cached
 /// artifacts work with either).
-pub fn base_config() -> Config {
+pub(crate) fn base_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     // Stops a guest spinning in wasm: every Store gets a deadline, checked at
@@ -110,7 +110,7 @@ pub fn base_config() -> Config {
 
 /// [`base_config`] compiling with Winch: about four times faster to compile
 /// than Cranelift, slower code.
-pub fn quick_config() -> Config {
+pub(crate) fn quick_config() -> Config {
     let mut config = base_config();
     config.strategy(wasmtime::Strategy::Winch);
     // Winch leaves the trampolines (one per function a table or an export
@@ -227,7 +227,7 @@ impl Ticker {
 }
 
 /// See [`Runtime::running`].
-pub struct RunningGuard {
+pub(crate) struct RunningGuard {
     shared: Arc<TickerShared>,
 }
 

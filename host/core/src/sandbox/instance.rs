@@ -10,7 +10,7 @@ use std::sync::{Condvar, Mutex};
 use wasmtime::{Engine, Store};
 
 /// A live instance serving one call.
-pub struct Instance {
+pub(crate) struct Instance {
     pub store: Store<HostState>,
     pub guest: Guest,
     pub captured: Captured,
@@ -24,7 +24,7 @@ pub struct Instance {
 
 impl Instance {
     /// Instantiates `pre` in a fresh Store with `grants`, `scope` and `limits`.
-    pub fn new(
+    pub(crate) fn new(
         engine: &Engine,
         pre: &ToolPre<HostState>,
         grants: &Grants,
@@ -38,25 +38,25 @@ impl Instance {
 
     /// Makes a warm instance (made with the same grants and directories)
     /// serve another call: `scope`, within `limits`.
-    pub fn renew(&mut self, grants: &Grants, scope: CallScope, limits: CallLimits) {
+    pub(crate) fn renew(&mut self, grants: &Grants, scope: CallScope, limits: CallLimits) {
         renew(&mut self.store, &mut self.captured, grants, scope, limits);
     }
 }
 
 /// Admission in front of the instance pool: a call waits for a slot instead
 /// of failing when the pool is full.
-pub struct Gate {
+pub(crate) struct Gate {
     free: Mutex<usize>,
     freed: Condvar,
 }
 
 impl Gate {
-    pub fn new(slots: usize) -> Gate {
+    pub(crate) fn new(slots: usize) -> Gate {
         Gate { free: Mutex::new(slots), freed: Condvar::new() }
     }
 
     /// Waits for a free slot; it is freed when the guard drops.
-    pub fn enter(&self) -> GateGuard<'_> {
+    pub(crate) fn enter(&self) -> GateGuard<'_> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         while *free == 0 {
             free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
@@ -67,7 +67,7 @@ impl Gate {
 }
 
 /// A slot of the [`Gate`], held while a call has an instance.
-pub struct GateGuard<'a> {
+pub(crate) struct GateGuard<'a> {
     gate: &'a Gate,
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a name lookup may take.
-pub const DNS_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DNS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The hosts one call may reach.
 #[derive(Debug, Default)]
@@ -43,6 +43,7 @@ impl Network {
         Network { allowed: hosts.iter().filter_map(|h| HostPattern::parse(h)).collect() }
     }
 
+    /// Whether it reaches no host at all.
     pub fn is_empty(&self) -> bool {
         self.allowed.is_empty()
     }
@@ -158,7 +159,7 @@ impl Network {
 }
 
 /// What [`Network::socket_check`] returns for each check.
-pub type CheckFuture = std::pin::Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
+pub(crate) type CheckFuture = std::pin::Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
 
 /// An IPv4 address written as IPv6 (`::ffff:127.0.0.1`) as the IPv4
 /// address it is.
@@ -172,7 +173,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// What kind of non-public address `ip` is, or `None` for a public one.
 /// Addresses that embed an IPv4 address (mapped, NAT64, 6to4, compatible)
 /// are judged by it.
-pub fn non_public(ip: IpAddr) -> Option<&'static str> {
+pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => non_public_v4(v4),
         IpAddr::V6(v6) => non_public_v6(v6),
@@ -225,7 +226,7 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 #[cfg(feature = "http")]
-pub mod http;
+pub(crate) mod http;
 
 #[cfg(test)]
 mod tests {

@@ -15,11 +15,11 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Bytes of a guest's stdout and stderr kept for the log (and for the message
 /// when it panics).
-pub const CAPTURED_OUTPUT: usize = 64 * 1024;
+pub(crate) const CAPTURED_OUTPUT: usize = 64 * 1024;
 
 /// Why a call was stopped from outside.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Interrupted {
+pub(crate) enum Interrupted {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     #[error("cancelled")]
@@ -29,7 +29,7 @@ pub enum Interrupted {
 /// The memory limit was hit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("exceeded its memory limit of {limit} bytes (asked for {desired})")]
-pub struct MemoryExceeded {
+pub(crate) struct MemoryExceeded {
     pub limit: usize,
     pub desired: usize,
 }
@@ -37,7 +37,7 @@ pub struct MemoryExceeded {
 /// Why a guest's export failed, read from the error wasmtime returned: the
 /// one place that knows which errors the sandbox's limits raise.
 #[derive(Debug)]
-pub enum GuestFault<'a> {
+pub(crate) enum GuestFault<'a> {
     /// Stopped at its deadline, the limit that set it.
     Timeout(Duration),
     Cancelled,
@@ -50,7 +50,7 @@ pub enum GuestFault<'a> {
 }
 
 impl GuestFault<'_> {
-    pub fn of(e: &wasmtime::Error) -> GuestFault<'_> {
+    pub(crate) fn of(e: &wasmtime::Error) -> GuestFault<'_> {
         if let Some(i) = e.downcast_ref::<Interrupted>() {
             match i {
                 Interrupted::Timeout(limit) => GuestFault::Timeout(*limit),
@@ -68,7 +68,7 @@ impl GuestFault<'_> {
 
 /// Per-Store limits, enforced through [`ResourceLimiter`], and the memory
 /// the Store's instances use.
-pub struct MemoryLimiter {
+pub(crate) struct MemoryLimiter {
     pub memory: usize,
     /// Linear memory of every memory of the Store together; memories never
     /// shrink, so this is also the peak.
@@ -103,7 +103,7 @@ impl ResourceLimiter for MemoryLimiter {
 
 /// The data of a Store: one field per capability context, the resource
 /// table, the limits.
-pub struct HostState {
+pub(crate) struct HostState {
     pub wasi: WasiCtx,
     #[cfg(feature = "http")]
     pub http: HttpState,
@@ -114,7 +114,7 @@ pub struct HostState {
 
 impl HostState {
     /// What the toolhost interfaces work on.
-    pub fn call_view(&mut self) -> CallView<'_> {
+    pub(crate) fn call_view(&mut self) -> CallView<'_> {
         CallView { scope: &mut self.call, table: &mut self.table }
     }
 }
@@ -127,7 +127,7 @@ impl WasiView for HostState {
 
 /// `wasi:http`'s context and the hooks that police it.
 #[cfg(feature = "http")]
-pub struct HttpState {
+pub(crate) struct HttpState {
     ctx: wasmtime_wasi_http::WasiHttpCtx,
     hooks: super::network::http::Hooks,
 }
@@ -160,7 +160,7 @@ fn on_epoch(ctx: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadl
 
 /// The guest's captured stdout and stderr.
 #[derive(Clone)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub stdout: MemoryOutputPipe,
     pub stderr: MemoryOutputPipe,
     /// How much of each the calls before this one printed (a warm instance
@@ -171,7 +171,7 @@ pub struct Captured {
 impl Captured {
     /// The last non-empty lines this call wrote to stderr, where a Rust
     /// guest's panic message ends up (`panicked at src/lib.rs:10:5: boom`).
-    pub fn last_stderr_lines(&self, n: usize) -> String {
+    pub(crate) fn last_stderr_lines(&self, n: usize) -> String {
         let bytes = self.stderr.contents();
         let text = String::from_utf8_lossy(bytes.get(self.before.1..).unwrap_or_default()).to_string();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -179,7 +179,7 @@ impl Captured {
     }
 
     /// Sends what the guest printed during this call to the log.
-    pub fn log(&self, tool: &str, id: &str) {
+    pub(crate) fn log(&self, tool: &str, id: &str) {
         for (stream, pipe, before) in [("stdout", &self.stdout, self.before.0), ("stderr", &self.stderr, self.before.1)]
         {
             let bytes = pipe.contents();
@@ -192,7 +192,7 @@ impl Captured {
 
     /// Bytes printed so far to stdout and to stderr, by every call the
     /// instance served.
-    pub fn printed(&self) -> (usize, usize) {
+    pub(crate) fn printed(&self) -> (usize, usize) {
         (self.stdout.contents().len(), self.stderr.contents().len())
     }
 
@@ -205,7 +205,12 @@ impl Captured {
 
 /// Builds the Store for one call of a tool with `grants`, in the scope's
 /// directories.
-pub fn store(engine: &Engine, grants: &Grants, call: CallScope, limits: CallLimits) -> (Store<HostState>, Captured) {
+pub(crate) fn store(
+    engine: &Engine,
+    grants: &Grants,
+    call: CallScope,
+    limits: CallLimits,
+) -> (Store<HostState>, Captured) {
     let dirs = std::sync::Arc::clone(&call.dirs);
     let captured = Captured {
         stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT),
@@ -290,7 +295,7 @@ fn per_call(mut call: CallScope, grants: &Grants, limits: CallLimits) -> CallSco
 /// Makes the Store of a warm instance serve another call (made for the same
 /// grants and directories): the call's scope and deadline, a fresh epoch
 /// deadline, and its output told apart from the calls' before.
-pub fn renew(
+pub(super) fn renew(
     store: &mut Store<HostState>,
     captured: &mut Captured,
     grants: &Grants,

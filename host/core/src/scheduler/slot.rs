@@ -15,7 +15,7 @@ enum Content {
 /// One call's result, handed from the worker that ran it to its handle,
 /// async or blocking.
 #[derive(Default)]
-pub struct Slot {
+pub(super) struct Slot {
     content: Mutex<Content>,
     ready: tokio::sync::Notify,
     ready_blocking: Condvar,
@@ -23,7 +23,7 @@ pub struct Slot {
 
 impl Slot {
     /// The result arrived (ignored once the slot is gone).
-    pub fn put(&self, result: ToolResult) {
+    pub(super) fn put(&self, result: ToolResult) {
         let mut content = self.content.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*content, Content::Waiting) {
             *content = Content::Ready(result);
@@ -32,7 +32,7 @@ impl Slot {
     }
 
     /// No result will come.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         let mut content = self.content.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*content, Content::Waiting) {
             *content = Content::Gone;
@@ -57,7 +57,7 @@ impl Slot {
     }
 
     /// Waits for the result; `None` if none is coming.
-    pub async fn take(&self) -> Option<ToolResult> {
+    pub(super) async fn take(&self) -> Option<ToolResult> {
         loop {
             // Created before looking, so a result put in between wakes it.
             let notified = self.ready.notified();
@@ -69,7 +69,7 @@ impl Slot {
     }
 
     /// [`Slot::take`], blocking the thread.
-    pub fn take_blocking(&self) -> Option<ToolResult> {
+    pub(super) fn take_blocking(&self) -> Option<ToolResult> {
         let mut content = self.content.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(taken) = Self::take_now(&mut content) {

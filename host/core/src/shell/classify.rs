@@ -70,13 +70,13 @@ pub fn command_read_only(cmd: &SimpleCommand) -> bool {
 
 /// Whether an assignment before a command (`NAME=value`) can change what
 /// runs (`PATH`, `LD_PRELOAD`, `GIT_*`, ...).
-pub fn assignment_changes_what_runs(assignment: &str) -> bool {
+pub(crate) fn assignment_changes_what_runs(assignment: &str) -> bool {
     dangerous_assignment(assignment)
 }
 
 /// Whether the variable `name` changes what programs load or what a shell
 /// runs before the command (`LD_PRELOAD`, `BASH_ENV`, ...).
-pub fn changes_loading(name: &str) -> bool {
+pub(crate) fn changes_loading(name: &str) -> bool {
     name.starts_with("LD_")
         || name.starts_with("DYLD_")
         || matches!(name, "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS")

@@ -39,7 +39,8 @@ use crate::sandbox::Ticker;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
 use toolhost_shell::MAX_ANSWER;
-pub use toolhost_shell::{MAX_COMMAND, MAX_DEPTH, Operator, Parsed, Redirection, SimpleCommand};
+pub use toolhost_shell::{MAX_COMMAND, Operator, Parsed};
+pub(crate) use toolhost_shell::{Redirection, SimpleCommand};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, ModuleExport, OptLevel,
     PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder,
@@ -146,12 +147,6 @@ impl Memo {
 /// first call in a process counts, and only before the first parse.
 pub fn cache_in(dir: Option<PathBuf>) {
     let _ = CACHE_DIR.set(dir);
-}
-
-/// Loads the parser now (compiling it if it is not cached) rather than at
-/// the first command; what went wrong, if anything.
-pub fn prepare() -> Result<(), String> {
-    parser().as_ref().map(|_| ()).map_err(String::clone)
 }
 
 static CACHE_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -344,6 +339,7 @@ impl Drop for Slot<'_> {
 mod tests {
     use super::*;
     use crate::shell::classify;
+    use toolhost_shell::MAX_DEPTH;
 
     #[test]
     fn deep_nesting_is_refused_without_a_fault() {

@@ -18,16 +18,16 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// Largest response body a tool may receive, in bytes.
-pub const MAX_RESPONSE_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_RESPONSE_BYTES: u64 = 32 << 20;
 /// Longest wait for a connection (TCP and TLS), whatever the guest asks.
-pub const MAX_CONNECT: Duration = Duration::from_secs(30);
+pub(crate) const MAX_CONNECT: Duration = Duration::from_secs(30);
 /// Longest wait for the response's head.
-pub const MAX_FIRST_BYTE: Duration = Duration::from_secs(60);
+pub(crate) const MAX_FIRST_BYTE: Duration = Duration::from_secs(60);
 /// Longest silence between two parts of the response body.
-pub const MAX_BETWEEN_BYTES: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BETWEEN_BYTES: Duration = Duration::from_secs(30);
 
 /// The `wasi:http` hooks of one call.
-pub struct Hooks {
+pub(crate) struct Hooks {
     pub network: Arc<Network>,
 }
 
@@ -161,7 +161,7 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
 
 /// A response body cut at [`MAX_RESPONSE_BYTES`], failing when silent for
 /// longer than its idle limit.
-pub struct Capped {
+pub(crate) struct Capped {
     body: hyper::body::Incoming,
     left: u64,
     idle: Duration,
