@@ -5,7 +5,7 @@
 use arbitrary::{Result, Unstructured};
 use serde_json::Value;
 use toolhost::Allowance;
-use toolhost::internals::HostPattern;
+use toolhost::grants::HostPattern;
 use toolhost::internals::Network;
 use toolhost::internals::Schema;
 use toolhost::portability_problems;
@@ -85,7 +85,7 @@ pub fn hosts(data: &[u8]) {
     }
     let ask = Allowance { hosts: asked.clone(), ..Allowance::default() };
     let grant = Allowance { hosts: granted.clone(), ..Allowance::default() };
-    let (grants, _missing) = toolhost::internals::intersect(&ask, &grant, std::path::Path::new("/"));
+    let (grants, _missing) = toolhost::grants::intersect(&ask, &grant, std::path::Path::new("/"));
     let reach = |hosts: &[String]| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
         rt.block_on(Network::new(hosts).resolve(probe, port)).is_ok()

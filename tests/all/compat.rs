@@ -104,7 +104,7 @@ fn check(row: &Value) -> Result<(), String> {
     };
     let host = host(&sb, mode);
     if let Some(tool) = row.get("schema").and_then(Value::as_str) {
-        let spec = host.tool(tool).ok_or_else(|| format!("no tool {tool}"))?.spec.clone();
+        let spec = host.tool(tool).ok_or_else(|| format!("no tool {tool}"))?.spec().clone();
         let pointer = row["pointer"].as_str().ok_or("a schema row needs a pointer")?;
         let found = spec.input_schema.pointer(pointer);
         return match (row.get("absent").and_then(Value::as_bool), found) {

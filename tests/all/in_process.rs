@@ -48,17 +48,17 @@ fn every_builtin_schema_compiles_and_is_enforced() {
     let deferred = host.deferred_tools();
     let select = json!({"query": format!("select:{}", deferred.join(","))});
     assert!(!host.call(&session, &tool_use("ToolSearch", select), &CallOptions::default()).is_error);
-    for tool in host.pool().iter().filter(|t| t.origin == toolhost::Origin::Builtin) {
-        let r = host.call(&session, &tool_use(&tool.spec.name, json!({})), &CallOptions::default());
-        assert!(r.is_error, "{}: {r:?}", tool.spec.name);
+    for tool in host.pool().iter().filter(|t| *t.origin() == toolhost::Origin::Builtin) {
+        let r = host.call(&session, &tool_use(&tool.spec().name, json!({})), &CallOptions::default());
+        assert!(r.is_error, "{}: {r:?}", tool.spec().name);
         // TaskOutput and TaskStop require no field (either of two ids does);
         // their own validation refuses an empty input.
-        let requires = tool.spec.input_schema["required"].as_array().is_some_and(|r| !r.is_empty());
+        let requires = tool.spec().input_schema["required"].as_array().is_some_and(|r| !r.is_empty());
         let refused = match requires {
             true => r.text().contains("InputValidationError") && r.text().contains("is missing"),
             false => r.text().starts_with("<tool_use_error>"),
         };
-        assert!(refused, "{}: {}", tool.spec.name, r.text());
+        assert!(refused, "{}: {}", tool.spec().name, r.text());
     }
 }
 

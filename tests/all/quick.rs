@@ -76,11 +76,11 @@ fn a_quick_tool_is_promoted_while_calls_go_on() {
             ToolUse { id: format!("toolu_{n}"), name: "Echo".into(), input: json!({"text": format!("{n}")}) };
         host.call(&session, &tool_use, &CallOptions::default())
     };
-    assert!(host.tool("Echo").expect("Echo loaded").quick, "loaded quick");
-    assert!(host.tool("Read").is_some_and(|t| !t.quick), "a built-in never is");
+    assert!(host.tool("Echo").expect("Echo loaded").quick(), "loaded quick");
+    assert!(host.tool("Read").is_some_and(|t| !t.quick()), "a built-in never is");
     let until = Instant::now() + Duration::from_secs(180);
     let mut calls = 0;
-    while host.tool("Echo").unwrap().quick {
+    while host.tool("Echo").unwrap().quick() {
         assert!(Instant::now() < until, "not promoted within 180 s ({calls} calls made)");
         let r = echo(calls);
         assert!(!r.is_error && r.text() == calls.to_string(), "call {calls}: {}", r.text());
@@ -98,5 +98,5 @@ fn a_quick_tool_is_promoted_while_calls_go_on() {
     // The next host finds the optimized compile in the cache.
     drop(host);
     let again = quick_host(&sb);
-    assert!(!again.tool("Echo").unwrap().quick);
+    assert!(!again.tool("Echo").unwrap().quick());
 }

@@ -84,8 +84,8 @@ fn reload_adds_replaces_keeps_a_good_version_and_removes() {
     assert_eq!(change.replaced, ["Echo"]);
     let new = host.tool("Echo").unwrap();
     assert!(!std::sync::Arc::ptr_eq(&old, &new));
-    assert_eq!(new.requests.env, ["ECHO_VERSION"]);
-    assert!(old.requests.env.is_empty(), "a held version does not change");
+    assert_eq!(new.requests().env, ["ECHO_VERSION"]);
+    assert!(old.requests().env.is_empty(), "a held version does not change");
 
     // A broken new version is rejected; the one before keeps serving.
     put(&sb, "echo.wasm", b"\0asm\x0d\0\x01\0not a component");
@@ -110,7 +110,7 @@ fn reload_adds_replaces_keeps_a_good_version_and_removes() {
     std::fs::remove_file(sb.plugins.join("echo.wasm")).unwrap();
     let change = host.reload_plugins().expect("a change");
     assert_eq!(change.removed, ["Echo"]);
-    assert!(host.pool().iter().all(|t| t.spec.name != "Echo"));
+    assert!(host.pool().iter().all(|t| t.spec().name != "Echo"));
     let r = echo(&host);
     assert!(r.is_error && r.text().contains("No such tool available: Echo"), "{r:?}");
 }
@@ -271,7 +271,7 @@ fn a_reload_reads_the_grants_again() {
     *grants.lock().unwrap() = json!({"Thief": {"workspace": "read-write"}});
     let change = host.reload_plugins().expect("a change");
     assert_eq!(change.added, ["Thief"], "{change:?}");
-    assert!(host.tool("Thief").unwrap().grants.files.workspace().is_some());
+    assert!(host.tool("Thief").unwrap().grants().files.workspace().is_some());
     // Nothing changed since: nothing to tell, nothing loaded again.
     assert!(host.reload_plugins().is_none());
 }

@@ -56,7 +56,7 @@ fn a_start_links_each_cached_tool_at_its_first_use() {
 
     let host = build(&sb, &cache, false);
     assert!(!linked(&host, "Echo") && !linked(&host, "Read"), "a start links nothing it found cached");
-    assert_eq!(host.tool("Echo").unwrap().spec.description, "Echoes its input.");
+    assert_eq!(host.tool("Echo").unwrap().spec().description, "Echoes its input.");
     let r = call(&host, "Echo", json!({"text": "hi"}));
     assert_eq!((r.is_error, text(&r)), (false, "hi".to_string()));
     assert!(linked(&host, "Echo") && !linked(&host, "Read"));

@@ -64,13 +64,13 @@ fn builtins_are_offered_with_their_prompts_and_portable_schemas() {
     let pool = host.pool();
     assert!(pool.len() >= 11, "{}", pool.len());
     for tool in pool {
-        let definition = tool.spec.definition();
+        let definition = tool.spec().definition();
         let name = definition["name"].as_str().unwrap();
         let description = definition["description"].as_str().unwrap();
-        assert_eq!(description, tool.spec.prompt, "{name}");
+        assert_eq!(description, tool.spec().prompt, "{name}");
         assert!(description.len() >= 200, "{name}: a prompt of {} characters", description.len());
         let line = people.stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
-        assert!(line.contains(&tool.spec.description) && line.len() < 200, "{name}: {line}");
+        assert!(line.contains(&tool.spec().description) && line.len() < 200, "{name}: {line}");
         let problems = toolhost::portability_problems(&definition["input_schema"]);
         assert!(problems.is_empty(), "{name}: {problems:#?}");
     }

@@ -74,17 +74,17 @@ impl Installer<'_> {
             Ok(loaded) => loaded,
             Err(why) => return refuse(why),
         };
-        let name = &tool.spec.name;
+        let name = &tool.spec().name;
         let target = self.dir.join(format!("{name}.wasm"));
-        let capabilities: Vec<&str> = tool.shape.capabilities.iter().map(|c| c.name()).collect();
-        println!("tool:            {name}: {}", tool.spec.description);
-        println!("contract:        {}", tool.shape.version);
+        let capabilities: Vec<&str> = tool.shape().capabilities.iter().map(|c| c.name()).collect();
+        println!("tool:            {name}: {}", tool.spec().description);
+        println!("contract:        {}", tool.shape().version);
         println!(
             "capabilities:    {}",
             if capabilities.is_empty() { "(none)".into() } else { capabilities.join(", ") }
         );
-        println!("requests:        {}", tool.requests.describe());
-        for warning in &tool.warnings {
+        println!("requests:        {}", tool.requests().describe());
+        for warning in tool.warnings() {
             println!("warning:         {warning}");
         }
         for e in &earlier {
@@ -158,8 +158,8 @@ impl Installer<'_> {
             Ok(tool) => tool,
             Err(e) => return Ok(Err(format!("it does not load as a tool: {e}"))),
         };
-        let name = &tool.spec.name;
-        if self.host.tool(name).is_some_and(|t| t.origin == Origin::Builtin) {
+        let name = &tool.spec().name;
+        if self.host.tool(name).is_some_and(|t| *t.origin() == Origin::Builtin) {
             return Ok(Err(format!(
                 "it is the tool `{name}`, and a built-in tool has that name: the built-in would win and it would never be offered"
             )));
@@ -186,14 +186,14 @@ impl Installer<'_> {
     /// operator answers (all with `yes`; none without a terminal), in the
     /// local settings, and says what is left and how to grant it.
     fn grant(&self, tool: &LoadedTool, yes: bool) -> anyhow::Result<()> {
-        let name = &tool.spec.name;
+        let name = &tool.spec().name;
         let existing = self.settings.tool_grants.get(name).cloned().unwrap_or_default();
         println!("already granted: {}", existing.describe());
         // What it requests and `toolGrants` do not give it yet, item by item.
         let project = &self.host.working_dirs()[0];
-        let wanted: Vec<Allowance> = items(&tool.requests)
+        let wanted: Vec<Allowance> = items(tool.requests())
             .into_iter()
-            .filter(|item| !toolhost::internals::intersect(item, &existing, project).1.is_empty())
+            .filter(|item| !toolhost::grants::intersect(item, &existing, project).1.is_empty())
             .collect();
         let answers = if wanted.is_empty() {
             Vec::new()
@@ -245,7 +245,7 @@ impl Installer<'_> {
             .filter(|i| i.name.as_deref() == Ok(name) || i.path.file_stem().is_some_and(|s| s == name))
             .collect();
         if matching.is_empty() {
-            if self.host.tool(name).is_some_and(|t| t.origin == Origin::Builtin) {
+            if self.host.tool(name).is_some_and(|t| *t.origin() == Origin::Builtin) {
                 eprintln!(
                     "toolhost: {name} is a built-in tool, which cannot be uninstalled; to keep it from the model, \
                      deny it (--deny {name}, or \"{name}\" in permissions.deny of a settings file)"
@@ -324,7 +324,7 @@ impl Installer<'_> {
         Ok(paths
             .into_iter()
             .map(|path| {
-                let name = self.host.review_component(&path).map(|t| t.spec.name).map_err(|e| e.to_string());
+                let name = self.host.review_component(&path).map(|t| t.spec().name.clone()).map_err(|e| e.to_string());
                 Installed { path, name }
             })
             .collect())
@@ -422,8 +422,8 @@ fn prompt(question: &str) -> std::io::Result<String> {
 /// capability it imports needs what its requests ask for it (the loader
 /// refuses it otherwise).
 fn refused_imports(tool: &LoadedTool, granted: &Allowance, project: &Path) -> Vec<&'static str> {
-    let (grants, _) = toolhost::internals::intersect(&tool.requests, granted, project);
-    tool.shape
+    let (grants, _) = toolhost::grants::intersect(tool.requests(), granted, project);
+    tool.shape()
         .capabilities
         .iter()
         .filter_map(|cap| match cap {

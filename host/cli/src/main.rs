@@ -373,23 +373,23 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
         // A deferred tool by name only: the model loads it with ToolSearch.
         let list: Vec<_> = pool
             .iter()
-            .map(|t| match deferred.contains(&t.spec.name) {
-                true => json!({"name": t.spec.name, "deferred": true}),
-                false => t.spec.definition(),
+            .map(|t| match deferred.contains(&t.spec().name) {
+                true => json!({"name": t.spec().name, "deferred": true}),
+                false => t.spec().definition(),
             })
             .collect();
         serde_json::to_writer_pretty(&mut out, &list)?;
         writeln!(out)?;
     } else {
-        let width = pool.iter().map(|t| t.spec.name.len()).max().unwrap_or(0);
+        let width = pool.iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
         for t in &pool {
-            let origin = match &t.origin {
+            let origin = match &t.origin() {
                 toolhost::Origin::Builtin => String::new(),
                 toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
             };
-            let mark = if deferred.contains(&t.spec.name) { "  (deferred: loaded with ToolSearch)" } else { "" };
-            writeln!(out, "{:width$}  {}{origin}{mark}", t.spec.name, t.spec.description)?;
-            if !t.requests.is_empty() {
+            let mark = if deferred.contains(&t.spec().name) { "  (deferred: loaded with ToolSearch)" } else { "" };
+            writeln!(out, "{:width$}  {}{origin}{mark}", t.spec().name, t.spec().description)?;
+            if !t.requests().is_empty() {
                 for line in capability_lines(t, host.call_limits()) {
                     writeln!(out, "{:width$}    {line}", "")?;
                 }
@@ -653,17 +653,17 @@ fn stamp(file: &std::path::Path, requests: &str, out: Option<&std::path::Path>) 
 fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     match host.check_component(file) {
         Ok(tool) => {
-            let caps: Vec<&str> = tool.shape.capabilities.iter().map(|c| c.name()).collect();
-            println!("ok: {} is the tool `{}`", file.display(), tool.spec.name);
-            println!("  contract:      {}", tool.shape.version);
-            println!("  description:   {}", tool.spec.description);
+            let caps: Vec<&str> = tool.shape().capabilities.iter().map(|c| c.name()).collect();
+            println!("ok: {} is the tool `{}`", file.display(), tool.spec().name);
+            println!("  contract:      {}", tool.shape().version);
+            println!("  description:   {}", tool.spec().description);
             println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
-            println!("  imports:       {}", tool.shape.imports.len());
+            println!("  imports:       {}", tool.shape().imports.len());
             println!(
                 "  input schema:  valid ({} properties)",
-                tool.spec.input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
+                tool.spec().input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
             );
-            let problems = toolhost::portability_problems(&tool.spec.input_schema);
+            let problems = toolhost::portability_problems(&tool.spec().input_schema);
             if !problems.is_empty() {
                 println!(
                     "  warning:       the input schema is not portable (some model APIs or MCP clients refuse it):"
@@ -672,13 +672,13 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
                     println!("                   {problem}");
                 }
             }
-            println!("  input roles:   {}", describe_roles(&tool.spec.inputs));
-            if tool.spec.cancels_siblings {
+            println!("  input roles:   {}", describe_roles(&tool.spec().inputs));
+            if tool.spec().cancels_siblings {
                 println!("  a failed call cancels the other calls of its turn");
             }
-            println!("  enabled:       {}", tool.spec.enabled);
-            println!("  per call:      {}", describe_per_call(&tool.spec));
-            if tool.quick {
+            println!("  enabled:       {}", tool.spec().enabled);
+            println!("  per call:      {}", describe_per_call(tool.spec()));
+            if tool.quick() {
                 println!(
                     "  compiled:      quick (Winch), for now: `run` and `serve` compile it optimized in the background \
                      and then serve that"
@@ -687,7 +687,7 @@ fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             for line in capability_lines(&tool, host.call_limits()) {
                 println!("  {line}");
             }
-            for warning in &tool.warnings {
+            for warning in tool.warnings() {
                 println!("  warning:       {warning}");
             }
             Ok(ExitCode::SUCCESS)
@@ -721,15 +721,15 @@ fn describe_per_call(spec: &toolhost::ToolSpec) -> String {
 /// What a third-party tool requests, what it was granted of it, and the
 /// grants it lacks (each naming the settings key that would add it).
 fn capability_lines(tool: &toolhost::LoadedTool, base: toolhost::CallLimits) -> Vec<String> {
-    let requests = tool.requests.describe();
-    let g = &tool.grants;
+    let requests = tool.requests().describe();
+    let g = &tool.grants();
     let mut granted: Vec<String> =
         g.files.workspace().map(|a| format!("the working directories ({})", a.name())).into_iter().collect();
     granted.extend(g.process.then(|| "the process capability".to_string()));
     granted.extend(g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())));
     granted.extend(g.hosts.iter().map(|h| format!("host {h}")));
     granted.extend(g.env.iter().map(|e| format!("variable {e}")));
-    let limits = tool.grants.limits(base);
+    let limits = tool.grants().limits(base);
     if g.memory.is_some() {
         granted.push(format!("memory {} MiB", limits.memory >> 20));
     }
@@ -740,11 +740,11 @@ fn capability_lines(tool: &toolhost::LoadedTool, base: toolhost::CallLimits) -> 
         format!("requests:      {requests}"),
         format!("granted:       {}", if granted.is_empty() { "nothing".into() } else { granted.join(", ") }),
     ];
-    if !tool.missing.is_empty() {
+    if !tool.missing().is_empty() {
         lines.push(format!(
             "not granted:   {} (grant it under toolGrants.{} in a settings file)",
-            tool.missing.join("; "),
-            tool.spec.name
+            tool.missing().join("; "),
+            tool.spec().name
         ));
     }
     lines

@@ -28,10 +28,12 @@ pub(crate) use output::MAX_STREAMED;
 pub(crate) use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
 pub use requests::{RequestsError, stamp as stamp_requests};
+pub use scan::Missing as MissingImport;
 pub(crate) use scope::{CallScope, CallView};
 pub(crate) use session::Namespace;
 pub use shape::{Capability, Version};
-pub(crate) use shape::{Shape, ShapeError, check_header, inspect};
+pub use shape::{Shape, ShapeError};
+pub(crate) use shape::{check_header, inspect};
 pub(crate) use versions::{Guest, ToolPre};
 
 /// The newest contract version this host implements (the package version of

@@ -47,7 +47,10 @@ mod scheduler;
 mod session;
 mod shell;
 
-pub use contract::{CONTRACT, Capability, Progress, ProgressSink, RELEASED, RequestsError, Version, stamp_requests};
+pub use contract::{
+    CONTRACT, Capability, MissingImport, Progress, ProgressSink, RELEASED, RequestsError, Shape, ShapeError, Version,
+    stamp_requests,
+};
 pub use fsx::{config_dir, default_cache_dir, default_data_dir, default_plugins_dir, replace_file};
 pub use grants::{Allowance, CallLimits, FileAccess, Grants};
 pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
@@ -79,7 +82,6 @@ pub mod settings {
 pub mod internals {
     pub use crate::contract::requests::read as read_requests;
     pub use crate::contract::scan::{check as check_outline, outline};
-    pub use crate::grants::{HostPattern, intersect};
     pub use crate::policy::hooks::{HookDecision, HookEvent, outcome_of_exits};
     pub use crate::policy::rules::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
     pub use crate::policy::{Decision, Facts, ToolCheck, decide};

@@ -103,19 +103,20 @@ impl McpSession {
         let deferred = host.deferred_tools();
         host.pool()
             .iter()
-            .filter(|t| t.spec.name != toolhost::TOOL_SEARCH)
+            .filter(|t| t.spec().name != toolhost::TOOL_SEARCH)
             .map(|t| {
-                let schema = match &t.spec.input_schema {
+                let schema = match &t.spec().input_schema {
                     Value::Object(o) => o.clone(),
                     _ => serde_json::Map::new(),
                 };
-                let mut tool = Tool::new(t.spec.name.clone(), t.spec.model_description().to_string(), Arc::new(schema));
-                if let Some(output) = &t.spec.output_schema
+                let mut tool =
+                    Tool::new(t.spec().name.clone(), t.spec().model_description().to_string(), Arc::new(schema));
+                if let Some(output) = &t.spec().output_schema
                     && let Value::Object(o) = output
                 {
                     tool = tool.with_raw_output_schema(Arc::new(o.clone()));
                 }
-                let hints = &t.spec.hints;
+                let hints = &t.spec().hints;
                 if hints.read_only.is_some() || hints.destructive.is_some() {
                     let mut annotations = ToolAnnotations::new();
                     if let Some(read_only) = hints.read_only {
@@ -126,7 +127,7 @@ impl McpSession {
                     }
                     tool = tool.with_annotations(annotations);
                 }
-                if deferred.contains(&t.spec.name) {
+                if deferred.contains(&t.spec().name) {
                     let mut meta = rmcp::model::MetaObject::new();
                     meta.insert("toolhost/deferred".into(), json!(true));
                     tool.meta = Some(meta);

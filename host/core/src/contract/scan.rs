@@ -25,7 +25,9 @@ pub struct Outline {
 /// An import this host does not provide, and what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Missing {
+    /// The import, as the component names it.
     pub import: String,
+    /// What to do about it, where known.
     pub fix: Option<String>,
 }
 

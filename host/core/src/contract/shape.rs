@@ -102,15 +102,19 @@ impl Capability {
 #[derive(Debug, thiserror::Error)]
 pub enum ShapeError {
     #[error("not a WebAssembly file (it does not start with the `\\0asm` magic number)")]
+    /// It does not start like WebAssembly.
     NotWasm,
     #[error(
         "a core WebAssembly module, not a component: build the tool for the wasm32-wasip2 target \
          (or wrap the module with `wasm-tools component new`)"
     )]
+    /// A core module, not a component.
     CoreModule,
     #[error("not a valid component: {0}")]
+    /// It does not parse as a component.
     Invalid(String),
     #[error("does not export the toolhost tool interface `{PACKAGE}/tool@{}`; its exports are: {}", Version::HOST, list(.0))]
+    /// It exports no `tool` interface (its exports are listed).
     NoToolExport(Vec<String>),
     #[error(
         "was built against toolhost contract {guest}, but this host implements contract {} \
@@ -118,25 +122,45 @@ pub enum ShapeError {
         Version::HOST,
         super::versions::loadable()
     )]
-    ContractMismatch { guest: Version },
+    /// Built against another major version, or a newer minor.
+    ContractMismatch {
+        /// The version it was built against.
+        guest: Version,
+    },
     #[error(
         "was built against toolhost contract {guest}, a development version that was never released (see \
          wit/CHANGELOG.md): rebuild it against contract {}, which has everything {guest} had",
         super::versions::newest_release()
     )]
-    ContractRetired { guest: Version },
+    /// Built against a development version that was never released.
+    ContractRetired {
+        /// The version it was built against.
+        guest: Version,
+    },
     #[error(
         "was built against toolhost contract {guest}, which is not released yet: only development builds of \
          toolhost load it; rebuild it against the released contract {}",
         super::versions::newest_release()
     )]
-    ContractUnreleased { guest: Version },
+    /// Built against the unreleased version, in a release build.
+    ContractUnreleased {
+        /// The version it was built against.
+        guest: Version,
+    },
     #[error("imports `{0}`, which toolhost does not provide")]
+    /// It imports a toolhost interface this host does not know.
     UnknownImport(String),
     #[error("imports what toolhost does not provide: {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; "))]
+    /// It imports what the host does not provide (each with its fix).
     MissingImports(Vec<super::scan::Missing>),
     #[error("uses the component-model async ABI ({what}), which toolhost does not run: {fix}")]
-    AsyncAbi { what: &'static str, fix: String },
+    /// It uses the component-model async ABI.
+    AsyncAbi {
+        /// The first construct of the ABI found.
+        what: &'static str,
+        /// How to build it without.
+        fix: String,
+    },
 }
 
 fn list(items: &[String]) -> String {

@@ -228,30 +228,71 @@ pub enum LoadError {
 /// A tool ready to serve calls.
 pub struct LoadedTool {
     /// What it says about itself.
-    pub spec: ToolSpec,
+    pub(crate) spec: ToolSpec,
     /// Where it came from.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
     /// What it may use: for a third-party tool, requested ∩ granted.
-    pub grants: Grants,
+    pub(crate) grants: Grants,
     /// What its component requests (`toolhost:requests`).
-    pub requests: Allowance,
+    pub(crate) requests: Allowance,
     /// What it requested and was not granted, one line each.
-    pub missing: Vec<String>,
+    pub(crate) missing: Vec<String>,
     /// Its contract version and the capabilities it imports.
-    pub shape: Shape,
+    pub(crate) shape: Shape,
     pub(crate) linked: Linked,
     /// Compiled on first use (most runs use few tools); a plugin's new
     /// description is refused at load if its schemas do not compile.
     pub(super) input: OnceLock<Schema>,
     pub(super) output: OnceLock<Option<Schema>>,
     /// What the loader cut from the tool's declaration, for people.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
-    pub quick: bool,
+    pub(crate) quick: bool,
 }
 
 impl LoadedTool {
+    /// What it says about itself.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// Where it came from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// What it may use: for a third-party tool, requested ∩ granted.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// What its component requests (`toolhost:requests`).
+    pub fn requests(&self) -> &Allowance {
+        &self.requests
+    }
+
+    /// What it requested and was not granted, one line each.
+    pub fn missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    /// Its contract version and the capabilities it imports.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// What the loader cut from the tool's declaration, for people.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Whether it runs code from the quick engine (Winch), until its
+    /// optimized compile is done.
+    pub fn quick(&self) -> bool {
+        self.quick
+    }
+
     pub(crate) fn new(
         spec: ToolSpec,
         origin: Origin,
