@@ -398,41 +398,6 @@ impl Opener {
     }
 }
 
-/// Paths the permission rules hide from a walk: absolute glob patterns
-/// (`*` within a path component, `**` across them; a trailing `/` matches
-/// directories only), as `policy.hidden-paths` gives them.
-#[derive(Clone, Debug, Default)]
-pub struct HiddenPaths {
-    set: globset::GlobSet,
-    dir_only: Vec<bool>,
-}
-
-impl HiddenPaths {
-    /// Compiles `patterns`; one that does not compile hides nothing (the
-    /// host's rules compiled them already).
-    pub fn new(patterns: &[String]) -> HiddenPaths {
-        let mut builder = globset::GlobSetBuilder::new();
-        let mut dir_only = Vec::new();
-        for p in patterns {
-            let (pattern, dirs) = match p.strip_suffix('/') {
-                Some(d) if !d.is_empty() => (d, true),
-                _ => (p.as_str(), false),
-            };
-            if let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).backslash_escape(true).build()
-            {
-                builder.add(glob);
-                dir_only.push(dirs);
-            }
-        }
-        HiddenPaths { set: builder.build().unwrap_or_default(), dir_only }
-    }
-
-    /// Whether `path` (a directory when `is_dir`) is hidden.
-    pub fn contains(&self, path: &Path, is_dir: bool) -> bool {
-        !self.dir_only.is_empty() && self.set.matches(path).into_iter().any(|i| is_dir || !self.dir_only[i])
-    }
-}
-
 /// The regex as `rg` builds it for these flags.
 fn matcher(query: &Query) -> Result<RegexMatcher, Error> {
     let mut builder = RegexMatcherBuilder::new();

@@ -172,7 +172,7 @@ impl Tool for Grep {
             None => PathBuf::from(ctx.cwd()),
         };
         // The host's search skips what the permission rules hide.
-        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::Hidden::default())?;
+        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::HiddenPaths::default())?;
         let mode = input.output_mode.unwrap_or_default();
         let mut structured = serde_json::json!({
             "mode": mode.name(),
@@ -207,7 +207,7 @@ pub struct SearchResult {
 /// Searches `root` (a file or a directory) as `input` asks, with paths shown
 /// relative to `root` (a directory) or its directory. Runs unchanged in the
 /// component and natively (benchmarks).
-pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
+pub fn search(root: &Path, input: &GrepInput, hidden: &fs::HiddenPaths) -> Result<SearchResult, ToolError> {
     let cwd = if root.is_dir() { root } else { root.parent().unwrap_or(root) };
     search_in(cwd, root, input, hidden)
 }
@@ -216,7 +216,12 @@ pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<Sea
 /// `cwd`: ripgrep's output lines, paged by `head_limit`/`offset`, paths made
 /// relative to `cwd`, and the texts around them. A pattern, glob, type or
 /// context ripgrep refuses finds nothing, as there.
-pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
+pub fn search_in(
+    cwd: &Path,
+    root: &Path,
+    input: &GrepInput,
+    hidden: &fs::HiddenPaths,
+) -> Result<SearchResult, ToolError> {
     let mode = input.output_mode.unwrap_or_default();
     let cwd_text = cwd.to_string_lossy();
     let offset = input.offset.unwrap_or(0.0);
@@ -385,7 +390,7 @@ fn ripgrep(
     cwd: &Path,
     root: &Path,
     input: &GrepInput,
-    hidden: &fs::Hidden,
+    hidden: &fs::HiddenPaths,
     mode: OutputMode,
     enough: Option<usize>,
 ) -> Result<Vec<String>, ToolError> {
@@ -456,7 +461,7 @@ mod engine {
     pub use toolhost_sdk::search::{Query, SearchMode};
     use toolhost_sdk::{ToolError, fs};
 
-    pub fn run(query: Query, _hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
+    pub fn run(query: Query, _hidden: &fs::HiddenPaths) -> Result<Vec<u8>, ToolError> {
         toolhost_sdk::search::run(&query)
     }
 }
@@ -490,7 +495,7 @@ mod engine {
         FilesWithMatches,
     }
 
-    pub fn run(query: Query, hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
+    pub fn run(query: Query, hidden: &fs::HiddenPaths) -> Result<Vec<u8>, ToolError> {
         let hidden = hidden.clone();
         let options = Options {
             threads: Options::cores(),
@@ -574,7 +579,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: GrepInput) -> String {
-        search(dir, &input, &fs::Hidden::default()).unwrap().text
+        search(dir, &input, &fs::HiddenPaths::default()).unwrap().text
     }
 
     fn content(pattern: &str) -> GrepInput {

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use toolhost_hidden_paths::HiddenPaths;
 use toolhost_search::{Confinement, Error, Mode, Options, Query, Skip};
 
 /// The most output one search hands a tool.
@@ -28,8 +29,8 @@ impl search::Host for CallView<'_> {
             return Err(refused());
         }
         let hidden = match &scope.rules {
-            Some(rules) => toolhost_search::HiddenPaths::new(&rules.hidden_from_searches()),
-            None => toolhost_search::HiddenPaths::default(),
+            Some(rules) => HiddenPaths::new(&rules.hidden_from_searches()),
+            None => HiddenPaths::default(),
         };
         let skip: Skip = Arc::new(move |path, is_dir| hidden.contains(path, is_dir));
         let deadline = scope.deadline.map(|(at, _)| at);
