@@ -13,51 +13,13 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-/// Paths the permission rules keep from a call's reads (deny and ask rules
-/// such as `Read(./.env)`): a tool that walks directories skips them, since
-/// the host checked only the path the tool was given.
-#[derive(Clone, Debug, Default)]
-pub struct Hidden {
-    set: globset::GlobSet,
-    dir_only: Vec<bool>,
-}
+pub use toolhost_hidden_paths::HiddenPaths;
 
-impl Hidden {
-    /// The hidden paths of the current call, from the host.
-    pub fn of_call() -> Hidden {
-        Hidden::from_patterns(&crate::bindings::toolhost::tool::policy::hidden_paths())
-    }
-
-    /// Compiles absolute patterns (a trailing `/`: directories only). A
-    /// pattern that does not compile hides nothing but is not an error: the
-    /// host sends patterns it compiled itself.
-    pub fn from_patterns(patterns: &[String]) -> Hidden {
-        let mut builder = globset::GlobSetBuilder::new();
-        let mut dir_only = Vec::new();
-        for p in patterns {
-            let (pattern, dirs) = match p.strip_suffix('/') {
-                Some(d) if !d.is_empty() => (d, true),
-                _ => (p.as_str(), false),
-            };
-            if let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).backslash_escape(true).build()
-            {
-                builder.add(glob);
-                dir_only.push(dirs);
-            }
-        }
-        Hidden { set: builder.build().unwrap_or_default(), dir_only }
-    }
-
-    /// Whether nothing is hidden.
-    pub fn is_empty(&self) -> bool {
-        self.dir_only.is_empty()
-    }
-
-    /// Whether `path` (a directory when `is_dir`) is hidden. Walks call it
-    /// for every entry, so a hidden directory is skipped with its contents.
-    pub fn contains(&self, path: &Path, is_dir: bool) -> bool {
-        !self.is_empty() && self.set.matches(path).into_iter().any(|i| is_dir || !self.dir_only[i])
-    }
+/// The paths the permission rules keep from the current call's reads (deny
+/// and ask rules such as `Read(./.env)`): a tool that walks directories skips
+/// them, since the host checked only the path the tool was given.
+pub fn hidden_paths() -> HiddenPaths {
+    HiddenPaths::new(&crate::bindings::toolhost::tool::policy::hidden_paths())
 }
 
 /// How a tool means to use a path.
@@ -539,18 +501,6 @@ pub fn edit_permission(ctx: &Context) -> Permission {
 mod tests {
     use super::*;
     use crate::Mode;
-
-    #[test]
-    fn hidden_paths_match_files_and_directories() {
-        let hidden = Hidden::from_patterns(&["/w/secret/**".into(), "/w/**/*.env".into(), "/w/**/build/".into()]);
-        assert!(hidden.contains(Path::new("/w/secret/key"), false));
-        assert!(!hidden.contains(Path::new("/w/secret"), true), "the directory itself is walked, its contents hidden");
-        assert!(hidden.contains(Path::new("/w/a/b/prod.env"), false));
-        assert!(hidden.contains(Path::new("/w/x/build"), true));
-        assert!(!hidden.contains(Path::new("/w/x/build"), false), "dir-only");
-        assert!(!hidden.contains(Path::new("/w/src/main.rs"), false));
-        assert!(!Hidden::default().contains(Path::new("/w/secret/key"), false));
-    }
 
     #[test]
     fn normalizes_lexically() {

@@ -8,31 +8,33 @@
 use crate::bindings::toolhost::tool::search as wit;
 use crate::{ErrorKind, ToolError};
 
-pub use wit::{Query, SearchMode};
+pub use wit::{Query, SearchError, SearchMode};
 
 /// What `rg` prints on stdout for `query`. Arguments ripgrep refuses (a bad
 /// pattern, glob or type) print nothing, as with `rg`: an empty output.
 pub fn run(query: &Query) -> Result<Vec<u8>, ToolError> {
-    match wit::run(query) {
+    answer(wit::run(query))
+}
+
+/// What a tool makes of a search's result: [`run`]'s reading of the host's
+/// answer, for a tool that also runs ripgrep's engine itself (the Grep
+/// plugin's native build, with `toolhost-search`'s `contract_mapping!`).
+pub fn answer(result: Result<Vec<u8>, SearchError>) -> Result<Vec<u8>, ToolError> {
+    match result {
         Ok(out) => Ok(out),
-        Err(wit::SearchError::Invalid(_)) => Ok(Vec::new()),
-        Err(wit::SearchError::NotPermitted(root)) => Err(ToolError::permission_denied(format!(
+        Err(SearchError::Invalid(_)) => Ok(Vec::new()),
+        Err(SearchError::NotPermitted(root)) => Err(ToolError::permission_denied(format!(
             "{root} is outside the directories this call may read; search inside the working directory."
         ))),
-        Err(wit::SearchError::TooLarge(bytes)) => Err(too_large(bytes)),
-        Err(wit::SearchError::Interrupted) => {
+        Err(SearchError::TooLarge(bytes)) => Err(ToolError::new(
+            ErrorKind::TooLarge,
+            format!(
+                "The search printed more than 64 MiB (at least {bytes} bytes). Narrow it: a more specific \
+                 pattern, a glob, a type, a path, or files_with_matches/count mode."
+            ),
+        )),
+        Err(SearchError::Interrupted) => {
             Err(ToolError::io("The search was stopped: the call's time ran out or it was cancelled."))
         }
     }
-}
-
-/// The error of a search that printed too much.
-pub fn too_large(bytes: u64) -> ToolError {
-    ToolError::new(
-        ErrorKind::TooLarge,
-        format!(
-            "The search printed more than 64 MiB (at least {bytes} bytes). Narrow it: a more specific pattern, \
-             a glob, a type, a path, or files_with_matches/count mode."
-        ),
-    )
 }

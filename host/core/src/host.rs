@@ -1,6 +1,8 @@
 //! The host: built once from a [`HostBuilder`] (engine, built-ins, plugins,
 //! settings), then shared; every call goes through the pipeline.
 
+mod watch;
+
 use crate::fsx::{self, Dirs};
 use crate::pipeline::{CallOptions, Parts, Pipeline, ToolResult, ToolUse};
 use crate::policy::rules::{Catalog, ContentKind, Places};
@@ -328,14 +330,6 @@ impl HostBuilder {
 /// Reload events kept for a subscriber that falls behind (it then learns it
 /// missed some, and reads the tools afresh).
 const CHANGES_KEPT: usize = 64;
-/// A burst of file events ends after this long without one.
-const QUIET: Duration = Duration::from_millis(150);
-/// A burst that goes on longer is reloaded anyway.
-const LONGEST_BURST: Duration = Duration::from_secs(2);
-
-/// Watches `dir` (created if missing) on a thread of its own: each burst of
-/// changes to component files reloads the directory once. The thread ends
-/// with the watcher, which ends with the host.
 /// Links every tool of the registry not linked yet, on a thread of its own
 /// (one that stops if the host goes away). A call meanwhile links its own
 /// tool, or waits for this thread to finish linking it.
@@ -377,50 +371,15 @@ fn start_optimizer(inner: &Arc<Inner>) {
     optimizer.start(sandbox.engine(), sandbox.quick_engine(), cache_dir.clone(), Box::new(done));
 }
 
+/// Watches the plugins directory `dir` for the host, reloading it after
+/// each burst of changes (see [`watch::watch`]).
 fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, String> {
-    use notify::Watcher as _;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create it: {e}"))?;
-    let (tx, rx) = std::sync::mpsc::channel::<notify::Event>();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-        Ok(event) if touches_components(&event) => drop(tx.send(event)),
-        Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "watching the plugins directory"),
-    })
-    .map_err(|e| e.to_string())?;
-    watcher.watch(dir, notify::RecursiveMode::NonRecursive).map_err(|e| e.to_string())?;
     let host: Weak<Inner> = Arc::downgrade(inner);
-    std::thread::Builder::new()
-        .name("toolhost-watch".into())
-        .spawn(move || {
-            while rx.recv().is_ok() {
-                let until = Instant::now() + LONGEST_BURST;
-                loop {
-                    match rx.recv_timeout(QUIET) {
-                        Ok(_) if Instant::now() < until => {}
-                        Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                    }
-                }
-                let Some(inner) = host.upgrade() else { return };
-                Host { inner }.reload_plugins();
-            }
-        })
-        .map_err(|e| format!("cannot start its thread: {e}"))?;
-    tracing::debug!(dir = %dir.display(), "watching the plugins directory");
-    Ok(watcher)
-}
-
-/// Whether a file event may change what the plugins directory loads: any
-/// creation, change, rename or removal of a component file (reads are not).
-fn touches_components(event: &notify::Event) -> bool {
-    use notify::EventKind;
-    use notify::event::{AccessKind, AccessMode};
-    let kind = match event.kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        _ => true,
-    };
-    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p))
+    watch::watch(dir, move || {
+        let Some(inner) = host.upgrade() else { return false };
+        Host { inner }.reload_plugins();
+        true
+    })
 }
 
 /// What each loaded tool's rule contents mean (by name and alias).

@@ -398,39 +398,57 @@ impl Opener {
     }
 }
 
-/// Paths the permission rules hide from a walk: absolute glob patterns
-/// (`*` within a path component, `**` across them; a trailing `/` matches
-/// directories only), as `policy.hidden-paths` gives them.
-#[derive(Clone, Debug, Default)]
-pub struct HiddenPaths {
-    set: globset::GlobSet,
-    dir_only: Vec<bool>,
-}
-
-impl HiddenPaths {
-    /// Compiles `patterns`; one that does not compile hides nothing (the
-    /// host's rules compiled them already).
-    pub fn new(patterns: &[String]) -> HiddenPaths {
-        let mut builder = globset::GlobSetBuilder::new();
-        let mut dir_only = Vec::new();
-        for p in patterns {
-            let (pattern, dirs) = match p.strip_suffix('/') {
-                Some(d) if !d.is_empty() => (d, true),
-                _ => (p.as_str(), false),
-            };
-            if let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).backslash_escape(true).build()
-            {
-                builder.add(glob);
-                dir_only.push(dirs);
+/// The one mapping between the contract's `search` interface
+/// (`wit/tool.wit`: the `query` record, the `search-error` variant) and this
+/// crate's [`Query`] and [`Error`].
+///
+/// The contract reaches Rust through two binding generators, so its record
+/// is two types of one shape: wasmtime's on the host (the `search`
+/// capability) and wit-bindgen's in the SDK (the Grep plugin's native build,
+/// which runs this crate in process). This crate depends on neither, so the
+/// mapping is a macro, expanded where the bindings are:
+/// `toolhost_search::contract_mapping!(wit)`, with `wit` a module of the
+/// `search` interface's bindings in scope, defines there
+///
+/// - `fn query_from_contract(query: wit::Query) -> toolhost_search::Query`:
+///   the paths taken as given (the host normalizes them);
+/// - `fn error_to_contract(error: toolhost_search::Error) -> wit::SearchError`.
+///
+/// Its `match`es have no wildcard: a mode or an error added on either side
+/// stops both builds until it is mapped.
+#[macro_export]
+macro_rules! contract_mapping {
+    ($wit:ident) => {
+        fn query_from_contract(query: $wit::Query) -> $crate::Query {
+            $crate::Query {
+                pattern: query.pattern,
+                root: ::std::path::PathBuf::from(query.root),
+                cwd: ::std::path::PathBuf::from(query.cwd),
+                mode: match query.mode {
+                    $wit::SearchMode::Content => $crate::Mode::Content,
+                    $wit::SearchMode::Count => $crate::Mode::Count,
+                    $wit::SearchMode::FilesWithMatches => $crate::Mode::FilesWithMatches,
+                },
+                case_insensitive: query.case_insensitive,
+                multiline: query.multiline,
+                line_numbers: query.line_numbers,
+                before: query.before as usize,
+                after: query.after as usize,
+                globs: query.globs,
+                file_type: query.file_type,
+                max_columns: query.max_columns.map(u64::from),
+                enough_lines: query.enough_lines,
             }
         }
-        HiddenPaths { set: builder.build().unwrap_or_default(), dir_only }
-    }
 
-    /// Whether `path` (a directory when `is_dir`) is hidden.
-    pub fn contains(&self, path: &Path, is_dir: bool) -> bool {
-        !self.dir_only.is_empty() && self.set.matches(path).into_iter().any(|i| is_dir || !self.dir_only[i])
-    }
+        fn error_to_contract(error: $crate::Error) -> $wit::SearchError {
+            match error {
+                $crate::Error::Invalid(why) => $wit::SearchError::Invalid(why),
+                $crate::Error::TooLarge(bytes) => $wit::SearchError::TooLarge(bytes),
+                $crate::Error::Interrupted => $wit::SearchError::Interrupted,
+            }
+        }
+    };
 }
 
 /// The regex as `rg` builds it for these flags.
@@ -651,6 +669,76 @@ mod tests {
         let opts = Options { skip, ..options(2, Confinement::Ambient) };
         let out = String::from_utf8(run(&query(&root, "needle", Mode::FilesWithMatches), &opts).unwrap()).unwrap();
         assert!(out.contains("/d0/") && out.contains("/d2/") && !out.contains("/d1/"), "{out}");
+    }
+
+    /// The shape the binding generators give the contract's `search`
+    /// interface, standing in for their modules.
+    mod wit {
+        pub struct Query {
+            pub pattern: String,
+            pub root: String,
+            pub cwd: String,
+            pub mode: SearchMode,
+            pub case_insensitive: bool,
+            pub multiline: bool,
+            pub line_numbers: bool,
+            pub before: u32,
+            pub after: u32,
+            pub globs: Vec<String>,
+            pub file_type: Option<String>,
+            pub max_columns: Option<u32>,
+            pub enough_lines: Option<u64>,
+        }
+
+        pub enum SearchMode {
+            Content,
+            Count,
+            FilesWithMatches,
+        }
+
+        #[derive(Debug, PartialEq)]
+        pub enum SearchError {
+            Invalid(String),
+            TooLarge(u64),
+            Interrupted,
+        }
+    }
+
+    crate::contract_mapping!(wit);
+
+    #[test]
+    fn the_contract_maps_field_for_field() {
+        let given = |mode| wit::Query {
+            pattern: "p".into(),
+            root: "/r".into(),
+            cwd: "/c".into(),
+            mode,
+            case_insensitive: true,
+            multiline: false,
+            line_numbers: true,
+            before: 1,
+            after: 2,
+            globs: vec!["*.rs".into()],
+            file_type: Some("rust".into()),
+            max_columns: Some(500),
+            enough_lines: Some(7),
+        };
+        let mapped = query_from_contract(given(wit::SearchMode::Count));
+        let mut want = query(Path::new("/r"), "p", Mode::Count);
+        want.cwd = PathBuf::from("/c");
+        want.case_insensitive = true;
+        want.after = 2;
+        want.before = 1;
+        want.globs = vec!["*.rs".into()];
+        want.file_type = Some("rust".into());
+        want.enough_lines = Some(7);
+        assert_eq!(format!("{mapped:?}"), format!("{want:?}"));
+        let mode = |m| query_from_contract(given(m)).mode;
+        assert_eq!(mode(wit::SearchMode::Content), Mode::Content);
+        assert_eq!(mode(wit::SearchMode::FilesWithMatches), Mode::FilesWithMatches);
+        assert_eq!(error_to_contract(Error::Invalid("why".into())), wit::SearchError::Invalid("why".into()));
+        assert_eq!(error_to_contract(Error::TooLarge(9)), wit::SearchError::TooLarge(9));
+        assert_eq!(error_to_contract(Error::Interrupted), wit::SearchError::Interrupted);
     }
 
     #[test]

@@ -71,7 +71,7 @@ impl Tool for Glob {
         if !fs::is_allowed(ctx, &root, Access::Read) {
             return Err(fs::outside(ctx, &root));
         }
-        let found = find(Path::new(ctx.cwd()), &root, &pattern, &fs::Hidden::of_call());
+        let found = find(Path::new(ctx.cwd()), &root, &pattern, &fs::hidden_paths());
         let filenames: Vec<String> =
             found.paths.iter().map(|p| fs::to_relative_path(ctx.cwd(), &p.to_string_lossy())).collect();
         let mut text = if filenames.is_empty() { "No files found".to_string() } else { filenames.join("\n") };
@@ -139,7 +139,7 @@ pub struct Found {
 /// consulted, hidden files included, symlinks not followed, `hidden` paths
 /// skipped; sorted by modification time, oldest first. A pattern ripgrep
 /// would refuse matches nothing.
-pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::Hidden) -> Found {
+pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) -> Found {
     let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
     let Ok(overrides) = overrides.add(pattern).and_then(|o| o.build()) else {
         return Found { paths: Vec::new(), truncated: false };
@@ -211,7 +211,7 @@ mod tests {
         at(&dir, "top.rs", 1_000_000);
         at(&dir, ".hidden/h.rs", 1_500_000);
         at(&dir, ".git/x.rs", 2_500_000);
-        let none = fs::Hidden::default();
+        let none = fs::HiddenPaths::default();
         let found = find(&dir, &dir, "**/*.rs", &none);
         let names: Vec<_> = found.paths.iter().map(|p| p.strip_prefix(&dir).unwrap().to_str().unwrap()).collect();
         assert_eq!(names, ["top.rs", ".hidden/h.rs", "src/ignored.rs", ".git/x.rs", "src/new.rs"]);
@@ -232,7 +232,7 @@ mod tests {
         for i in 0..105u64 {
             at(&dir, &format!("f{i:03}.txt"), 1_000_000 + i);
         }
-        let found = find(&dir, &dir, "*.txt", &fs::Hidden::default());
+        let found = find(&dir, &dir, "*.txt", &fs::HiddenPaths::default());
         assert!(found.truncated);
         assert_eq!(found.paths.len(), MAX_RESULTS);
         assert_eq!(found.paths[0], dir.join("f000.txt"));

@@ -6,6 +6,7 @@
 use serde::Deserializer;
 use std::path::{Path, PathBuf};
 use toolhost_sdk::fs::{self, Access};
+use toolhost_sdk::search;
 use toolhost_sdk::{Context, Deserialize, JsonSchema, Output, PathAccess, Tool, ToolError, export_tool, serde_json};
 
 /// Lines or entries returned when the model gives no `head_limit`.
@@ -172,7 +173,7 @@ impl Tool for Grep {
             None => PathBuf::from(ctx.cwd()),
         };
         // The host's search skips what the permission rules hide.
-        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::Hidden::default())?;
+        let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::HiddenPaths::default())?;
         let mode = input.output_mode.unwrap_or_default();
         let mut structured = serde_json::json!({
             "mode": mode.name(),
@@ -207,7 +208,7 @@ pub struct SearchResult {
 /// Searches `root` (a file or a directory) as `input` asks, with paths shown
 /// relative to `root` (a directory) or its directory. Runs unchanged in the
 /// component and natively (benchmarks).
-pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
+pub fn search(root: &Path, input: &GrepInput, hidden: &fs::HiddenPaths) -> Result<SearchResult, ToolError> {
     let cwd = if root.is_dir() { root } else { root.parent().unwrap_or(root) };
     search_in(cwd, root, input, hidden)
 }
@@ -216,7 +217,12 @@ pub fn search(root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<Sea
 /// `cwd`: ripgrep's output lines, paged by `head_limit`/`offset`, paths made
 /// relative to `cwd`, and the texts around them. A pattern, glob, type or
 /// context ripgrep refuses finds nothing, as there.
-pub fn search_in(cwd: &Path, root: &Path, input: &GrepInput, hidden: &fs::Hidden) -> Result<SearchResult, ToolError> {
+pub fn search_in(
+    cwd: &Path,
+    root: &Path,
+    input: &GrepInput,
+    hidden: &fs::HiddenPaths,
+) -> Result<SearchResult, ToolError> {
     let mode = input.output_mode.unwrap_or_default();
     let cwd_text = cwd.to_string_lossy();
     let offset = input.offset.unwrap_or(0.0);
@@ -385,7 +391,7 @@ fn ripgrep(
     cwd: &Path,
     root: &Path,
     input: &GrepInput,
-    hidden: &fs::Hidden,
+    hidden: &fs::HiddenPaths,
     mode: OutputMode,
     enough: Option<usize>,
 ) -> Result<Vec<String>, ToolError> {
@@ -419,7 +425,7 @@ fn ripgrep_query(
     input: &GrepInput,
     mode: OutputMode,
     enough: Option<usize>,
-) -> Option<engine::Query> {
+) -> Option<search::Query> {
     // -C/context win over -B/-A; context over -C.
     let (before, after) = match mode {
         OutputMode::Content => match input.context.or(input.context_short) {
@@ -428,14 +434,14 @@ fn ripgrep_query(
         },
         OutputMode::FilesWithMatches | OutputMode::Count => (0, 0),
     };
-    Some(engine::Query {
+    Some(search::Query {
         pattern: input.pattern.clone(),
         root: root.to_string_lossy().into_owned(),
         cwd: cwd.to_string_lossy().into_owned(),
         mode: match mode {
-            OutputMode::Content => engine::SearchMode::Content,
-            OutputMode::Count => engine::SearchMode::Count,
-            OutputMode::FilesWithMatches => engine::SearchMode::FilesWithMatches,
+            OutputMode::Content => search::SearchMode::Content,
+            OutputMode::Count => search::SearchMode::Count,
+            OutputMode::FilesWithMatches => search::SearchMode::FilesWithMatches,
         },
         case_insensitive: input.case_insensitive.unwrap_or(false),
         multiline: input.multiline.unwrap_or(false),
@@ -453,44 +459,23 @@ fn ripgrep_query(
 /// every core, skipping what the permission rules hide).
 #[cfg(target_arch = "wasm32")]
 mod engine {
-    pub use toolhost_sdk::search::{Query, SearchMode};
-    use toolhost_sdk::{ToolError, fs};
+    use toolhost_sdk::{ToolError, fs, search};
 
-    pub fn run(query: Query, _hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
-        toolhost_sdk::search::run(&query)
+    pub fn run(query: search::Query, _hidden: &fs::HiddenPaths) -> Result<Vec<u8>, ToolError> {
+        search::run(&query)
     }
 }
 
-/// Natively (unit tests, benchmarks): the same engine the host runs.
+/// Natively (unit tests, benchmarks): the engine the host runs, in process,
+/// given the query and answering as the host's capability does.
 #[cfg(not(target_arch = "wasm32"))]
 mod engine {
-    use std::path::PathBuf;
-    use toolhost_sdk::{ToolError, fs};
-    use toolhost_search::{Confinement, Error, Mode, Options};
+    use toolhost_sdk::{ToolError, fs, search};
+    use toolhost_search::{Confinement, Options};
 
-    pub struct Query {
-        pub pattern: String,
-        pub root: String,
-        pub cwd: String,
-        pub mode: SearchMode,
-        pub case_insensitive: bool,
-        pub multiline: bool,
-        pub line_numbers: bool,
-        pub before: u32,
-        pub after: u32,
-        pub globs: Vec<String>,
-        pub file_type: Option<String>,
-        pub max_columns: Option<u32>,
-        pub enough_lines: Option<u64>,
-    }
+    toolhost_search::contract_mapping!(search);
 
-    pub enum SearchMode {
-        Content,
-        Count,
-        FilesWithMatches,
-    }
-
-    pub fn run(query: Query, hidden: &fs::Hidden) -> Result<Vec<u8>, ToolError> {
+    pub fn run(query: search::Query, hidden: &fs::HiddenPaths) -> Result<Vec<u8>, ToolError> {
         let hidden = hidden.clone();
         let options = Options {
             threads: Options::cores(),
@@ -500,31 +485,7 @@ mod engine {
             skip: std::sync::Arc::new(move |path, is_dir| hidden.contains(path, is_dir)),
             stop: &|| false,
         };
-        let query = toolhost_search::Query {
-            pattern: query.pattern,
-            root: PathBuf::from(query.root),
-            cwd: PathBuf::from(query.cwd),
-            mode: match query.mode {
-                SearchMode::Content => Mode::Content,
-                SearchMode::Count => Mode::Count,
-                SearchMode::FilesWithMatches => Mode::FilesWithMatches,
-            },
-            case_insensitive: query.case_insensitive,
-            multiline: query.multiline,
-            line_numbers: query.line_numbers,
-            before: query.before as usize,
-            after: query.after as usize,
-            globs: query.globs,
-            file_type: query.file_type,
-            max_columns: query.max_columns.map(u64::from),
-            enough_lines: query.enough_lines,
-        };
-        match toolhost_search::run(&query, &options) {
-            Ok(out) => Ok(out),
-            Err(Error::Invalid(_)) => Ok(Vec::new()),
-            Err(Error::TooLarge(bytes)) => Err(toolhost_sdk::search::too_large(bytes)),
-            Err(Error::Interrupted) => Err(ToolError::io("the search was interrupted")),
-        }
+        search::answer(toolhost_search::run(&query_from_contract(query), &options).map_err(error_to_contract))
     }
 }
 
@@ -574,7 +535,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: GrepInput) -> String {
-        search(dir, &input, &fs::Hidden::default()).unwrap().text
+        search(dir, &input, &fs::HiddenPaths::default()).unwrap().text
     }
 
     fn content(pattern: &str) -> GrepInput {

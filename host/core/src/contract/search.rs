@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use toolhost_search::{Confinement, Error, Mode, Options, Query, Skip};
+use toolhost_hidden_paths::HiddenPaths;
+use toolhost_search::{Confinement, Options, Skip};
 
 /// The most output one search hands a tool.
 const MAX_OUTPUT: u64 = 64 << 20;
@@ -16,20 +17,25 @@ const MAX_OUTPUT: u64 = 64 << 20;
 /// `multiline`), per worker thread: the host's memory, not the guest's.
 const MAX_BUFFER: usize = 64 << 20;
 
+toolhost_search::contract_mapping!(search);
+
 impl search::Host for CallView<'_> {
     fn run(&mut self, query: search::Query) -> Result<Vec<u8>, search::SearchError> {
         let scope = &*self.scope;
-        let refused = || search::SearchError::NotPermitted(query.root.clone());
-        let root = crate::fsx::normalize(Path::new(&query.root));
+        let refused = search::SearchError::NotPermitted(query.root.clone());
+        let mut query = query_from_contract(query);
+        query.root = crate::fsx::normalize(&query.root);
+        query.cwd = crate::fsx::normalize(&query.cwd);
+        let root = &query.root;
         let inside = |p: &Path| scope.readable.iter().any(|dir| p.starts_with(dir));
         // The root lexically, and what it resolves to: a symlink named as the
         // root must not lead out either.
-        if !root.is_absolute() || !inside(&root) || root.canonicalize().is_ok_and(|real| !inside(&real)) {
-            return Err(refused());
+        if !root.is_absolute() || !inside(root) || root.canonicalize().is_ok_and(|real| !inside(&real)) {
+            return Err(refused);
         }
         let hidden = match &scope.rules {
-            Some(rules) => toolhost_search::HiddenPaths::new(&rules.hidden_from_searches()),
-            None => toolhost_search::HiddenPaths::default(),
+            Some(rules) => HiddenPaths::new(&rules.hidden_from_searches()),
+            None => HiddenPaths::default(),
         };
         let skip: Skip = Arc::new(move |path, is_dir| hidden.contains(path, is_dir));
         let deadline = scope.deadline.map(|(at, _)| at);
@@ -46,25 +52,6 @@ impl search::Host for CallView<'_> {
             skip,
             stop: &stop,
         };
-        let query = Query {
-            pattern: query.pattern,
-            root,
-            cwd: crate::fsx::normalize(Path::new(&query.cwd)),
-            mode: match query.mode {
-                search::SearchMode::Content => Mode::Content,
-                search::SearchMode::Count => Mode::Count,
-                search::SearchMode::FilesWithMatches => Mode::FilesWithMatches,
-            },
-            case_insensitive: query.case_insensitive,
-            multiline: query.multiline,
-            line_numbers: query.line_numbers,
-            before: query.before as usize,
-            after: query.after as usize,
-            globs: query.globs,
-            file_type: query.file_type,
-            max_columns: query.max_columns.map(u64::from),
-            enough_lines: query.enough_lines,
-        };
         let started = Instant::now();
         let result = toolhost_search::run(&query, &options);
         tracing::debug!(
@@ -74,10 +61,6 @@ impl search::Host for CallView<'_> {
             micros = started.elapsed().as_micros() as u64,
             "search"
         );
-        result.map_err(|e| match e {
-            Error::Invalid(why) => search::SearchError::Invalid(why),
-            Error::TooLarge(bytes) => search::SearchError::TooLarge(bytes),
-            Error::Interrupted => search::SearchError::Interrupted,
-        })
+        result.map_err(error_to_contract)
     }
 }

@@ -30,7 +30,7 @@
 use crate::fsx::{normalize, resolve};
 use crate::registry::{InputRoles, PathAccess};
 use crate::shell::{self, Parsed, SimpleCommand};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
@@ -437,11 +437,8 @@ impl RuleSet {
                 (ContentKind::Path, _) => {
                     let (pattern, dir_only) =
                         path_pattern(content, entry.base.as_deref(), &set.places).map_err(fail)?;
-                    let glob = GlobBuilder::new(&pattern)
-                        .literal_separator(true)
-                        .backslash_escape(true)
-                        .build()
-                        .map_err(|e| fail(ContentError::Glob(e.to_string())))?;
+                    let glob =
+                        toolhost_hidden_paths::glob(&pattern).map_err(|e| fail(ContentError::Glob(e.to_string())))?;
                     path_builder.add(glob);
                     let scope = PathScope::of(tool);
                     path_globs.push(PathGlob { pattern, behavior: entry.behavior, scope, dir_only, entry: index });
@@ -510,7 +507,7 @@ impl RuleSet {
             .iter()
             .filter(|g| g.behavior != Behavior::Allow && reads.iter().any(|a| g.scope.covers(tool, *a)))
             .flat_map(|g| {
-                let pattern = if g.dir_only { format!("{}/", g.pattern) } else { g.pattern.clone() };
+                let pattern = toolhost_hidden_paths::pattern(&g.pattern, g.dir_only);
                 // A working directory known by two paths (through a symlink):
                 // the walk may see either, so hide under both.
                 let mut forms = vec![pattern.clone()];
