@@ -27,7 +27,7 @@ fn main() {
         .parent()
         .expect("tests/ lives in the workspace root")
         .to_path_buf();
-    for dir in ["tests/guests", "sdk", "hidden-paths", "wit"] {
+    for dir in ["tests/guests", "sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     let packages: Vec<String> = GUESTS.iter().map(|g| format!("toolhost-guest-{g}")).collect();

@@ -22,7 +22,7 @@ fn main() {
     let root = manifest_dir.ancestors().nth(2).expect("host/core/ lives in the workspace root").to_path_buf();
     let out_dir = PathBuf::from(env("OUT_DIR"));
 
-    for dir in ["plugins", "sdk", "hidden-paths", "wit"] {
+    for dir in ["plugins", "sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
