@@ -12,4 +12,5 @@ pub mod persist;
 
 pub use allowance::{Allowance, DirAccess, DirRequest};
 pub use effective::{CallLimits, FileAccess, Grants, intersect};
+pub(crate) use hosts::non_public;
 pub use hosts::{HostName, HostPattern, valid_host};

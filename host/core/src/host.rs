@@ -5,7 +5,7 @@ mod watch;
 
 use crate::fsx::{self, Dirs};
 use crate::pipeline::{CallOptions, Parts, Pipeline, ToolResult, ToolUse};
-use crate::policy::rules::{Catalog, ContentKind, Places};
+use crate::policy::rules::Places;
 use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::Confinement;
@@ -245,7 +245,8 @@ impl HostBuilder {
         let instances = self.instances.unwrap_or(DEFAULT_INSTANCES);
         let most_memory = settings.tool_grants.values().filter_map(|g| g.memory_mib).max().unwrap_or(0);
         let most_memory = usize::try_from(most_memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances).map_err(HostError::Engine)?;
+        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances, crate::pipeline::WARM_INSTANCES)
+            .map_err(HostError::Engine)?;
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         crate::shell::cache_in(cache_dir.clone());
@@ -281,7 +282,7 @@ impl HostBuilder {
             plugins.register(&mut registry);
         }
         let places = Places { cwd: cwd.clone(), working: working.clone(), home: std::env::home_dir() };
-        let policy = Policy::new(&settings, places, catalog(&registry))?;
+        let policy = Policy::new(&settings, places, crate::policy::catalog(&registry))?;
         let pipeline = Pipeline::new(Parts {
             sandbox,
             registry,
@@ -380,15 +381,6 @@ fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::RecommendedWatcher, S
         Host { inner }.reload_plugins();
         true
     })
-}
-
-/// What each loaded tool's rule contents mean (by name and alias).
-pub(crate) fn catalog(registry: &Registry) -> Catalog {
-    let mut catalog = Catalog::default();
-    for tool in registry.all() {
-        catalog.add(&tool.spec.name, &tool.spec.aliases, ContentKind::of(&tool.spec.inputs));
-    }
-    catalog
 }
 
 /// Adds `dir` made absolute, and its canonical form when different (a

@@ -27,12 +27,14 @@
 //! types a front needs to ask the user ([`Approver`]), settings and trust
 //! ([`settings`]), grants ([`grants`]), and the tool descriptions a front
 //! lists ([`LoadedTool`], [`ToolSpec`]). Everything else is the crate's own.
-//! How the modules inside depend on each other: `docs/architecture.md`.
+//! How the modules inside depend on each other (one way, checked by a test):
+//! `docs/architecture.md`.
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
 mod contract;
+mod epoch;
 mod fsx;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -109,3 +111,55 @@ struct DocsSandbox;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/writing-tools.md")]
 struct DocsWritingTools;
+
+#[cfg(test)]
+mod layering {
+    /// The core's modules, bottom first: each may use only those before it
+    /// (its tests may use any). `docs/architecture.md` draws the same order.
+    const LAYERS: &[&str] = &[
+        "fsx",
+        "epoch",
+        "grants",
+        "shell",
+        "session",
+        "process",
+        "contract",
+        "sandbox",
+        "registry",
+        "policy",
+        "pipeline",
+        "host",
+        "scheduler",
+    ];
+
+    #[test]
+    fn modules_depend_only_on_the_layers_below() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut against = Vec::new();
+        for (rank, module) in LAYERS.iter().enumerate() {
+            let mut files = vec![src.join(format!("{module}.rs"))];
+            let mut dirs = vec![src.join(module)];
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else if path.extension().is_some_and(|e| e == "rs") {
+                        files.push(path);
+                    }
+                }
+            }
+            for file in files.iter().filter(|f| f.exists()) {
+                let text = std::fs::read_to_string(file).unwrap();
+                // A file's test module is its last item.
+                let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
+                for above in &LAYERS[rank + 1..] {
+                    if code.contains(&format!("crate::{above}::")) || code.contains(&format!("crate::{above};")) {
+                        against.push(format!("{} uses {above}", file.display()));
+                    }
+                }
+            }
+        }
+        assert!(against.is_empty(), "dependencies against the layering:\n{}", against.join("\n"));
+    }
+}

@@ -20,7 +20,8 @@ pub(crate) mod persisted;
 pub(crate) mod result;
 mod warm;
 
+pub use crate::sandbox::Usage;
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
-pub use result::{Content, ToolResult, Usage};
+pub use result::{Content, ToolResult};
 pub(crate) use warm::WARM_INSTANCES;

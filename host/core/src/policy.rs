@@ -196,7 +196,7 @@ impl Policy {
     }
 
     /// Records what a finished call used, after its decision's line.
-    pub(crate) fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::pipeline::Usage) {
+    pub(crate) fn audit_usage(&self, session: &str, tool: &str, tool_use_id: &str, usage: &crate::sandbox::Usage) {
         // A usage line that cannot be written is reported in the log; the
         // call has ended, there is nothing left to refuse.
         if let Some(audit) = &self.audit {
@@ -231,6 +231,15 @@ impl CallRules for ToolRules {
     fn hidden_from_searches(&self) -> Vec<String> {
         self.rules.hidden_from_searches(&self.tool)
     }
+}
+
+/// What each loaded tool's rule contents mean (by name and alias).
+pub(crate) fn catalog(registry: &crate::registry::Registry) -> rules::Catalog {
+    let mut catalog = rules::Catalog::default();
+    for tool in registry.all() {
+        catalog.add(&tool.spec.name, &tool.spec.aliases, rules::ContentKind::of(&tool.spec.inputs));
+    }
+    catalog
 }
 
 #[cfg(test)]

@@ -7,15 +7,18 @@ mod engine;
 mod instance;
 pub(crate) mod network;
 mod store;
+mod usage;
 
+pub(crate) use crate::epoch::RunningGuard;
 pub(crate) use crate::grants::CallLimits;
 pub use engine::Allocator;
-pub(crate) use engine::Ticker;
-pub(crate) use engine::{PoolSizes, RunningGuard};
+pub(crate) use engine::PoolSizes;
 #[cfg(test)]
 pub(crate) use engine::{base_config, quick_config};
 pub(crate) use instance::{Gate, GateGuard, Instance};
 pub(crate) use store::{CAPTURED_OUTPUT, Captured, GuestFault, HostState, store};
+pub use usage::Usage;
+pub(crate) use usage::thread_cpu_time;
 
 use crate::contract::CallScope;
 use crate::contract::ToolPre;
@@ -51,16 +54,17 @@ impl Sandbox {
     /// An engine with `allocator`, sized for `instances` calls at once of at
     /// most `most_memory` each (at least `limits.memory`: more for tools
     /// granted more), and the linker with WASI and the toolhost interfaces.
-    /// The pool also holds the instances kept warm between calls.
+    /// The pool also holds `warm` instances kept warm between calls.
     pub(crate) fn new(
         allocator: Allocator,
         limits: CallLimits,
         most_memory: usize,
         instances: u32,
+        warm: u32,
     ) -> wasmtime::Result<Sandbox> {
         let max_memory = most_memory.max(limits.memory).next_multiple_of(64 << 10);
         // The calls' slots, and the warm instances' beside them.
-        let sizes = PoolSizes { instances: instances + crate::pipeline::WARM_INSTANCES, max_memory };
+        let sizes = PoolSizes { instances: instances + warm, max_memory };
         let runtime = engine::Runtime::new(allocator, sizes)?;
         let linker = contract_linker(&runtime.engine)?;
         let quick_linker = runtime.quick.as_ref().map(contract_linker).transpose()?;

@@ -156,7 +156,7 @@ impl Pipeline {
     /// new tools' inputs are; what the user granted a tool that `changed`
     /// (replaced or removed) is forgotten.
     pub(crate) fn swap_registry(&self, registry: Registry, changed: &[String]) {
-        self.policy.set_catalog(crate::host::catalog(&registry));
+        self.policy.set_catalog(crate::policy::catalog(&registry));
         *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(registry);
         let mut granted = self.granted.write().unwrap_or_else(|e| e.into_inner());
         for name in changed {
@@ -211,14 +211,14 @@ impl Pipeline {
             duration_us = field::Empty,
         );
         let _entered = span.enter();
-        let cpu_before = super::result::thread_cpu_time();
+        let cpu_before = crate::sandbox::thread_cpu_time();
         let mut result = self.run(session, tool_use, options, &span);
         let micros = started.elapsed().as_micros() as u64;
         let output_bytes = result.content_bytes();
         let usage = result.usage.get_or_insert_with(Default::default);
         usage.output_bytes = output_bytes;
         usage.wall_us = micros;
-        usage.cpu_us = super::result::thread_cpu_time().saturating_sub(cpu_before).as_micros() as u64;
+        usage.cpu_us = crate::sandbox::thread_cpu_time().saturating_sub(cpu_before).as_micros() as u64;
         self.policy.audit_usage(session.id(), &tool_use.name, &tool_use.id, usage);
         span.record("is_error", result.is_error);
         span.record("duration_us", micros);

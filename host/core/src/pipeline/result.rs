@@ -1,9 +1,9 @@
 //! Tool results as the model receives them (step 8 of the pipeline); an
 //! oversized one is persisted by [`super::persisted`].
 
+use crate::sandbox::Usage;
 use base64::Engine as _;
 use serde_json::{Value, json};
-use std::time::Duration;
 
 /// Characters of an oversized result shown in its preview.
 pub(crate) const PREVIEW_CHARS: usize = 2000;
@@ -50,43 +50,6 @@ pub struct ToolResult {
     pub stop: Option<String>,
     /// What the call used (not sent to the model).
     pub usage: Option<Usage>,
-}
-
-/// What one call used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Usage {
-    /// Wall-clock time of the whole call, hooks and asking included.
-    pub wall_us: u64,
-    /// CPU time of the call's thread: the tool's code and the host's work
-    /// for it (child processes not included).
-    pub cpu_us: u64,
-    /// The tool's largest linear memory, all its memories together.
-    pub peak_memory_bytes: u64,
-    /// Bytes of the result's content (text, and image and document data).
-    pub output_bytes: u64,
-}
-
-impl Usage {
-    /// As a Messages API `tool_result` block, with `usage` beside it.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "wall_us": self.wall_us,
-            "cpu_us": self.cpu_us,
-            "peak_memory_bytes": self.peak_memory_bytes,
-            "output_bytes": self.output_bytes,
-        })
-    }
-}
-
-/// CPU time the calling thread has used.
-pub(crate) fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 impl ToolResult {

@@ -91,7 +91,7 @@ impl Audit {
         session: &str,
         tool: &str,
         tool_use_id: &str,
-        usage: &crate::pipeline::Usage,
+        usage: &crate::sandbox::Usage,
     ) -> Result<(), String> {
         self.append(json!({
             "time": humantime::format_rfc3339_micros(SystemTime::now()).to_string(),

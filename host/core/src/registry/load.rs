@@ -762,7 +762,7 @@ mod tests {
     #[test]
     fn what_the_quick_compiler_cannot_compile_is_compiled_optimized() {
         let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(5) };
-        let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1).unwrap();
+        let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1, 0).unwrap();
         assert!(sandbox.quick_engine().is_some(), "this machine runs Winch");
         let cache = tempfile::tempdir().unwrap();
         let session = Arc::new(Session::ephemeral(cache.path()));

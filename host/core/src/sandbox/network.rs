@@ -9,8 +9,8 @@
 //! [`http::Hooks`]; plain TCP sockets through [`Network::socket_check`].
 //! UDP, listening and accepting are refused to every tool.
 
-use crate::grants::{HostName, HostPattern};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use crate::grants::{HostName, HostPattern, non_public};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,61 +168,6 @@ fn canonical(ip: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
     }
-}
-
-/// What kind of non-public address `ip` is, or `None` for a public one.
-/// Addresses that embed an IPv4 address (mapped, NAT64, 6to4, compatible)
-/// are judged by it.
-pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => non_public_v4(v4),
-        IpAddr::V6(v6) => non_public_v6(v6),
-    }
-}
-
-fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = ip.octets();
-    Some(match () {
-        _ if ip.is_loopback() => "loopback",
-        _ if ip.is_private() => "private",
-        _ if ip.is_link_local() => "link-local (cloud metadata)",
-        _ if a == 100 && (b & 0xc0) == 64 => "shared (carrier-grade NAT)",
-        _ if a == 0 => "unspecified",
-        _ if ip.is_broadcast() => "broadcast",
-        _ if ip.is_multicast() => "multicast",
-        _ if a >= 240 => "reserved",
-        _ if ip.is_documentation() => "documentation",
-        _ if a == 198 && (b & 0xfe) == 18 => "benchmarking",
-        _ if a == 192 && b == 0 && c == 0 => "protocol-assignment",
-        _ => return None,
-    })
-}
-
-fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let s = ip.segments();
-    let embedded = || Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return non_public_v4(v4);
-    }
-    Some(match () {
-        _ if ip.is_loopback() => "loopback",
-        _ if ip.is_unspecified() => "unspecified",
-        // ::a.b.c.d, the deprecated IPv4-compatible form.
-        _ if s[..6] == [0; 6] => return non_public_v4(embedded()).or(Some("IPv4-compatible")),
-        // NAT64 (64:ff9b::/96) reaches the IPv4 address it carries.
-        _ if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] => return non_public_v4(embedded()),
-        _ if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 => "local NAT64",
-        // 6to4 (2002::/16) carries an IPv4 address in its next 32 bits.
-        _ if s[0] == 0x2002 => return non_public_v4(Ipv4Addr::from((u32::from(s[1]) << 16) | u32::from(s[2]))),
-        _ if (s[0] & 0xfe00) == 0xfc00 => "private (unique local)",
-        _ if (s[0] & 0xffc0) == 0xfe80 => "link-local",
-        _ if (s[0] & 0xffc0) == 0xfec0 => "site-local",
-        _ if (s[0] & 0xff00) == 0xff00 => "multicast",
-        _ if s[0] == 0x2001 && s[1] == 0xdb8 => "documentation",
-        _ if s[0] == 0x2001 && s[1] == 0 => "Teredo",
-        _ if s[0] == 0x100 && s[1..4] == [0, 0, 0] => "discard",
-        _ => return None,
-    })
 }
 
 #[cfg(feature = "http")]

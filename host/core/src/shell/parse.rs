@@ -35,7 +35,7 @@
 //!
 //! [`Host`]: crate::Host
 
-use crate::sandbox::Ticker;
+use crate::epoch::Ticker;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
 use toolhost_shell::MAX_ANSWER;
@@ -54,7 +54,7 @@ mod embedded {
 /// seconds, a hundred times what the slowest 64 KiB command takes here.
 /// Epochs rather than fuel: fuel made the parse a third slower.
 ///
-/// [`EPOCH_TICK`]: crate::sandbox::EPOCH_TICK
+/// [`EPOCH_TICK`]: crate::epoch::EPOCH_TICK
 const DEADLINE_TICKS: u64 = 400;
 /// Memory for one command: the parser's tables and stack take 3 MiB, a
 /// 64 KiB command's tree a few more.
