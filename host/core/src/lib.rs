@@ -40,6 +40,7 @@ mod fsx;
 pub mod fuzzing;
 pub mod grants;
 mod host;
+mod imports;
 mod pipeline;
 mod policy;
 mod process;
@@ -50,12 +51,12 @@ mod session;
 mod shell;
 
 pub use contract::{
-    CONTRACT, Capability, MissingImport, Progress, ProgressSink, RELEASED, RequestsError, Shape, ShapeError, Version,
-    stamp_requests,
+    CONTRACT, Capability, MissingImport, RELEASED, RequestsError, Shape, ShapeError, Version, stamp_requests,
 };
 pub use fsx::{config_dir, default_cache_dir, default_data_dir, default_plugins_dir, replace_file};
 pub use grants::{Allowance, CallLimits, FileAccess, Grants};
 pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
+pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::rules::Behavior;
 pub use policy::settings::{Settings, Sources};
@@ -124,6 +125,7 @@ mod layering {
         "session",
         "process",
         "contract",
+        "imports",
         "sandbox",
         "registry",
         "policy",

@@ -15,7 +15,7 @@ pub(crate) use audit::AuditRecord;
 pub use decision::{Decision, Facts, PermissionMode, ToolCheck, decide};
 pub(crate) use decision::{Source, sensitive_write};
 
-use crate::contract::CallRules;
+use crate::imports::CallRules;
 use crate::process::{CommandRules, CommandVerdict};
 use crate::registry::InputRoles;
 use crate::shell::Parsed;

@@ -20,9 +20,9 @@ pub(crate) use store::{CAPTURED_OUTPUT, Captured, GuestFault, HostState, store};
 pub use usage::Usage;
 pub(crate) use usage::thread_cpu_time;
 
-use crate::contract::CallScope;
 use crate::contract::ToolPre;
 use crate::grants::Grants;
+use crate::imports::CallScope;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -46,7 +46,7 @@ fn contract_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     // granted no host).
     #[cfg(feature = "http")]
     wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-    crate::contract::add_to_linker(&mut linker, HostState::call_view)?;
+    crate::imports::add_to_linker(&mut linker, HostState::call_view)?;
     Ok(linker)
 }
 

@@ -4,9 +4,9 @@ use super::result::{self, Content, ToolResult};
 use super::warm::{self, Warm};
 use crate::contract::bindings::toolhost::tool::types::{ToolError as WitToolError, ToolOutput};
 use crate::contract::bindings::{CallContext, PermissionDecision, PermissionMode as WitMode};
-use crate::contract::{CallScope, ProgressSink};
 use crate::fsx::{Dirs, normalize, resolve};
 use crate::grants::{Allowance, DirRequest, Grants};
+use crate::imports::{CallScope, ProgressSink};
 use crate::policy::hooks::{EventInput, HookDecision, HookEvent, Outcome};
 use crate::policy::rules::{RuleSet, Subject};
 use crate::policy::{

@@ -186,7 +186,7 @@ pub(crate) fn from_output(
         if streamed.cut {
             text.push_str(&format!(
                 "\n[{tool} streamed more than {} MiB of output; the rest was dropped.]\n",
-                crate::contract::MAX_STREAMED >> 20
+                crate::imports::MAX_STREAMED >> 20
             ));
         }
         match content.first_mut() {

@@ -11,9 +11,10 @@ use super::tool::{
 use crate::contract::ToolPre;
 use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{InterruptBehavior, ToolInfo};
-use crate::contract::{self, CallScope, Capability, Namespace, Version};
+use crate::contract::{self, Capability, Version};
 use crate::fsx::Dirs;
 use crate::grants::{Allowance, FileAccess, Grants};
+use crate::imports::{CallScope, Namespace};
 use crate::sandbox::{CallLimits, Captured, GuestFault, HostState, Sandbox};
 use crate::session::Session;
 use serde_json::Value;

@@ -4,8 +4,9 @@
 
 use super::schema::Schema;
 use crate::contract::ToolPre;
-use crate::contract::{Capability, Namespace, RequestsError, Shape, ShapeError, Version};
+use crate::contract::{Capability, RequestsError, Shape, ShapeError, Version};
 use crate::grants::{Allowance, Grants};
+use crate::imports::Namespace;
 use crate::sandbox::{HostState, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;

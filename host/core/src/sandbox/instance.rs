@@ -2,10 +2,10 @@
 //! instance pool.
 
 use super::store::{Captured, HostState, renew, store};
-use crate::contract::CallScope;
 use crate::contract::{Guest, ToolPre};
 use crate::grants::CallLimits;
 use crate::grants::Grants;
+use crate::imports::CallScope;
 use std::sync::{Condvar, Mutex};
 use wasmtime::{Engine, Store};
 

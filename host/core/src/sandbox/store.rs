@@ -2,9 +2,9 @@
 //! nothing else, a memory limit, a deadline, and cancellation.
 
 use super::network::Network;
-use crate::contract::{CallScope, CallView};
 use crate::grants::DirAccess;
 use crate::grants::{CallLimits, FileAccess, Grants};
+use crate::imports::{CallScope, CallView};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

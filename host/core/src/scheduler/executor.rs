@@ -8,8 +8,8 @@
 //! MCP protocol thread never waits on a tool.
 
 use super::slot::Slot;
-use crate::contract::{Progress, ProgressSink};
 use crate::host::Host;
+use crate::imports::{Progress, ProgressSink};
 use crate::pipeline::{CallOptions, ToolResult, ToolUse};
 use crate::policy::Approver;
 use crate::session::Session;

@@ -2,7 +2,7 @@
 //! and log lines for the host's log.
 
 use super::CallView;
-use super::bindings::toolhost::tool::progress;
+use crate::contract::bindings::toolhost::tool::progress;
 use std::sync::Arc;
 
 /// Longest progress or log message kept, in bytes.

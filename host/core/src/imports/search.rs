@@ -3,7 +3,7 @@
 //! the permission rules hide, until the call's deadline or cancellation.
 
 use super::CallView;
-use super::bindings::toolhost::tool::search;
+use crate::contract::bindings::toolhost::tool::search;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

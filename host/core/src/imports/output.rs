@@ -2,7 +2,7 @@
 //! result never holds it whole.
 
 use super::CallView;
-use super::bindings::toolhost::tool::output;
+use crate::contract::bindings::toolhost::tool::output;
 
 /// Most bytes of text one call may stream into its result.
 pub(crate) const MAX_STREAMED: usize = 64 << 20;

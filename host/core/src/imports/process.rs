@@ -2,7 +2,7 @@
 //! capability; every start is checked by [`crate::process`].
 
 use super::CallView;
-use super::bindings::toolhost::tool::process;
+use crate::contract::bindings::toolhost::tool::process;
 use crate::process::{Approval, Foreground, ProcessError, Program, Spawn, Status, Stream};
 use std::time::Duration;
 use wasmtime::component::Resource;

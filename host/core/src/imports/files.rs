@@ -2,7 +2,7 @@
 //! components granted read-write files (Write, Edit).
 
 use super::CallView;
-use super::bindings::toolhost::tool::files;
+use crate::contract::bindings::toolhost::tool::files;
 use std::path::{Path, PathBuf};
 
 impl files::Host for CallView<'_> {

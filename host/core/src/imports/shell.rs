@@ -3,7 +3,7 @@
 //! time).
 
 use super::CallView;
-use super::bindings::toolhost::tool::shell;
+use crate::contract::bindings::toolhost::tool::shell;
 use crate::shell::Operator;
 
 impl shell::Host for CallView<'_> {

@@ -2,7 +2,7 @@
 //! walks directories skips what the host did not check.
 
 use super::CallView;
-use super::bindings::toolhost::tool::policy;
+use crate::contract::bindings::toolhost::tool::policy;
 use crate::process::CommandRules;
 
 /// The permission rules as they apply to one call, for the host imports:

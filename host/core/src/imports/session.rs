@@ -2,7 +2,7 @@
 //! built-ins and private to each third-party tool.
 
 use super::CallView;
-use super::bindings::toolhost::tool::session;
+use crate::contract::bindings::toolhost::tool::session;
 use crate::session::WriteError;
 
 /// How a tool's session keys are kept apart from other tools'.
