@@ -214,7 +214,7 @@ pub fn guest_decision(data: &[u8]) {
         PermissionDecision::Allow(Some(t)) => serde_json::from_str::<serde_json::Value>(t).is_ok(),
         _ => true,
     };
-    match crate::pipeline::call::tool_check(decision, trusted) {
+    match crate::pipeline::permission::tool_check(decision, trusted) {
         ToolCheck::Allow(_) => {
             assert!(trusted, "an untrusted tool allowed itself");
             assert!(rewrite_is_json, "a rewrite that is not JSON was allowed");

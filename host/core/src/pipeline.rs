@@ -12,12 +12,17 @@
 //! 7. PostToolUse / PostToolUseFailure hooks;
 //! 8. map to a `tool_result`, persisting an oversized one.
 //!
+//! Files: `call` (the shared state and steps 1–2), `run` (steps 3, 4, 6, 7,
+//! 8), `permission` (step 5), `result` and `persisted` (step 8), `warm`.
+//!
 //! Every failure is an error result; nothing a tool or its input does reaches
 //! the caller as anything else.
 
 pub(crate) mod call;
+pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod result;
+mod run;
 mod warm;
 
 pub use crate::sandbox::Usage;
