@@ -9,7 +9,7 @@ use crate::contract::bindings::toolhost::tool::types as wit;
 use crate::contract::bindings::{ContentBlock, InterruptBehavior, PermissionDecision, ToolInfo, ToolOutput};
 use crate::pipeline::result::{self, Content, Streamed, ToolResult};
 use crate::policy::ToolCheck;
-use crate::registry::{Schema, load};
+use crate::registry::{Schema, declare};
 use arbitrary::{Result, Unstructured};
 
 /// Strings a description is made of: often one that means something to the
@@ -84,8 +84,8 @@ fn info(u: &mut Unstructured) -> Result<ToolInfo> {
 pub fn guest_info(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(info) = info(&mut u) else { return };
-    let Ok((spec, _warnings)) = load::parse_info(info, true) else { return };
-    if let Err(why) = load::recheck(&spec) {
+    let Ok((spec, _warnings)) = declare::parse_info(info, true) else { return };
+    if let Err(why) = declare::recheck(&spec) {
         panic!("loading kept a description its own recheck refuses ({why}): {spec:?}");
     }
     let saved = serde_json::to_string(&spec).expect("a spec serializes");

@@ -1,9 +1,12 @@
-//! The registry: loading components (compile through the on-disk cache,
+//! The registry: loading components (`load`; compiling under limits through
+//! the on-disk cache, `compile`; reading what a tool declares, `declare`;
 //! shape and grant checks, linking, the tool's description of itself), the
 //! loaded tools by name and alias, and the pool the model is offered.
 
 mod builtins;
 mod cache;
+mod compile;
+pub(crate) mod declare;
 pub(crate) mod load;
 mod optimize;
 mod plugins;
@@ -12,8 +15,9 @@ mod schema;
 mod tool;
 
 pub use cache::content_hash;
-pub use load::CompileProgress;
-pub(crate) use load::{CompileSink, Loader, QUICK_ABOVE};
+pub use compile::CompileProgress;
+pub(crate) use compile::{CompileSink, QUICK_ABOVE};
+pub(crate) use load::Loader;
 pub(crate) use optimize::Optimizer;
 pub use plugins::ToolsChanged;
 pub(crate) use plugins::{PluginSet, diff, is_component_file};

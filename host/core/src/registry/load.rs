@@ -4,26 +4,22 @@
 
 use super::builtins;
 use super::cache;
+use super::compile::{CompileSink, in_parallel, link};
+use super::declare::{parse_info, recheck};
 use super::pool::Registry;
-use super::tool::{
-    Hints, InputRoles, LinkLater, Linked, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec, WasmSource,
-};
+use super::tool::{LinkLater, Linked, LoadError, LoadedTool, Origin, ToolSpec, WasmSource};
 use crate::contract::ToolPre;
-use crate::contract::bindings::toolhost::tool::types as wit;
-use crate::contract::bindings::{InterruptBehavior, ToolInfo};
 use crate::contract::{self, Capability, Version};
 use crate::fsx::Dirs;
 use crate::grants::{Allowance, FileAccess, Grants};
 use crate::imports::{CallScope, Namespace};
-use crate::sandbox::{CallLimits, Captured, GuestFault, HostState, Sandbox};
+use crate::sandbox::{CallLimits, Captured, GuestFault, Sandbox};
 use crate::session::Session;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::Component;
 
 /// Loads components into a registry.
 pub(crate) struct Loader<'a> {
@@ -51,30 +47,6 @@ pub(crate) struct Loader<'a> {
     /// quick, e.g. for a one-shot command, which would not live to use it).
     pub optimizer: Option<&'a super::optimize::Optimizer>,
 }
-
-/// The size from which a plugin's first load compiles quick: Cranelift
-/// takes about a second per megabyte on two cores, Winch a quarter of that.
-pub(crate) const QUICK_ABOVE: usize = 1 << 20;
-
-/// A compile that takes long (the first load of a large component): told
-/// once a second while it runs, and once when it is done.
-#[derive(Clone, Debug)]
-pub struct CompileProgress {
-    /// The file, or `built-in NAME`.
-    pub source: String,
-    /// The component's size.
-    pub bytes: usize,
-    /// Time since the compile started.
-    pub elapsed: Duration,
-    /// Whether it has finished.
-    pub done: bool,
-}
-
-/// Receives [`CompileProgress`].
-pub(crate) type CompileSink = Arc<dyn Fn(&CompileProgress) + Send + Sync>;
-
-/// A compile shorter than this is not reported.
-const REPORT_AFTER: Duration = Duration::from_secs(1);
 
 impl Loader<'_> {
     /// Loads the built-in tools embedded in the binary. A built-in that does
@@ -329,298 +301,6 @@ pub(crate) const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 pub(crate) const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a tool may take to instantiate and describe itself.
 pub(crate) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Most aliases a tool keeps; more are dropped with a warning.
-pub(crate) const MAX_ALIASES: usize = 8;
-/// Longest one-line description, in characters; longer ones are cut.
-pub(crate) const MAX_DESCRIPTION: usize = 1_024;
-/// Longest model-facing prompt, in characters; longer ones are cut.
-pub(crate) const MAX_PROMPT: usize = 32_768;
-/// Longest search hint, in characters; longer ones are cut.
-pub(crate) const MAX_SEARCH_HINT: usize = 256;
-/// Largest input or output schema, in bytes of JSON; larger ones are refused.
-pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
-/// Deepest nesting of an input or output schema; deeper ones are refused.
-pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
-
-impl Loader<'_> {
-    /// The component compiled (through the cache), and whether by the quick
-    /// engine: a plugin (`quick_ok`) of at least [`Loader::quick_above`]
-    /// bytes whose optimized form is not cached compiles quick, and its
-    /// optimized compile is asked of [`Loader::optimizer`]. A compile that
-    /// takes long is reported to [`Loader::progress`] and the log.
-    fn compile(
-        &self,
-        source: &str,
-        wasm: Cow<'static, [u8]>,
-        hash: &str,
-        timeout: Duration,
-        quick_ok: bool,
-    ) -> Result<(Component, bool), LoadError> {
-        // A compiled form in the cache is read here; only a compile needs a
-        // thread of its own (and the bytes copied to it).
-        let optimizing = self.sandbox.engine();
-        if let Some(component) = self.cached_on(optimizing, hash) {
-            return Ok((component, false));
-        }
-        let quick = match (self.quick_above, self.sandbox.quick_engine(), self.cache_dir) {
-            (Some(above), Some(quick), Some(_)) if quick_ok && wasm.len() >= above => Some(quick),
-            _ => None,
-        };
-        let wasm = Arc::new(wasm.into_owned());
-        let Some(quick) = quick else {
-            return self.compile_on(optimizing, source, &wasm, hash, timeout).map(|c| (c, false));
-        };
-        let compiled = match self.cached_on(quick, hash) {
-            Some(component) => Ok(component),
-            None => self.compile_on(quick, source, &wasm, hash, timeout),
-        };
-        let component = match compiled {
-            Ok(component) => component,
-            // What Winch does not compile (tail calls, exceptions, relaxed
-            // SIMD, GC, an instruction it lacks), Cranelift may.
-            Err(LoadError::Compile(why)) => {
-                tracing::info!(source, why, "the quick compiler cannot compile it; compiling it optimized");
-                return self.compile_on(optimizing, source, &wasm, hash, timeout).map(|c| (c, false));
-            }
-            Err(e) => return Err(e),
-        };
-        tracing::info!(source, "loaded compiled quick (Winch)");
-        if let Some(optimizer) = self.optimizer {
-            optimizer.request(hash, source, wasm);
-        }
-        Ok((component, true))
-    }
-
-    /// The compiled form `engine` made of the component `hash`, if the cache
-    /// holds a usable one.
-    fn cached_on(&self, engine: &wasmtime::Engine, hash: &str) -> Option<Component> {
-        cache::cached(engine, hash, self.cache_dir?)
-    }
-
-    /// [`compile_within`] on `engine` (its cache entry known to be missing),
-    /// reporting a compile that takes long.
-    fn compile_on(
-        &self,
-        engine: &wasmtime::Engine,
-        source: &str,
-        wasm: &Arc<Vec<u8>>,
-        hash: &str,
-        timeout: Duration,
-    ) -> Result<Component, LoadError> {
-        let bytes = wasm.len();
-        let started = std::time::Instant::now();
-        let mut reported = false;
-        let mut tick = |elapsed: Duration| {
-            if !reported {
-                tracing::info!(source, bytes, "compiling (only its first load compiles)");
-                reported = true;
-            }
-            if let Some(sink) = self.progress {
-                sink(&CompileProgress { source: source.to_string(), bytes, elapsed, done: false });
-            }
-        };
-        let out = compile_within(engine, Arc::clone(wasm), hash, self.cache_dir, timeout, REPORT_AFTER, &mut tick);
-        if reported {
-            tracing::info!(source, took_ms = started.elapsed().as_millis() as u64, ok = out.is_ok(), "compiled");
-            if let Some(sink) = self.progress {
-                sink(&CompileProgress { source: source.to_string(), bytes, elapsed: started.elapsed(), done: true });
-            }
-        }
-        out
-    }
-}
-
-/// Compiles `wasm` (through the cache) on a thread of its own, waiting at
-/// most `timeout`, calling `tick` with the time so far every `every`. Compiling cannot be interrupted: a compile that takes too long
-/// goes on in the background (and is cached for the next start) while the
-/// component is reported as skipped.
-fn compile_within(
-    engine: &wasmtime::Engine,
-    wasm: Arc<Vec<u8>>,
-    hash: &str,
-    dir: Option<&Path>,
-    timeout: Duration,
-    every: Duration,
-    tick: &mut dyn FnMut(Duration),
-) -> Result<Component, LoadError> {
-    use std::sync::mpsc::RecvTimeoutError;
-    let (engine, dir, hash) = (engine.clone(), dir.map(Path::to_path_buf), hash.to_string());
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("toolhost-compile".into())
-        .spawn(move || {
-            let out = cache::compile(&engine, &wasm, &hash, dir.as_deref());
-            let _ = tx.send(out);
-        })
-        .map_err(|e| LoadError::Compile(format!("could not start a compile thread: {e}")))?;
-    let started = std::time::Instant::now();
-    loop {
-        let left = timeout.saturating_sub(started.elapsed());
-        match rx.recv_timeout(every.min(left)) {
-            Ok(out) => return out.map_err(|e| LoadError::Compile(format!("{e:#}"))),
-            Err(RecvTimeoutError::Timeout) if started.elapsed() < timeout => tick(started.elapsed()),
-            Err(RecvTimeoutError::Timeout) => {
-                return Err(LoadError::TimedOut(format!(
-                    "took longer than {} s to compile and was skipped; the compile goes on and is cached, so the next \
-                     start may load it",
-                    timeout.as_secs()
-                )));
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(LoadError::Compile("the compiler stopped without an answer".into()));
-            }
-        }
-    }
-}
-
-/// `component` linked against the sandbox's linker, as a tool serving the
-/// contract `version`.
-fn link(sandbox: &Sandbox, component: &Component, version: Version) -> Result<ToolPre<HostState>, LoadError> {
-    let linker = sandbox.linker_for(component.engine());
-    let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-    ToolPre::new(version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
-}
-
-/// Links a tool loaded with [`Linked::later`]: its compiled form from the
-/// cache, or, if that went missing or stale since, compiled again from its
-/// bytes (a file's only while they still have the hash it was loaded with).
-pub(super) fn link_later(sandbox: &Sandbox, later: &LinkLater) -> Result<ToolPre<HostState>, LoadError> {
-    let engine = sandbox.engine();
-    let component = match cache::cached(engine, &later.hash, &later.cache_dir) {
-        Some(component) => component,
-        None => {
-            let bytes = match &later.wasm {
-                WasmSource::Embedded(bytes) => Cow::Borrowed(*bytes),
-                WasmSource::File(path) => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| LoadError::Compile(format!("cannot read {}: {e}", path.display())))?;
-                    if cache::content_hash(&bytes) != later.hash {
-                        return Err(LoadError::Compile(format!(
-                            "{} changed since it was loaded; it is loaded again when the plugins directory is next read",
-                            path.display()
-                        )));
-                    }
-                    Cow::Owned(bytes)
-                }
-            };
-            cache::compile(engine, &bytes, &later.hash, Some(&later.cache_dir))
-                .map_err(|e| LoadError::Compile(format!("{e:#}")))?
-        }
-    };
-    tracing::debug!(hash = %later.hash, "linked at first use");
-    link(sandbox, &component, later.version)
-}
-
-/// `f` of every item, on up to one thread per core, in the items' order
-/// (`None` for an item whose thread panicked).
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
-    if threads <= 1 {
-        return items.iter().map(|item| Some(f(item))).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<R>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { return };
-                    let out = f(item);
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
-                }
-            });
-        }
-    });
-    slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
-}
-
-/// `text` cut to `max` characters, noting the cut in `warnings`.
-fn capped(text: String, max: usize, what: &str, warnings: &mut Vec<String>) -> String {
-    match text.char_indices().nth(max) {
-        None => text,
-        Some((at, _)) => {
-            warnings.push(format!("its {what} has {} characters; it was cut to {max}", text.chars().count()));
-            text[..at].to_string()
-        }
-    }
-}
-
-/// A declared schema, parsed within [`MAX_SCHEMA_BYTES`] and [`MAX_SCHEMA_DEPTH`].
-fn schema(text: &str, what: &str) -> Result<Value, LoadError> {
-    if text.len() > MAX_SCHEMA_BYTES {
-        return Err(LoadError::TooLarge(format!(
-            "its {what} is {} KiB; at most {} KiB are accepted",
-            text.len() >> 10,
-            MAX_SCHEMA_BYTES >> 10
-        )));
-    }
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| LoadError::Invalid(format!("{what} is not JSON: {e}")))?;
-    if depth(&value) > MAX_SCHEMA_DEPTH {
-        return Err(LoadError::TooLarge(format!("its {what} nests deeper than {MAX_SCHEMA_DEPTH} levels")));
-    }
-    Ok(value)
-}
-
-fn depth(value: &Value) -> usize {
-    match value {
-        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-pub(crate) fn parse_info(info: ToolInfo, enabled: bool) -> Result<(ToolSpec, Vec<String>), LoadError> {
-    let invalid = LoadError::Invalid;
-    check_name(&info.name).map_err(invalid)?;
-    let mut warnings = Vec::new();
-    let mut aliases = info.aliases;
-    if aliases.len() > MAX_ALIASES {
-        warnings.push(format!("it declares {} aliases; the first {MAX_ALIASES} are kept", aliases.len()));
-        aliases.truncate(MAX_ALIASES);
-    }
-    for alias in &aliases {
-        check_name(alias).map_err(|e| LoadError::Invalid(format!("alias: {e}")))?;
-    }
-    let input_schema = schema(&info.input_schema, "input schema")?;
-    if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(LoadError::Invalid("input schema must describe a JSON object (`\"type\": \"object\"`)".into()));
-    }
-    let inputs = input_roles(info.input_roles)?;
-    let output_schema = info.output_schema.as_deref().map(|s| schema(s, "output schema")).transpose()?;
-    let description = capped(info.description, MAX_DESCRIPTION, "description", &mut warnings);
-    let prompt = capped(info.prompt, MAX_PROMPT, "prompt", &mut warnings);
-    let search_hint = info.search_hint.map(|h| capped(h, MAX_SEARCH_HINT, "search hint", &mut warnings));
-    let spec = ToolSpec {
-        name: info.name,
-        aliases,
-        description,
-        prompt,
-        search_hint,
-        input_schema,
-        output_schema,
-        max_result_size_chars: info.max_result_size_chars,
-        should_defer: info.should_defer,
-        always_load: info.always_load,
-        cancel_on_interrupt: match info.interrupt_behavior {
-            InterruptBehavior::Cancel => true,
-            InterruptBehavior::Block => false,
-        },
-        enabled,
-        hints: Hints {
-            read_only: info.read_only_hint,
-            destructive: info.destructive_hint,
-            concurrency_safe: info.concurrency_safe_hint,
-        },
-        inputs,
-        cancels_siblings: info.cancels_siblings_on_failure,
-        reuse_instance: info.reuse_instance,
-        validates_input: info.validates_input,
-        checks_permissions: info.checks_permissions,
-    };
-    Ok((spec, warnings))
-}
 
 /// A saved description that still holds what loading guarantees (a valid
 /// name, the caps on what it declares, bounded schemas): one that does not,
@@ -636,80 +316,12 @@ fn known_description(path: &Path) -> Option<cache::Described> {
     }
 }
 
-/// The checks [`parse_info`] made, on a spec read back from the cache.
-pub(crate) fn recheck(spec: &ToolSpec) -> Result<(), String> {
-    let within = |text: &str, max: usize| text.char_indices().nth(max).is_none();
-    check_name(&spec.name)?;
-    if spec.aliases.len() > MAX_ALIASES {
-        return Err("too many aliases".into());
-    }
-    for alias in &spec.aliases {
-        check_name(alias)?;
-    }
-    let texts = [(&spec.description, MAX_DESCRIPTION), (&spec.prompt, MAX_PROMPT)];
-    if !texts.iter().all(|(t, max)| within(t, *max))
-        || !spec.search_hint.as_deref().is_none_or(|h| within(h, MAX_SEARCH_HINT))
-    {
-        return Err("a text beyond its cap".into());
-    }
-    for s in std::iter::once(&spec.input_schema).chain(&spec.output_schema) {
-        schema(&s.to_string(), "schema").map_err(|e| e.to_string())?;
-    }
-    if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("input schema is not an object schema".into());
-    }
-    let roles = &spec.inputs;
-    if roles.paths.len() + roles.addresses.len() + usize::from(roles.command.is_some()) > MAX_ROLE_FIELDS {
-        return Err("too many input roles".into());
-    }
-    Ok(())
-}
-
-/// Most fields a tool may declare for the policy.
-const MAX_ROLE_FIELDS: usize = 32;
-
-/// The declared input roles, checked: each field a property name or a JSON
-/// Pointer, at most [`MAX_ROLE_FIELDS`] of them.
-fn input_roles(roles: wit::InputRoles) -> Result<InputRoles, LoadError> {
-    let count = roles.paths.len() + roles.addresses.len() + usize::from(roles.command.is_some());
-    if count > MAX_ROLE_FIELDS {
-        return Err(LoadError::Invalid(format!(
-            "input roles: {count} fields declared, at most {MAX_ROLE_FIELDS} are allowed"
-        )));
-    }
-    let check = |field: &str| -> Result<(), LoadError> {
-        if field.is_empty() || field.len() > 256 || field.contains('\0') {
-            return Err(LoadError::Invalid(format!("input roles: `{field}` is not a field name or JSON Pointer")));
-        }
-        Ok(())
-    };
-    let mut paths = Vec::with_capacity(roles.paths.len());
-    for p in roles.paths {
-        check(&p.field)?;
-        let access = match p.access {
-            wit::PathAccess::Read => PathAccess::Read,
-            wit::PathAccess::Search => PathAccess::Search,
-            wit::PathAccess::Edit => PathAccess::Edit,
-        };
-        paths.push(PathField { field: p.field, access });
-    }
-    for f in roles.command.iter().chain(&roles.addresses) {
-        check(f)?;
-    }
-    Ok(InputRoles { paths, command: roles.command, addresses: roles.addresses })
-}
-
-/// Tool names follow the Messages API's rule: 1–64 of `A-Z a-z 0-9 _ -`.
-fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok { Ok(()) } else { Err(format!("`{name}` is not a valid tool name (1-64 characters from A-Z a-z 0-9 _ -)")) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::compile::*;
+    use wasmtime::component::Component;
+    use crate::registry::declare::*;
 
     #[test]
     fn a_compile_past_its_limit_is_reported_not_waited_for() {

@@ -383,7 +383,7 @@ impl Linked {
     fn get(&self, sandbox: &Sandbox) -> Result<&ToolPre<HostState>, &String> {
         self.ready
             .get_or_init(|| match &self.later {
-                Some(later) => super::load::link_later(sandbox, later).map_err(|e| e.to_string()),
+                Some(later) => super::compile::link_later(sandbox, later).map_err(|e| e.to_string()),
                 None => Err("it was never linked".into()),
             })
             .as_ref()
