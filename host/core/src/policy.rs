@@ -9,6 +9,7 @@ mod decision;
 pub(crate) mod hooks;
 pub(crate) mod rules;
 pub(crate) mod settings;
+mod trust;
 
 pub use ask::{Answer, Approver, AskRequest};
 pub(crate) use audit::AuditRecord;

@@ -26,7 +26,7 @@
 //! hooks add up.
 
 use super::PermissionMode;
-use super::hooks::{HookEvent, HooksConfig};
+use super::hooks::HooksConfig;
 use super::rules::{Behavior, Rule, RuleEntry};
 use crate::fsx::expand;
 use crate::grants::Allowance;
@@ -57,6 +57,7 @@ impl fmt::Display for Layer {
     }
 }
 
+pub use super::trust::{TrustStore, powers};
 /// A settings file that cannot be read, parsed or written.
 pub use crate::fsx::SettingsFileError as SettingsError;
 
@@ -143,38 +144,38 @@ pub struct Settings {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct FileShape {
+pub(super) struct FileShape {
     #[serde(default)]
-    permissions: PermissionsShape,
+    pub(super) permissions: PermissionsShape,
     #[serde(default)]
-    hooks: Option<HooksConfig>,
+    pub(super) hooks: Option<HooksConfig>,
     #[serde(default)]
-    audit_log: Option<String>,
+    pub(super) audit_log: Option<String>,
     #[serde(default)]
-    max_tool_concurrency: Option<usize>,
+    pub(super) max_tool_concurrency: Option<usize>,
     #[serde(default)]
-    defer_tools_after: Option<usize>,
+    pub(super) defer_tools_after: Option<usize>,
     #[serde(default)]
-    tool_grants: std::collections::BTreeMap<String, Allowance>,
+    pub(super) tool_grants: std::collections::BTreeMap<String, Allowance>,
     #[serde(default)]
-    trusted_plugin_keys: Vec<String>,
+    pub(super) trusted_plugin_keys: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct PermissionsShape {
+pub(super) struct PermissionsShape {
     #[serde(default)]
-    allow: Vec<String>,
+    pub(super) allow: Vec<String>,
     #[serde(default)]
-    ask: Vec<String>,
+    pub(super) ask: Vec<String>,
     #[serde(default)]
-    deny: Vec<String>,
+    pub(super) deny: Vec<String>,
     #[serde(default)]
-    default_mode: Option<String>,
+    pub(super) default_mode: Option<String>,
     #[serde(default)]
-    additional_directories: Vec<String>,
+    pub(super) additional_directories: Vec<String>,
     #[serde(default)]
-    disable_bypass_permissions_mode: Option<String>,
+    pub(super) disable_bypass_permissions_mode: Option<String>,
 }
 
 impl FileShape {
@@ -204,85 +205,6 @@ impl FileShape {
             ignored.push("toolGrants");
         }
         ignored
-    }
-}
-
-/// What trusting the settings file `file` would let it do (what an
-/// untrusted workspace file is stripped of), one line each: its allow
-/// rules, a widening default mode, more directories, the audit log, and
-/// every hook with its event and matcher. Empty for a file that only
-/// restricts; an error for one that does not parse.
-pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
-    let name = file.display().to_string();
-    let text = std::fs::read_to_string(file).map_err(|source| SettingsError::Read { file: name.clone(), source })?;
-    let shape: FileShape = if text.trim().is_empty() {
-        FileShape::default()
-    } else {
-        serde_json::from_str(&text)
-            .map_err(|e| SettingsError::Invalid { file: name, message: crate::fsx::describe_json_error(&e) })?
-    };
-    let p = &shape.permissions;
-    let mut lines = Vec::new();
-    if !p.allow.is_empty() {
-        lines.push(format!("allow: {}", p.allow.join(", ")));
-    }
-    if let Some(mode) = p.default_mode.as_deref().filter(|m| !matches!(*m, "default" | "plan" | "dontAsk")) {
-        lines.push(format!("defaultMode: {mode}"));
-    }
-    if !p.additional_directories.is_empty() {
-        lines.push(format!("additionalDirectories: {}", p.additional_directories.join(", ")));
-    }
-    if let Some(log) = &shape.audit_log {
-        lines.push(format!("auditLog: {log}"));
-    }
-    for (tool, grant) in shape.tool_grants.iter().filter(|(_, g)| !g.is_empty()) {
-        lines.push(format!("toolGrants {tool}: {}", grant.describe()));
-    }
-    for (event, groups) in shape.hooks.iter().flat_map(|h| HookEvent::ALL.map(|e| (e, h.groups(e)))) {
-        for group in groups {
-            for hook in &group.hooks {
-                let matcher = group.matcher.as_deref().unwrap_or("*");
-                lines.push(format!("hook {event} [{matcher}]: {}", hook.command));
-            }
-        }
-    }
-    Ok(lines)
-}
-
-/// The project and local settings files the user trusts, each with the
-/// SHA-256 of the contents they reviewed: a file changed since (by a
-/// `git pull`, or by a command a tool ran) is untrusted again.
-#[derive(Debug, Default, serde::Serialize, Deserialize)]
-pub struct TrustStore {
-    files: std::collections::BTreeMap<String, String>,
-}
-
-impl TrustStore {
-    /// Reads the store at `path` (missing or unreadable: empty).
-    pub fn load(path: &Path) -> TrustStore {
-        std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-    }
-
-    fn key(file: &Path) -> String {
-        let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
-        absolute.canonicalize().unwrap_or(absolute).to_string_lossy().into_owned()
-    }
-
-    /// Whether `file`, holding `text`, is trusted.
-    pub fn trusts(&self, file: &Path, text: &str) -> bool {
-        self.files.get(&Self::key(file)).is_some_and(|h| *h == crate::registry::content_hash(text.as_bytes()))
-    }
-
-    /// Trusts `file` as it is now.
-    pub fn trust(&mut self, file: &Path) -> std::io::Result<()> {
-        let text = std::fs::read(file)?;
-        self.files.insert(Self::key(file), crate::registry::content_hash(&text));
-        Ok(())
-    }
-
-    /// Writes the store to `path`.
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        crate::fsx::replace_file(path, serde_json::to_string_pretty(self).unwrap_or_default().as_bytes())
     }
 }
 

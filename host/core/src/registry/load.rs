@@ -320,8 +320,8 @@ fn known_description(path: &Path) -> Option<cache::Described> {
 mod tests {
     use super::*;
     use crate::registry::compile::*;
-    use wasmtime::component::Component;
     use crate::registry::declare::*;
+    use wasmtime::component::Component;
 
     #[test]
     fn a_compile_past_its_limit_is_reported_not_waited_for() {
