@@ -99,7 +99,7 @@ pub(crate) fn replace_in(dir: &cap_std::fs::Dir, rel: &Path, contents: &[u8]) ->
     })
 }
 
-/// [`replace_in`] for a file of the host's own (settings, the trust store,
+/// `replace_in` for a file of the host's own (settings, the trust store,
 /// caches, session state), creating its directory.
 pub fn replace_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {

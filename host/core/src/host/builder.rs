@@ -105,13 +105,13 @@ impl HostBuilder {
         self.plugins_dir = dir;
         self
     }
-    /// Where sessions and persisted results live. Default: [`default_data_dir`].
+    /// Where sessions and persisted results live. Default: [`default_data_dir`](crate::default_data_dir).
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
         self
     }
     /// Where compiled components (built-ins and plugins) are cached, so only
-    /// the first start compiles them. Default: [`default_cache_dir`]; `None`
+    /// the first start compiles them. Default: [`default_cache_dir`](crate::default_cache_dir); `None`
     /// compiles at every start.
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.cache_dir = Some(dir);
@@ -187,7 +187,7 @@ impl HostBuilder {
     /// the time, slower code), and is swapped for its optimized form when
     /// that is done in the background (see
     /// [`HostBuilder::optimize_in_background`]). `None`: always optimized,
-    /// at once. Default: [`QUICK_ABOVE`] (1 MiB).
+    /// at once. Default: 1 MiB.
     pub fn quick_compile_above(mut self, bytes: Option<usize>) -> Self {
         self.quick_above = Some(bytes);
         self

@@ -74,7 +74,7 @@ impl Host {
     ///
     /// What changed, when anything did; it also goes to every
     /// [`Host::tools_changed`] subscriber. A watching host
-    /// ([`HostBuilder::watch_plugins`]) calls this itself.
+    /// ([`HostBuilder::watch_plugins`](crate::HostBuilder::watch_plugins)) calls this itself.
     pub fn reload_plugins(&self) -> Option<ToolsChanged> {
         let inner = &self.inner;
         let dir = inner.plugins_dir.as_deref()?;
