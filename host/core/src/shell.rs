@@ -6,6 +6,7 @@
 
 mod classify;
 mod parse;
+mod wrappers;
 
 pub use classify::{classify, classify_parsed, command_read_only};
 
