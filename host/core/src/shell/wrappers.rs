@@ -132,6 +132,12 @@ pub(crate) struct Wrapped {
     pub(crate) options_known: bool,
 }
 
+/// Whether `program` (a name, not a path) runs a command given in its
+/// arguments as a wrapper does.
+pub(crate) fn is_wrapper(program: &str) -> bool {
+    program == "find" || WRAPPERS.iter().any(|w| w.name == program)
+}
+
 /// The command `argv` runs, when its program (by the last part of its path)
 /// is a wrapper. GNU-style options come first and end at the first word
 /// not starting with `-`; a word starting with `-` is read as an option even
@@ -265,5 +271,13 @@ mod tests {
         let argv: Vec<String> = "timeout 5 cat".split(' ').map(String::from).collect();
         let w = wrapped(&argv).unwrap();
         assert_eq!((w.assignments, w.start), (1..1, 2), "the duration is no assignment");
+    }
+
+    #[test]
+    fn wrappers_are_known_by_name() {
+        for name in ["find", "env", "timeout", "nice", "unshare", "exec"] {
+            assert!(is_wrapper(name), "{name}");
+        }
+        assert!(!is_wrapper("bash") && !is_wrapper("cat"));
     }
 }
