@@ -29,7 +29,7 @@
 
 use crate::fsx::{normalize, resolve};
 use crate::registry::{InputRoles, PathAccess};
-use crate::shell::{self, Parsed, SimpleCommand};
+use crate::shell::{self, Effect, Parsed, SimpleCommand};
 use globset::{GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -921,48 +921,15 @@ fn candidates(cmd: &SimpleCommand, thorough: bool) -> Vec<(&[String], &[bool])> 
     let (mut argv, mut dynamic) = (cmd.argv.as_slice(), cmd.dynamic.as_slice());
     while !argv.is_empty() {
         out.push((argv, dynamic));
-        let skip = wrapped_start(argv, thorough);
-        if skip == 0 || skip >= argv.len() {
+        let Some(wrapped) = shell::wrapped(argv) else { break };
+        let times = matches!(wrapped.effect, Effect::Schedules | Effect::SchedulesAndWrites);
+        if !(thorough || times) || wrapped.start >= argv.len() {
             break;
         }
-        argv = &argv[skip..];
-        dynamic = &dynamic[skip.min(dynamic.len())..];
+        argv = &argv[wrapped.start..];
+        dynamic = &dynamic[wrapped.start.min(dynamic.len())..];
     }
     out
-}
-
-/// Where the wrapped command starts when `argv` runs another command
-/// (0: it does not).
-fn wrapped_start(argv: &[String], thorough: bool) -> usize {
-    let first = argv[0].rsplit('/').next().unwrap_or(&argv[0]);
-    let skip_flags = |from: usize, with_value: &[&str]| {
-        let mut i = from;
-        while i < argv.len() && argv[i].starts_with('-') {
-            i += if with_value.contains(&argv[i].as_str()) { 2 } else { 1 };
-        }
-        i
-    };
-    match first {
-        "time" | "nohup" => skip_flags(1, &[]),
-        "nice" => skip_flags(1, &["-n"]),
-        "timeout" => skip_flags(1, &["-s", "-k", "--signal", "--kill-after"]) + 1,
-        "stdbuf" if thorough => skip_flags(1, &["-i", "-o", "-e"]),
-        "env" if thorough => {
-            let mut i = skip_flags(1, &["-u", "-C", "--unset", "--chdir"]);
-            while i < argv.len() && argv[i].contains('=') {
-                i += 1;
-            }
-            i
-        }
-        "sudo" | "doas" if thorough => skip_flags(1, &["-u", "-g", "-C", "-D"]),
-        "setsid" | "unshare" if thorough => skip_flags(1, &[]),
-        "xargs" if thorough => skip_flags(1, &["-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"]),
-        "command" | "builtin" | "exec" if thorough => skip_flags(1, &[]),
-        "find" if thorough => {
-            argv.iter().position(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")).map_or(0, |i| i + 1)
-        }
-        _ => 0,
-    }
 }
 
 /// Parses a command rule's content into words.
@@ -1178,53 +1145,41 @@ pub(crate) fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
 }
 
 /// Programs whose arguments are another program or code: a prefix rule on
-/// them would allow anything.
+/// them would allow anything. Beyond the wrappers, shells, interpreters and
+/// the programs that run code or commands given as arguments.
 fn runs_anything(program: &str) -> bool {
-    matches!(
-        program,
-        "env"
-            | "sudo"
-            | "doas"
-            | "xargs"
-            | "find"
-            | "exec"
-            | "command"
-            | "builtin"
-            | "eval"
-            | "source"
-            | "."
-            | "bash"
-            | "sh"
-            | "dash"
-            | "zsh"
-            | "ksh"
-            | "fish"
-            | "busybox"
-            | "python"
-            | "python3"
-            | "node"
-            | "deno"
-            | "bun"
-            | "ruby"
-            | "perl"
-            | "php"
-            | "lua"
-            | "npx"
-            | "bunx"
-            | "pnpx"
-            | "ssh"
-            | "watch"
-            | "nohup"
-            | "timeout"
-            | "nice"
-            | "time"
-            | "stdbuf"
-            | "setsid"
-            | "parallel"
-            | "awk"
-            | "gawk"
-            | "sed"
-    )
+    shell::is_wrapper(program)
+        || matches!(
+            program,
+            "eval"
+                | "source"
+                | "."
+                | "bash"
+                | "sh"
+                | "dash"
+                | "zsh"
+                | "ksh"
+                | "fish"
+                | "busybox"
+                | "python"
+                | "python3"
+                | "node"
+                | "deno"
+                | "bun"
+                | "ruby"
+                | "perl"
+                | "php"
+                | "lua"
+                | "npx"
+                | "bunx"
+                | "pnpx"
+                | "ssh"
+                | "watch"
+                | "parallel"
+                | "awk"
+                | "gawk"
+                | "sed"
+        )
 }
 
 #[cfg(test)]
@@ -1554,6 +1509,7 @@ mod tests {
             ("Bash", json!({"command": "timeout 60 make -j4 all"}), vec!["Bash(make -j4 all)"]),
             ("Bash", json!({"command": "timeout 60 cargo build --release"}), vec!["Bash(cargo build:*)"]),
             ("Bash", json!({"command": "sudo apt install x"}), vec!["Bash(sudo apt install x)"]),
+            ("Bash", json!({"command": "unshare bash -c x"}), vec!["Bash(unshare bash -c x)"]),
             ("Bash", json!({"command": "python3 -c 'import os' x"}), vec!["Bash(python3 -c 'import os' x)"]),
             ("Bash", json!({"command": "git '' status x"}), vec!["Bash(git '' status x)"]),
             ("Write", json!({"file_path": "/work/p/src/a.rs"}), vec!["Edit(./src/a.rs)"]),
@@ -1830,6 +1786,42 @@ mod tests {
         for bare in ["time -p", "env X=1", "nice -n", "sudo -u"] {
             assert_eq!(cmd(bare), None, "{bare}");
         }
+    }
+
+    /// Each wrapper's options that take a value, separate or joined: the
+    /// rules reach the command after them.
+    #[test]
+    fn wrapper_options_with_values_are_skipped() {
+        use Behavior::*;
+        let deny = set(&[(Deny, "Bash(cat:*)")]);
+        for wrapped in [
+            "timeout -s KILL 5 cat f",
+            "timeout -sKILL 5 cat f",
+            "timeout --signal KILL --kill-after 1 5 cat f",
+            "timeout --signal=KILL 5 cat f",
+            "nice -n 5 cat f",
+            "nice -n5 cat f",
+            "env -u X A=1 cat f",
+            "env --unset X --chdir d cat f",
+            "env -C d A=1 B=2 cat f",
+            "stdbuf -o L -e 0 cat f",
+            "sudo -u root -g wheel cat f",
+            "doas -C conf cat f",
+            "xargs -I {} -n 1 -P 2 cat f",
+            "timeout 5 nice -n 5 env -u X cat f",
+        ] {
+            assert_eq!(
+                strongest(&deny, "Bash", json!({"command": wrapped})).as_deref(),
+                Some("deny Bash(cat:*)"),
+                "{wrapped}"
+            );
+        }
+        let allow = set(&[(Allow, "Bash(make:*)")]);
+        let allowed = |c: &str| strongest(&allow, "Bash", json!({"command": c}));
+        for timed in ["timeout -s KILL 5 make", "timeout --signal=KILL -k 1 5 make", "nice -n 5 make", "time -p make"] {
+            assert_eq!(allowed(timed).as_deref(), Some("allow Bash(make:*)"), "{timed}");
+        }
+        assert_eq!(allowed("env -u X A=1 make"), None, "allow rules do not look through `env`");
     }
 
     #[test]

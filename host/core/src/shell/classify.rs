@@ -5,6 +5,7 @@
 //! job or parse error.
 
 use super::parse::{Operator, Parsed, Redirection, SimpleCommand, parse};
+use super::wrappers::{self, Effect, Wrapped};
 
 /// The verdict on a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,17 +189,52 @@ const ALWAYS_READ_ONLY: &[&str] = &[
 ];
 
 /// Whether `argv` (with `dynamic` marking expanded words) only reads, or why not.
-fn read_only_command(argv: &[String], dynamic: &[bool]) -> Result<(), String> {
-    let Some(first) = argv.first() else { return Ok(()) };
-    if dynamic.first().copied().unwrap_or(false) {
-        return Err(format!("its command name `{first}` comes from an expansion"));
+fn read_only_command(mut argv: &[String], mut dynamic: &[bool]) -> Result<(), String> {
+    loop {
+        let Some(first) = argv.first() else { return Ok(()) };
+        if dynamic.first().copied().unwrap_or(false) {
+            return Err(format!("its command name `{first}` comes from an expansion"));
+        }
+        let name = match first.strip_prefix("/usr/bin/").or_else(|| first.strip_prefix("/bin/")) {
+            Some(base) if !base.contains('/') => base,
+            _ if first.contains('/') => return Err(format!("`{first}` runs a program by path")),
+            _ => first.as_str(),
+        };
+        // A wrapper that writes nothing itself only reads when the command
+        // it runs does; the others (`time -o FILE`, `nohup`, `sudo`, `xargs`,
+        // ...) are not read-only, whatever they run.
+        match wrappers::wrapped(argv) {
+            Some(wrapped) if matches!(wrapped.effect, Effect::Schedules | Effect::Environment) => {
+                wrapper_read_only(name, argv, dynamic, &wrapped)?;
+                argv = &argv[wrapped.start..];
+                dynamic = dynamic.get(wrapped.start..).unwrap_or_default();
+            }
+            _ => return program_read_only(name, &argv[1..]),
+        }
     }
-    let name = match first.strip_prefix("/usr/bin/").or_else(|| first.strip_prefix("/bin/")) {
-        Some(base) if !base.contains('/') => base,
-        _ if first.contains('/') => return Err(format!("`{first}` runs a program by path")),
-        _ => first.as_str(),
-    };
-    let args = &argv[1..];
+}
+
+/// Whether the wrapper `name` itself lets the command it runs be judged: its
+/// options all known and none of its words from an expansion (which may
+/// split into more options or another command), so where that command starts
+/// is certain, and the variables it sets (`env A=1`) changing nothing about
+/// what runs.
+fn wrapper_read_only(name: &str, argv: &[String], dynamic: &[bool], wrapped: &Wrapped) -> Result<(), String> {
+    if !wrapped.options_known {
+        return Err(format!("`{name}` has an option toolhost does not know, so what it runs cannot be told"));
+    }
+    if let Some(word) = (1..wrapped.start).find(|&at| dynamic.get(at).copied().unwrap_or(true)).map(|at| &argv[at]) {
+        return Err(format!("`{name}` takes `{word}` from an expansion, which may hold options or another command"));
+    }
+    match argv[wrapped.assignments.clone()].iter().find(|a| dangerous_assignment(a)) {
+        Some(assignment) => Err(format!("`{name}` sets `{assignment}`, which can change what runs")),
+        None => Ok(()),
+    }
+}
+
+/// Whether the program `name` with `args`, not a wrapper looked through,
+/// only reads, or why not.
+fn program_read_only(name: &str, args: &[String]) -> Result<(), String> {
     let has = |flags: &[&str]| {
         args.iter().any(|a| flags.iter().any(|f| a == f || (f.starts_with("--") && a.starts_with(&format!("{f}=")))))
     };
@@ -235,34 +271,6 @@ fn read_only_command(argv: &[String], dynamic: &[bool]) -> Result<(), String> {
         "hostname" => Ok(()),
         "sed" => sed(args),
         "git" => git(args),
-        "env" => {
-            // `env` alone prints; `env [-i] [-u NAME] [NAME=value...] cmd` runs cmd.
-            let mut i = 0;
-            while let Some(a) = args.get(i) {
-                if a == "-u" || a == "--unset" {
-                    i += 2;
-                } else if a.starts_with('-') {
-                    i += 1;
-                } else if a.contains('=') {
-                    if dangerous_assignment(a) {
-                        return not(&format!("sets `{a}`, which can change what runs"));
-                    }
-                    i += 1;
-                } else {
-                    break;
-                }
-            }
-            let rest = &argv[1 + i.min(args.len())..];
-            read_only_command(rest, &vec![false; rest.len()])
-        }
-        "timeout" => {
-            // timeout [options] DURATION cmd...
-            let mut rest = args.iter().skip_while(|a| a.starts_with('-'));
-            rest.next();
-            let rest: Vec<String> = rest.cloned().collect();
-            let dynamic = vec![false; rest.len()];
-            read_only_command(&rest, &dynamic)
-        }
         "command" if has(&["-v", "-V"]) => Ok(()),
         _ => Err(format!("`{name}` is not a known read-only command")),
     }
@@ -686,6 +694,51 @@ mod tests {
         ("git remote show origin", true),
         ("git remote add", false),
         ("git remote -v rm x", false),
+        // Wrappers: each option form, with a reader and with a writer.
+        ("timeout -s KILL 5 cat f", true),
+        ("timeout -s KILL 5 rm f", false),
+        ("timeout -sKILL 5 cat f", true),
+        ("timeout --signal=KILL -k 1 5 cat f", true),
+        ("timeout --kill-after 1 --preserve-status 5 cat f", true),
+        ("timeout --kill-after 1 --preserve-status 5 rm f", false),
+        ("timeout -- 5 cat f", true),
+        ("timeout 5", true),
+        ("nice cat f", true),
+        ("nice -n 5 cat f", true),
+        ("nice -n5 cat f", true),
+        ("nice -n 5 rm f", false),
+        ("nice", true),
+        ("env -u X A=1 cat f", true),
+        ("env -u X A=1 rm f", false),
+        ("env -uX cat f", true),
+        ("env --unset=X cat f", true),
+        ("env -C dir cat f", true),
+        ("env -C dir rm f", false),
+        ("env - cat f", true),
+        ("/usr/bin/env A=1 cat f", true),
+        ("/tmp/env cat f", false),
+        ("timeout 5 nice -n 5 env A=1 cat f", true),
+        ("timeout 5 nice -n 5 env A=1 rm f", false),
+        ("env PATH=/tmp cat f", false),
+        ("nice env LD_PRELOAD=/x.so cat f", false),
+        // What cannot be read for certain is not read-only: an unknown
+        // option (`env -S` splits its value into the command), words from
+        // expansions (which split into more words).
+        ("env -S 'X=1 rm' cat", false),
+        ("env -iu X cat f", false),
+        ("nice --adjustment 5 cat f", false),
+        ("timeout -- -v 5 cat f", false),
+        ("timeout $D cat f", false),
+        ("nice -n $N cat f", false),
+        ("env A=$X cat f", false),
+        ("env $A=1 cat f", false),
+        ("env $CMD f", false),
+        // Wrappers that write, or change how or as whom a command runs.
+        ("time -o out cat f", false),
+        ("nohup cat f", false),
+        ("stdbuf -oL cat f", false),
+        ("sudo cat f", false),
+        ("setsid cat f", false),
     ];
 
     #[test]
