@@ -787,6 +787,9 @@ fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
         return Some("toolhost cannot parse the command, so it cannot check it against the rules on commands.".into());
     }
     for cmd in &parsed.commands {
+        if let Some(why) = unclear_wrapping(&cmd.argv, &cmd.dynamic) {
+            return Some(why);
+        }
         for (argv, dynamic) in candidates(cmd, true) {
             if dynamic.first() == Some(&true) {
                 return Some(format!(
@@ -815,6 +818,35 @@ fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
                 None => {}
             }
         }
+    }
+    None
+}
+
+/// Why toolhost cannot tell which command a chain of wrappers runs, if it
+/// cannot: an option of a wrapper it does not know (it may take the next
+/// word, `sudo -X rm f`), or a word before the command made by an expansion
+/// (`timeout $D rm f` may split into more words). A deny rule on the command
+/// inside could be missed either way, so the call is asked instead.
+fn unclear_wrapping(argv: &[String], dynamic: &[bool]) -> Option<String> {
+    let (mut argv, mut dynamic) = (argv, dynamic);
+    while let Some(wrapped) = shell::wrapped(argv) {
+        let program = program_name(&argv[0]);
+        if !wrapped.options_known {
+            return Some(format!(
+                "toolhost does not know every option given to `{program}`, so it cannot tell which command it runs."
+            ));
+        }
+        if dynamic.iter().take(wrapped.start).skip(1).any(|&d| d) {
+            return Some(format!(
+                "A word before the command `{program}` runs is only known when it runs, so the rules on commands \
+                 cannot be checked."
+            ));
+        }
+        if wrapped.start >= argv.len() {
+            break;
+        }
+        argv = &argv[wrapped.start..];
+        dynamic = &dynamic[wrapped.start.min(dynamic.len())..];
     }
     None
 }
@@ -1376,6 +1408,29 @@ mod tests {
     }
 
     #[test]
+    fn deny_rules_see_through_wrapper_options_that_take_a_value() {
+        use Behavior::*;
+        let rules = set(&[(Deny, "Bash(rm:*)")]);
+        for command in [
+            "sudo -p pw rm f",
+            "sudo --prompt pw rm f",
+            "sudo -T 5 rm f",
+            "exec -a name rm f",
+            "time -o out rm f",
+            "nice --adjustment 5 rm f",
+            "xargs --max-args 1 rm",
+            "stdbuf --output L rm f",
+        ] {
+            let input = json!({"command": command});
+            let parsed = shell::parse(command);
+            let bash = roles("Bash");
+            let v = rules.check(&Subject::of("Bash", &bash, &input, Some(&parsed)));
+            assert!(v.deny.is_some(), "{command} runs rm");
+            assert!(v.unclear.is_none(), "{command} is read with certainty: {:?}", v.unclear);
+        }
+    }
+
+    #[test]
     fn commands_the_rules_cannot_check_are_unclear() {
         use Behavior::*;
         let limited = set(&[(Deny, "Bash(rm:*)")]);
@@ -1390,6 +1445,14 @@ mod tests {
             ("bash -c \"$CMD\"", true),
             ("ls (", true),
             ("sh -c 'sh -c \"$X\"'", true),
+            // Wrappers: an option toolhost does not know may take the next
+            // word; an expanded word before the command may split.
+            ("sudo -u root ls", false),
+            ("sudo -X rm f", true),
+            ("timeout $D rm f", true),
+            ("nice -n $N rm f", true),
+            ("env -S 'rm f' ls", true),
+            ("timeout -s KILL 5 ls", false),
         ] {
             let input = json!({"command": command});
             let parsed = shell::parse(command);

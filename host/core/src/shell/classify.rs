@@ -726,7 +726,9 @@ mod tests {
         // expansions (which split into more words).
         ("env -S 'X=1 rm' cat", false),
         ("env -iu X cat f", false),
-        ("nice --adjustment 5 cat f", false),
+        ("nice --niceness 5 cat f", false),
+        ("nice --adjustment 5 cat f", true),
+        ("nice --adjustment 5 rm f", false),
         ("timeout -- -v 5 cat f", false),
         ("timeout $D cat f", false),
         ("nice -n $N cat f", false),
