@@ -952,6 +952,8 @@ mod tests {
             ("nice -n $N rm f", true),
             ("env -S 'rm f' ls", true),
             ("timeout -s KILL 5 ls", false),
+            ("find . $ARGS", true),
+            ("find . -name '*.rs'", false),
         ] {
             let input = json!({"command": command});
             let parsed = shell::parse(command);

@@ -100,6 +100,11 @@ pub(super) fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
 /// (`timeout $D rm f` may split into more words). A deny rule on the command
 /// inside could be missed either way, so the call is asked instead.
 pub(super) fn unclear_wrapping(argv: &[String], dynamic: &[bool]) -> Option<String> {
+    // `find` starts a command from any of its words (`-exec`), so an
+    // expanded word anywhere may be one.
+    if argv.first().is_some_and(|p| program_name(p) == "find") && dynamic.iter().any(|&d| d) {
+        return Some("A word of `find` is only known when it runs, and could make it run a command.".into());
+    }
     let (mut argv, mut dynamic) = (argv, dynamic);
     while let Some(wrapped) = shell::wrapped(argv) {
         let program = program_name(&argv[0]);
