@@ -31,6 +31,8 @@ const RUST_SDK: &[(&str, &str)] = &[
     ("src/search.rs", include_str!("../../../sdk/src/search.rs")),
     ("src/shell.rs", include_str!("../../../sdk/src/shell.rs")),
 ];
+/// The SDK's own dependency on the hidden-path matcher, vendored beside it.
+const HIDDEN_PATHS: &str = include_str!("../../../sdk/hidden-paths/src/lib.rs");
 
 /// The componentize-py a Python project builds with (the one the test suite
 /// builds the examples with).
@@ -40,13 +42,14 @@ pub const COMPONENTIZE_PY: &str = "0.25.1";
 /// suite builds the examples with).
 pub const COMPONENTIZE_QJS: &str = "0.4.5";
 
-/// The SDK's dependencies, as the workspace pins them (a test checks).
-const SDK_DEPENDENCIES: &str = r#"globset = "0.4"
-schemars = "1"
+/// The SDK's dependencies, as the workspace pins them (a test checks), and
+/// the vendored hidden-path matcher's.
+const SDK_DEPENDENCIES: &str = r#"schemars = "1"
 serde = { version = "1", features = ["derive"] }
 serde_json = { version = "1", features = ["preserve_order"] }
 wit-bindgen = "0.61"
 "#;
+const HIDDEN_PATHS_DEPENDENCIES: &str = "globset = \"0.4\"\n";
 
 pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
     check_name(name)?;
@@ -377,13 +380,21 @@ cp "${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{wasm}" {wasm}
 "#
     );
     let sdk_manifest = format!(
-        "[package]\nname = \"toolhost-sdk\"\nversion = \"{}\"\nedition = \"2024\"\n\n[dependencies]\n{SDK_DEPENDENCIES}",
+        "[package]\nname = \"toolhost-sdk\"\nversion = \"{}\"\nedition = \"2024\"\n\n[dependencies]\n{SDK_DEPENDENCIES}\
+         toolhost-hidden-paths = {{ path = \"../toolhost-hidden-paths\" }}\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let hidden_paths_manifest = format!(
+        "[package]\nname = \"toolhost-hidden-paths\"\nversion = \"{}\"\nedition = \"2024\"\n\n[dependencies]\n\
+         {HIDDEN_PATHS_DEPENDENCIES}",
         env!("CARGO_PKG_VERSION")
     );
     let mut files = vec![
         file("Cargo.toml", manifest),
         file("src/lib.rs", lib),
         file("toolhost-sdk/Cargo.toml", sdk_manifest),
+        file("toolhost-hidden-paths/Cargo.toml", hidden_paths_manifest),
+        file("toolhost-hidden-paths/src/lib.rs", HIDDEN_PATHS),
         file("wit/tool.wit", WIT),
         script("build.sh", build),
         script("test.sh", test_script(crate_name, &wasm, name)),
@@ -434,9 +445,23 @@ mod tests {
         for line in SDK_DEPENDENCIES.lines() {
             assert!(workspace.lines().any(|l| l == line), "the workspace pins `{line}` differently");
         }
-        let sdk = include_str!("../../../sdk/Cargo.toml");
-        let dependencies = sdk.split("[dependencies]").nth(1).unwrap_or_default();
-        let used = dependencies.lines().filter(|l| l.ends_with(".workspace = true")).count();
-        assert_eq!(used, SDK_DEPENDENCIES.lines().count(), "the SDK's dependencies changed: {sdk}");
+        for line in HIDDEN_PATHS_DEPENDENCIES.lines() {
+            assert!(workspace.lines().any(|l| l == line), "the workspace pins `{line}` differently");
+        }
+        // Each crate's dependencies from the workspace, besides the vendored
+        // hidden-path matcher, are the ones written here.
+        for (manifest, written) in [
+            (include_str!("../../../sdk/Cargo.toml"), SDK_DEPENDENCIES),
+            (include_str!("../../../sdk/hidden-paths/Cargo.toml"), HIDDEN_PATHS_DEPENDENCIES),
+        ] {
+            let dependencies = manifest.split("[dependencies]").nth(1).unwrap_or_default();
+            let used: Vec<&str> = dependencies
+                .lines()
+                .filter_map(|l| l.strip_suffix(".workspace = true"))
+                .filter(|name| *name != "toolhost-hidden-paths")
+                .collect();
+            let names: Vec<&str> = written.lines().filter_map(|l| l.split(' ').next()).collect();
+            assert_eq!(used, names, "the dependencies changed: {manifest}");
+        }
     }
 }
