@@ -59,15 +59,15 @@ pub(super) fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
         return Some("toolhost cannot parse the command, so it cannot check it against the rules on commands.".into());
     }
     for cmd in &parsed.commands {
-        if let Some(why) = unclear_wrapping(&cmd.argv, &cmd.dynamic) {
-            return Some(why);
-        }
         for (argv, dynamic) in candidates(cmd, true) {
             if dynamic.first() == Some(&true) {
                 return Some(format!(
                     "The program `{}` is only known when the command runs, so the rules on commands cannot be checked.",
                     argv[0]
                 ));
+            }
+            if let Some(why) = unclear_wrapper(argv, dynamic) {
+                return Some(why);
             }
             let program = program_name(&argv[0]);
             let is_shell = matches!(program, "bash" | "sh" | "dash" | "zsh" | "ksh" | "ash" | "busybox");
@@ -94,36 +94,28 @@ pub(super) fn unclear(parsed: &Parsed, depth: usize) -> Option<String> {
     None
 }
 
-/// Why toolhost cannot tell which command a chain of wrappers runs, if it
-/// cannot: an option of a wrapper it does not know (it may take the next
-/// word, `sudo -X rm f`), or a word before the command made by an expansion
-/// (`timeout $D rm f` may split into more words). A deny rule on the command
-/// inside could be missed either way, so the call is asked instead.
-pub(super) fn unclear_wrapping(argv: &[String], dynamic: &[bool]) -> Option<String> {
-    // `find` starts a command from any of its words (`-exec`), so an
-    // expanded word anywhere may be one.
-    if argv.first().is_some_and(|p| program_name(p) == "find") && dynamic.iter().any(|&d| d) {
+/// Why toolhost cannot tell which command the wrapper `argv` runs, if it is
+/// one and cannot: an option it does not know (it may take the next word,
+/// `sudo -X rm f`), or a word before the command made by an expansion
+/// (`timeout $D rm f` may split into more words; for `find`, any word, since
+/// any may be `-exec`). A deny rule on the command inside could be missed
+/// either way, so the call is asked instead. [`candidates`] walks the chain.
+fn unclear_wrapper(argv: &[String], dynamic: &[bool]) -> Option<String> {
+    let program = program_name(&argv[0]);
+    if program == "find" && dynamic.iter().any(|&d| d) {
         return Some("A word of `find` is only known when it runs, and could make it run a command.".into());
     }
-    let (mut argv, mut dynamic) = (argv, dynamic);
-    while let Some(wrapped) = shell::wrapped(argv) {
-        let program = program_name(&argv[0]);
-        if !wrapped.options_known {
-            return Some(format!(
-                "toolhost does not know every option given to `{program}`, so it cannot tell which command it runs."
-            ));
-        }
-        if dynamic.iter().take(wrapped.start).skip(1).any(|&d| d) {
-            return Some(format!(
-                "A word before the command `{program}` runs is only known when it runs, so the rules on commands \
-                 cannot be checked."
-            ));
-        }
-        if wrapped.start >= argv.len() {
-            break;
-        }
-        argv = &argv[wrapped.start..];
-        dynamic = &dynamic[wrapped.start.min(dynamic.len())..];
+    let wrapped = shell::wrapped(argv)?;
+    if !wrapped.options_known {
+        return Some(format!(
+            "toolhost does not know every option given to `{program}`, so it cannot tell which command it runs."
+        ));
+    }
+    if dynamic.iter().take(wrapped.start).skip(1).any(|&d| d) {
+        return Some(format!(
+            "A word before the command `{program}` runs is only known when it runs, so the rules on commands \
+             cannot be checked."
+        ));
     }
     None
 }
