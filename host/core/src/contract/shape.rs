@@ -130,7 +130,7 @@ pub enum ShapeError {
     #[error(
         "was built against toolhost contract {guest}, a development version that was never released (see \
          wit/CHANGELOG.md): rebuild it against contract {}, which has everything {guest} had",
-        super::versions::newest_release()
+        super::RELEASED
     )]
     /// Built against a development version that was never released.
     ContractRetired {
@@ -140,7 +140,7 @@ pub enum ShapeError {
     #[error(
         "was built against toolhost contract {guest}, which is not released yet: only development builds of \
          toolhost load it; rebuild it against the released contract {}",
-        super::versions::newest_release()
+        super::RELEASED
     )]
     /// Built against the unreleased version, in a release build.
     ContractUnreleased {

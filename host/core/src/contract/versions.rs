@@ -27,13 +27,8 @@ pub(crate) const FROZEN: &[(Version, &str)] = &[
 ];
 
 /// The released versions, oldest first.
-pub(crate) fn released() -> impl Iterator<Item = Version> + Clone {
+pub(crate) fn released() -> impl Iterator<Item = Version> {
     FROZEN.iter().map(|(v, _)| *v).filter(|v| *v <= RELEASED)
-}
-
-/// The newest released version: what a tool should be built against.
-pub(crate) fn newest_release() -> Version {
-    RELEASED
 }
 
 /// The versions this build loads, for messages ("1.0.x, 1.5.x").
