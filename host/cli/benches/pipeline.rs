@@ -335,7 +335,8 @@ fn shell() -> Value {
 fn rss() -> Value {
     let ws = bench_dir("rss-ws");
     let host = host(Allocator::Pooling, &ws, None);
-    assert_eq!(host.pool().len(), 8, "the built-ins");
+    let tools = host.pool().len();
+    assert!(tools >= 8, "the built-ins are loaded ({tools} tools)");
     std::thread::sleep(Duration::from_millis(200));
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kib: f64 = status
@@ -344,7 +345,7 @@ fn rss() -> Value {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS");
     drop(host);
-    json!({"rss_mib": kib / 1024.0})
+    json!({"rss_mib": kib / 1024.0, "tools": tools})
 }
 
 #[derive(Default)]
@@ -452,7 +453,8 @@ impl Report {
         }
         if let Some(r) = &self.rss {
             println!(
-                "| RSS, host with the built-ins loaded, idle | {:.1} MiB | | | ≤ 20 MiB |",
+                "| RSS, host with the {} built-ins loaded, idle | {:.1} MiB | | | ≤ 20 MiB |",
+                r["tools"].as_u64().unwrap_or_default(),
                 r["rss_mib"].as_f64().unwrap_or(f64::NAN)
             );
         }
