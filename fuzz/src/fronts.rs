@@ -83,6 +83,18 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 /// never panics or stalls, writes only JSON-RPC messages, answers no
 /// request twice, and ends when its input does.
 pub fn mcp_stdio(data: &[u8]) {
+    serve_stdio(&[INITIALIZE, INITIALIZED], data);
+}
+
+/// A stdio connection with no handshake (MCP 2026-07-28: each request
+/// carries its revision in `_meta`; state handles, approvals' request
+/// state and listen streams come from the client): the same invariants as
+/// [`mcp_stdio`].
+pub fn mcp_sessionless(data: &[u8]) {
+    serve_stdio(&[], data);
+}
+
+fn serve_stdio(prelude: &[&str], data: &[u8]) {
     let host = host().clone();
     runtime().block_on(async move {
         let (client, server) = tokio::io::duplex(1 << 20);
@@ -95,7 +107,7 @@ pub fn mcp_stdio(data: &[u8]) {
         });
         let (mut reader, mut writer) = tokio::io::split(client);
         let writing = async move {
-            for line in [INITIALIZE, INITIALIZED] {
+            for line in prelude {
                 writer.write_all(line.as_bytes()).await?;
                 writer.write_all(b"\n").await?;
             }

@@ -135,6 +135,7 @@ targets!(
     schema,
     run_input,
     mcp_stdio,
+    mcp_sessionless,
     mcp_http,
     session_paths,
     notebook_json,

@@ -20,7 +20,7 @@ enum Line {
 impl Line {
     fn requirement(self) -> &'static str {
         match self {
-            Line::V2 => "mcp>=2,<3",
+            Line::V2 => "mcp>=2.3,<3",
             Line::V1 => "mcp>=1.20,<2",
         }
     }
@@ -147,6 +147,27 @@ impl Drop for HttpServer {
     }
 }
 
+/// How a 2.x client picks the revision (`client.py`'s `mode`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// What clients do by default: discover, then 2026-07-28 (asserted).
+    Auto,
+    /// 2026-07-28 with no discovery at all.
+    Pinned,
+    /// `initialize` at 2025-11-25: a session.
+    Legacy,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Pinned => "2026-07-28",
+            Mode::Legacy => "legacy",
+        }
+    }
+}
+
 /// Runs a scenario of `client.py` and checks every expected check passed.
 fn scenario(sb: &Sandbox, line: Line, config: &serde_json::Value, name: &str, expect: &[&str]) {
     let python = python(line);
@@ -180,10 +201,37 @@ const MAIN: &[&str] = &[
     "cancellation stops the process",
 ];
 
-fn main_over_stdio(line: Line) {
+const SESSIONLESS: &[&str] = &[
+    "server/discover",
+    "tools/list: cache fields, order, the handle argument",
+    "state handles: shared by handle, isolated between handles, checked",
+    "approvals: an unknown requestState is refused",
+    "a call carrying traceparent",
+];
+
+const REPLAY: &str = "approvals: a requestState answers its own call, once";
+
+/// `config` for a 2.x client in `mode`.
+fn in_mode(mut config: serde_json::Value, mode: Mode) -> serde_json::Value {
+    config["mode"] = serde_json::json!(mode.name());
+    config
+}
+
+fn main_over_stdio(line: Line, mode: Mode) {
+    let stdio_config = |sb: &Sandbox| in_mode(stdio_config(sb), mode);
+    let stdio_config_with = |sb: &Sandbox, rules: &[&str]| in_mode(stdio_config_with(sb, rules), mode);
     let sb = Sandbox::new();
     workspace(&sb);
     scenario(&sb, line, &stdio_config(&sb), "main", MAIN);
+    if mode != Mode::Legacy && matches!(line, Line::V2) {
+        let sb = Sandbox::new();
+        workspace(&sb);
+        scenario(&sb, line, &stdio_config(&sb), "sessionless", SESSIONLESS);
+        scenario(&sb, line, &stdio_config(&sb), "replay", &[REPLAY]);
+    }
+    if mode == Mode::Pinned {
+        return;
+    }
     let sb = Sandbox::new();
     workspace(&sb);
     scenario(&sb, line, &stdio_config(&sb), "elicit", &["elicitation: allow once, deny with a reason"]);
@@ -211,38 +259,196 @@ fn with_plugins(sb: &Sandbox, mut config: serde_json::Value) -> serde_json::Valu
     config
 }
 
-fn main_over_http(line: Line) {
+fn main_over_http(line: Line, mode: Mode) {
     let sb = Sandbox::new();
     workspace(&sb);
     let token = "test-token-1234";
     let server = HttpServer::start(&sb, Some(token));
-    scenario(&sb, line, &server.config(&sb, Some(token)), "main", MAIN);
+    let config = |sb: &Sandbox| in_mode(server.config(sb, Some(token)), mode);
+    scenario(&sb, line, &config(&sb), "main", MAIN);
+    if mode != Mode::Legacy && matches!(line, Line::V2) {
+        scenario(&sb, line, &config(&sb), "sessionless", SESSIONLESS);
+        sb.write("kept.txt", "x\n");
+        sb.write("allowed.txt", "x\n");
+        scenario(&sb, line, &config(&sb), "replay", &[REPLAY]);
+    }
+    if mode == Mode::Pinned {
+        return;
+    }
     sb.write("a.txt", "x\n");
     sb.write("b.txt", "x\n");
-    scenario(&sb, line, &server.config(&sb, Some(token)), "two-clients", &["two clients at once, separate sessions"]);
+    scenario(&sb, line, &config(&sb), "two-clients", &["two clients at once, separate sessions"]);
     sb.write("allowed.txt", "x\n");
-    scenario(&sb, line, &server.config(&sb, Some(token)), "elicit", &["elicitation: allow once, deny with a reason"]);
-    scenario(&sb, line, &with_plugins(&sb, server.config(&sb, Some(token))), "reload", &[RELOAD]);
+    sb.write("kept.txt", "x\n");
+    scenario(&sb, line, &config(&sb), "elicit", &["elicitation: allow once, deny with a reason"]);
+    scenario(&sb, line, &with_plugins(&sb, config(&sb)), "reload", &[RELOAD]);
+}
+
+/// The 2.x line as clients use it: it finds 2026-07-28 and speaks it.
+#[test]
+fn python_sdk_2_over_stdio() {
+    main_over_stdio(Line::V2, Mode::Auto);
 }
 
 #[test]
-fn python_sdk_2_over_stdio() {
-    main_over_stdio(Line::V2);
+fn python_sdk_2_pinned_to_2026_07_28_over_stdio() {
+    main_over_stdio(Line::V2, Mode::Pinned);
+}
+
+#[test]
+fn python_sdk_2_at_2025_11_25_over_stdio() {
+    main_over_stdio(Line::V2, Mode::Legacy);
 }
 
 #[test]
 fn python_sdk_1_over_stdio() {
-    main_over_stdio(Line::V1);
+    main_over_stdio(Line::V1, Mode::Legacy);
 }
 
 #[test]
 fn python_sdk_2_over_http() {
-    main_over_http(Line::V2);
+    main_over_http(Line::V2, Mode::Auto);
+}
+
+#[test]
+fn python_sdk_2_pinned_to_2026_07_28_over_http() {
+    main_over_http(Line::V2, Mode::Pinned);
+}
+
+#[test]
+fn python_sdk_2_at_2025_11_25_over_http() {
+    main_over_http(Line::V2, Mode::Legacy);
 }
 
 #[test]
 fn python_sdk_1_over_http() {
-    main_over_http(Line::V1);
+    main_over_http(Line::V1, Mode::Legacy);
+}
+
+/// The TypeScript SDK's v2 client, installed with npm under `target/`.
+const TS_CLIENT: &str = "@modelcontextprotocol/client@2.4.0";
+
+/// Runs `client.mjs` (copied beside the installed SDK, where Node finds it)
+/// with `config` and checks every check passed.
+fn ts_scenario(sb: &Sandbox, config: &serde_json::Value) {
+    let prefix = toolhost_tests::repo_root().join("target").join("mcp-node");
+    let modules = toolhost_tests::toolchain::npm(&prefix, TS_CLIENT);
+    let script = modules.parent().expect("the prefix").join(format!("client-{}.mjs", std::process::id()));
+    std::fs::copy(toolhost_tests::repo_root().join("tests").join("mcp").join("client.mjs"), &script)
+        .expect("copy client.mjs");
+    let config_file = sb.root.join("mcp-ts.json");
+    std::fs::write(&config_file, config.to_string()).expect("write config");
+    let out = Command::new("node").arg(&script).arg(&config_file).current_dir(&sb.root).output().expect("run node");
+    let _ = std::fs::remove_file(&script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the TypeScript client failed:\n{stdout}\n{stderr}");
+    for check in
+        ["connected at", "list tools", "Read then Edit", "progress", "asks answered", "cancellation", "hot reload"]
+    {
+        assert!(stdout.lines().any(|l| l.starts_with(&format!("PASS {check}"))), "no PASS {check}:\n{stdout}");
+    }
+}
+
+fn ts_sdk(mode: Mode, http: bool) {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    if http {
+        let server = HttpServer::start(&sb, Some("ts-token"));
+        ts_scenario(&sb, &in_mode(with_plugins(&sb, server.config(&sb, Some("ts-token"))), mode));
+    } else {
+        ts_scenario(&sb, &in_mode(with_plugins(&sb, stdio_config(&sb)), mode));
+    }
+}
+
+#[test]
+fn typescript_sdk_pinned_to_2026_07_28_over_stdio() {
+    ts_sdk(Mode::Pinned, false);
+}
+
+#[test]
+fn typescript_sdk_pinned_to_2026_07_28_over_http() {
+    ts_sdk(Mode::Pinned, true);
+}
+
+#[test]
+fn typescript_sdk_auto_over_stdio() {
+    ts_sdk(Mode::Auto, false);
+}
+
+#[test]
+fn typescript_sdk_auto_over_http() {
+    ts_sdk(Mode::Auto, true);
+}
+
+#[test]
+fn typescript_sdk_at_2025_11_25_over_stdio() {
+    ts_sdk(Mode::Legacy, false);
+}
+
+#[test]
+fn typescript_sdk_at_2025_11_25_over_http() {
+    ts_sdk(Mode::Legacy, true);
+}
+
+/// A 2026-07-28 request's `_meta`, with `extra` keys.
+fn meta_2026(extra: serde_json::Value) -> serde_json::Value {
+    let mut meta = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    });
+    if let (Some(m), serde_json::Value::Object(extra)) = (meta.as_object_mut(), extra) {
+        m.extend(extra);
+    }
+    meta
+}
+
+/// The wire of 2026-07-28 over stdio, written by hand: no `initialize`, the
+/// first request is a call; results carry `resultType`, the list its cache
+/// fields; a request without its `_meta` is refused; the call's span carries
+/// the request's `traceparent` (RUST_LOG).
+#[test]
+fn a_2026_07_28_request_stream_over_stdio() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "hello\n");
+    let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let path = sb.ws("a.txt").display().to_string();
+    let requests = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "Read", "arguments": {"file_path": path}, "_meta": meta_2026(serde_json::json!({"traceparent": trace}))}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta_2026(serde_json::json!({}))}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+    ];
+    let mut child = {
+        let mut cmd = toolhost_command(&sb);
+        cmd.env("RUST_LOG", "toolhost=debug").arg("serve");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.spawn().expect("start toolhost serve")
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+    for r in &requests {
+        writeln!(stdin, "{r}").expect("write a request");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("serve ends with its input");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let answers: std::collections::HashMap<i64, serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| Some((v["id"].as_i64()?, v)))
+        .collect();
+    let read = &answers[&1]["result"];
+    assert_eq!(read["resultType"], "complete", "{stdout}");
+    assert!(read["content"][0]["text"].as_str().unwrap_or_default().contains("hello"), "{stdout}");
+    let list = &answers[&2]["result"];
+    assert!(list["ttlMs"].as_u64().is_some_and(|t| t > 0) && list["cacheScope"] == "private", "{stdout}");
+    let names: Vec<&str> = list["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.is_sorted() && names.contains(&"StartSession"), "{names:?}");
+    assert_eq!(answers[&3]["error"]["code"], -32602, "no _meta: {stdout}");
+    let traced = stderr.lines().find(|l| l.contains("call finished") && l.contains("tool=Read"));
+    assert!(traced.is_some_and(|l| l.contains(trace)), "the call's span has no traceparent:\n{stderr}");
 }
 
 /// One raw HTTP/1.1 request; the status code and the response.

@@ -4,7 +4,10 @@
     python client.py CONFIG.json SCENARIO
 
 CONFIG: {"command": [...], "env": {...}, "workspace": DIR} for stdio, or
-{"url": URL, "token": TOKEN?, "workspace": DIR} for HTTP. Each scenario
+{"url": URL, "token": TOKEN?, "workspace": DIR} for HTTP, with "mode" for the
+2.x line: "auto" (what clients do by default: 2026-07-28 when the server
+offers it), "2026-07-28" (pinned: no discovery, no handshake) or "legacy"
+(`initialize` at 2025-11-25). Each scenario
 asserts what it checks and prints `PASS <name>` per check; any failure raises
 (exit status 1). The end-to-end tests in tests/all/mcp.rs run it.
 """
@@ -48,29 +51,58 @@ def ws(rel):
 
 
 class Conn:
-    """The calls the scenarios make, on either SDK line."""
+    """The calls the scenarios make, on either SDK line and any revision.
+
+    On 2026-07-28 over HTTP, calls share state only through a handle: the
+    connection starts one (StartSession) and passes it in every call. Over
+    stdio it does not: calls without one share the connection's state."""
 
     def __init__(self, client, session):
         self.client = client  # 2.x Client, or None
         self.session = session  # the ClientSession
+        self.handle = None
+
+    @property
+    def sessionless(self):
+        return self.client is not None and self.client.protocol_version == "2026-07-28"
+
+    async def start_session(self):
+        r = await self.client.call_tool("StartSession", {})
+        handle = field(r, "structuredContent")["toolhost_session"]
+        assert re.fullmatch(r"session_[a-z2-7]{26}", handle), handle
+        return handle
 
     async def list_tools(self):
         return (await (self.client or self.session).list_tools()).tools
 
-    def capabilities(self):
+    async def discover(self):
+        """The server's own answer to `server/discover`."""
+        raw = await self.client.session.send_discover("2026-07-28")
+        return types.DiscoverResult.model_validate(raw)
+
+    async def capabilities(self):
         if self.client is not None:
+            if self.client.mode == "2026-07-28":
+                # Pinned: nothing was discovered (the client made up a
+                # discovery result); ask the server.
+                return (await self.discover()).capabilities
             return self.client.server_capabilities
         return self.session.get_server_capabilities()
 
-    async def call(self, name, args, progress=None):
-        return await (self.client or self.session).call_tool(name, args, progress_callback=progress)
+    async def call(self, name, args, progress=None, meta=None):
+        if self.handle is not None:
+            args = {**args, "toolhost_session": self.handle}
+        if self.client is not None:
+            return await self.client.call_tool(name, args, progress_callback=progress, meta=meta)
+        return await self.session.call_tool(name, args, progress_callback=progress)
 
     async def call_and_cancel(self, name, args, after):
         """Starts a call and cancels it (`notifications/cancelled`) after `after` seconds."""
         if self.client is not None:
-            # 2.x: abandoning a request sends notifications/cancelled.
+            # 2.x: abandoning a request sends notifications/cancelled (or,
+            # 2026-07-28 over HTTP, closes the request's stream).
             try:
-                await asyncio.wait_for(self.client.call_tool(name, args), timeout=after)
+                await asyncio.wait_for(self.call(name, args), timeout=after)
             except (asyncio.TimeoutError, TimeoutError):
                 return
             raise AssertionError("the call ended before it was cancelled")
@@ -108,8 +140,16 @@ async def connect(elicit=None, on_message=None):
 
             http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
             server = streamable_http_client(CFG["url"], http_client=http)
-        async with Client(server, elicitation_callback=elicit, message_handler=on_message) as client:
-            yield Conn(client, client.session)
+        mode = CFG.get("mode", "auto")
+        async with Client(
+            server, mode=mode, elicitation_callback=elicit, message_handler=on_message, cache=None
+        ) as client:
+            if mode == "auto":
+                assert client.protocol_version == "2026-07-28", client.protocol_version
+            conn = Conn(client, client.session)
+            if conn.sessionless and not stdio:
+                conn.handle = await conn.start_session()
+            yield conn
     else:
         from mcp import ClientSession
 
@@ -348,6 +388,27 @@ async def scenario_two_clients():
     passed("two clients at once, separate sessions")
 
 
+@asynccontextmanager
+async def listening(c, changed):
+    """On 2026-07-28, changes are heard on a `subscriptions/listen` stream."""
+    if not c.sessionless:
+        yield
+        return
+    async with c.client.listen(tools_list_changed=True) as sub:
+        assert field(sub.honored, "toolsListChanged") is True, sub.honored
+
+        async def hear():
+            async for event in sub:
+                if type(event).__name__ == "ToolsListChanged":
+                    changed.set()
+
+        task = asyncio.create_task(hear())
+        try:
+            yield
+        finally:
+            task.cancel()
+
+
 async def scenario_reload():
     """Hot loading: the server says it tells list changes; a component dropped into the
     plugins directory is announced by notifications/tools/list_changed, listed and
@@ -367,8 +428,8 @@ async def scenario_reload():
         changed.clear()
 
     target = os.path.join(CFG["plugins"], "echo.wasm")
-    async with connect(on_message=on_message) as c:
-        tools = c.capabilities().tools
+    async with connect(on_message=on_message) as c, listening(c, changed):
+        tools = (await c.capabilities()).tools
         assert tools is not None and field(tools, "listChanged") is True, tools
         assert "Echo" not in [t.name for t in await c.list_tools()]
         partial = os.path.join(CFG["plugins"], ".echo.partial")
@@ -384,6 +445,107 @@ async def scenario_reload():
     passed("hot reload: list_changed, the new tool, its removal")
 
 
+async def scenario_sessionless():
+    """2026-07-28 only: discovery, the list's cache fields and handle argument,
+    state shared by handle and only by handle, approvals that cannot be
+    replayed, and a trace context carried in `_meta`."""
+    async with connect() as c:
+        assert c.sessionless, c.client.protocol_version
+        discovered = await c.discover()
+        versions = field(discovered, "supportedVersions")
+        assert "2026-07-28" in versions, versions
+        assert field(discovered.capabilities.tools, "listChanged") is True
+        passed("server/discover")
+
+        listed = await c.client.list_tools()
+        assert field(listed, "ttlMs") > 0 and field(listed, "cacheScope") in ("private", "public"), listed
+        names = [t.name for t in listed.tools]
+        assert names == sorted(names) and "StartSession" in names, names
+        again = [t.name for t in (await c.client.list_tools()).tools]
+        assert again == names, "the order is the same every time"
+        for t in listed.tools:
+            props = field(t, "inputSchema").get("properties", {})
+            assert (t.name == "StartSession") != ("toolhost_session" in props), (t.name, props)
+        passed("tools/list: cache fields, order, the handle argument")
+
+        stdio = "command" in CFG
+        a, b = await c.start_session(), await c.start_session()
+        assert a != b
+        path = ws("handles.txt")
+        with open(path, "w") as f:
+            f.write("one\n")
+        ok(await c.client.call_tool("Read", {"file_path": path, "toolhost_session": a}), "Read with a")
+        edit = {"file_path": path, "old_string": "one", "new_string": "two"}
+        err(await c.client.call_tool("Edit", {**edit, "toolhost_session": b}), "Edit with b", "read")
+        if not stdio:
+            # No handle over HTTP: state of the call's own.
+            err(await c.client.call_tool("Edit", edit), "Edit without a handle", "read")
+        ok(await c.client.call_tool("Edit", {**edit, "toolhost_session": a}), "Edit with a")
+        assert open(path).read() == "two\n"
+        unknown = "session_" + "a" * 26
+        e = err(await c.client.call_tool("Read", {"file_path": path, "toolhost_session": unknown}), "unknown", "Unknown")
+        assert "StartSession" in e, e
+        err(await c.client.call_tool("Read", {"file_path": path, "toolhost_session": 7}), "not a string")
+        started = ok(await c.client.call_tool(
+            "Bash", {"command": "echo bg", "run_in_background": True, "toolhost_session": a}), "background")
+        task_id = re.search(r"ID: (b[0-9a-z]+)", started).group(1)
+        for _ in range(50):
+            out = ok(await c.client.call_tool("TaskOutput", {"task_id": task_id, "toolhost_session": a}), "output")
+            if "bg" in out:
+                break
+            await asyncio.sleep(0.1)
+        assert "<output>\nbg\n</output>" in out, out
+        err(await c.client.call_tool("TaskOutput", {"task_id": task_id, "toolhost_session": b}), "other handle")
+        passed("state handles: shared by handle, isolated between handles, checked")
+
+        # Approvals: a made-up state, a state replayed for another call.
+        args = {"command": f"rm -f {ws('kept.txt')}"}
+        if c.handle:
+            args["toolhost_session"] = c.handle
+        bogus = await c.client.session.call_tool(
+            "Bash", args, allow_input_required=True, request_state="approval_" + "b" * 26,
+            input_responses={"approval": {"action": "accept", "content": {"decision": "allow once"}}})
+        err(bogus, "made-up approval", "unknown or has expired")
+        assert os.path.exists(ws("kept.txt"))
+        passed("approvals: an unknown requestState is refused")
+
+        traced = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        ok(await c.call("Read", {"file_path": ws("a.txt")}, meta={"traceparent": traced}), "traced")
+        passed("a call carrying traceparent")
+
+
+async def scenario_replay():
+    """2026-07-28 only: an approval's requestState answers its own call once:
+    not another call, not the same call twice."""
+    async def never(context, params):
+        raise AssertionError("the test answers approvals itself")
+
+    async with connect(elicit=never) as c:
+        session = c.client.session
+        args = {"command": f"rm -f {ws('kept.txt')}"}
+        if c.handle:
+            args["toolhost_session"] = c.handle
+        first = await session.call_tool("Bash", args, allow_input_required=True)
+        assert field(first, "resultType") == "input_required", first
+        state = field(first, "requestState")
+        request = field(first, "inputRequests")["approval"]
+        assert "rm -f" in request.params.message, request
+        yes = {"approval": {"action": "accept", "content": {"decision": "allow once"}}}
+        other = {**args, "command": f"rm -f {ws('allowed.txt')}"}
+        r = await session.call_tool("Bash", other, allow_input_required=True, request_state=state, input_responses=yes)
+        err(r, "replayed for another call", "another call")
+        assert os.path.exists(ws("allowed.txt"))
+        # That state is used up; a fresh one answers its call once.
+        first = await session.call_tool("Bash", args, allow_input_required=True)
+        state = field(first, "requestState")
+        ok(await session.call_tool("Bash", args, allow_input_required=True, request_state=state, input_responses=yes),
+           "answered")
+        assert not os.path.exists(ws("kept.txt"))
+        r = await session.call_tool("Bash", args, allow_input_required=True, request_state=state, input_responses=yes)
+        err(r, "replayed", "unknown or has expired")
+        passed("approvals: a requestState answers its own call, once")
+
+
 if __name__ == "__main__":
     scenario = {
         "main": scenario_main,
@@ -392,5 +554,7 @@ if __name__ == "__main__":
         "always": scenario_always,
         "grant": scenario_grant,
         "reload": scenario_reload,
+        "sessionless": scenario_sessionless,
+        "replay": scenario_replay,
     }[sys.argv[2]]
     asyncio.run(scenario())

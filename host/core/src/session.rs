@@ -355,6 +355,42 @@ fn process_exists(pid: u32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// `prefix` and 26 characters of `a`–`z`, `2`–`7` drawn from the system's
+/// random source: 130 bits no one can guess, for the handles a front gives
+/// out (state handles, pending approvals). Valid as a session id when
+/// `prefix` is.
+pub fn unguessable_id(prefix: &str) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut bytes = [0u8; 26];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let rest = &mut bytes[filled..];
+        // SAFETY: `rest` is valid for writes of its length.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n > 0 {
+            filled += n as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // No getrandom(2): the standard library's per-process random
+            // keys, through SipHash, one value per 8 bytes.
+            use std::hash::{BuildHasher as _, Hasher as _};
+            for (i, chunk) in bytes[filled..].chunks_mut(8).enumerate() {
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_usize(i);
+                h.write_u128(
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+                );
+                let v = h.finish().to_le_bytes();
+                chunk.copy_from_slice(&v[..chunk.len()]);
+            }
+            break;
+        }
+    }
+    let mut id = String::with_capacity(prefix.len() + bytes.len());
+    id.push_str(prefix);
+    id.extend(bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b & 31)])));
+    id
+}
+
 fn validate_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && id.len() <= 128
@@ -366,6 +402,19 @@ fn validate_id(id: &str) -> Result<(), SessionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unguessable_ids_are_long_and_distinct() {
+        let ids: BTreeSet<String> = (0..1000).map(|_| unguessable_id("ths_")).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            assert_eq!(id.len(), 4 + 26, "{id}");
+            validate_id(id).unwrap();
+        }
+        // Every character of the alphabet turns up.
+        let seen: BTreeSet<char> = ids.iter().flat_map(|id| id[4..].chars()).collect();
+        assert_eq!(seen.len(), 32, "{seen:?}");
+    }
 
     #[test]
     fn ids_cannot_escape_the_data_dir() {

@@ -1,21 +1,44 @@
 //! The MCP front (`toolhost serve`), on rmcp, the official Rust SDK: the
-//! pool as `tools/list`, `tools/call` through the whole pipeline on the
-//! session's streaming executor, progress notifications, cancellation, and
-//! asks put to the user by elicitation.
+//! pool as `tools/list`, `tools/call` through the whole pipeline on a
+//! streaming executor, progress notifications, cancellation, and asks put
+//! to the user, in every protocol revision from 2024-11-05 to 2026-07-28,
+//! chosen per request.
 //!
-//! One MCP session (the stdio connection, or one streamable-HTTP session) is
-//! one toolhost [`Session`] with its own [`Executor`]. Its calls are
-//! independent requests ([`Calls::Independent`]): each result goes back as
-//! soon as it is ready, and no call is cancelled by another's failure. Each
-//! request awaits its own [`toolhost::CallHandle`]; the protocol
-//! thread never waits on a tool.
+//! - **Revisions with a session** (up to 2025-11-25, after `initialize`):
+//!   one MCP session (the stdio connection, or one streamable-HTTP session)
+//!   is one toolhost [`Session`] with its own [`Executor`]; asks are live
+//!   elicitation requests.
+//! - **2026-07-28** (no `initialize`, no session; each request carries its
+//!   revision and the client's capabilities in `_meta`): state that spans
+//!   calls belongs to an explicit handle (see [`handles`](crate::handles)
+//!   for how it is keyed and checked); on stdio, calls without one share
+//!   the connection's state, since a stdio server has exactly one client.
+//!   Asks end the call with an `InputRequiredResult`, and the client calls
+//!   again with the answer. `tools/list_changed` reaches clients listening
+//!   with `subscriptions/listen`.
+//!
+//! Calls are independent requests ([`Calls::Independent`]): each result
+//! goes back as soon as it is ready, and no call is cancelled by another's
+//! failure. Each request awaits its own [`toolhost::CallHandle`]; the
+//! protocol thread never waits on a tool.
 
+mod asks;
+pub mod handles;
+mod http;
+mod tools;
+
+pub use handles::{SESSION_ARGUMENT, START_SESSION};
+pub use http::{HTTP_PATH, HttpConfig, serve_http};
+pub use tools::{sessionless_tools, to_mcp, tools};
+
+use asks::{Deferring, Elicitation, Pending, Waiting};
+use handles::Handles;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::service::{ElicitationMode, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -23,38 +46,83 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use toolhost::{Answer, Approver, AskRequest, Content, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
+use toolhost::{Approver, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
 use toolhost::{CallSetup, Calls, Executor};
 
 /// How `toolhost serve` runs calls.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// Calls running at once in one MCP session.
+    /// Calls running at once in one MCP session (or under one state handle).
     pub max_concurrency: usize,
-    /// How long an elicitation waits for the user before the call is denied.
+    /// How long an elicitation waits for the user before the call is
+    /// denied; how long a 2026-07-28 client may take to call again with the
+    /// user's answer.
     pub ask_timeout: Duration,
+    /// How long a state handle lives unused (2026-07-28).
+    pub handle_idle: Duration,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        ServeConfig { max_concurrency: toolhost::DEFAULT_MAX_CONCURRENCY, ask_timeout: Duration::from_secs(600) }
+        ServeConfig {
+            max_concurrency: toolhost::DEFAULT_MAX_CONCURRENCY,
+            ask_timeout: Duration::from_secs(600),
+            handle_idle: Duration::from_secs(8 * 3600),
+        }
     }
 }
 
-/// The protocol revisions served: those with a session (`initialize`), which
-/// progress, cancellation and elicitation need. A client preferring the
-/// sessionless 2026-07-28 revision falls back to the newest of these.
+/// How long a 2026-07-28 client may keep the tool list (`ttlMs`): a listening
+/// client hears of a change at once.
+pub const TOOLS_TTL: Duration = Duration::from_secs(30);
+
+/// The protocol revisions served: 2024-11-05 to 2025-11-25 with a session
+/// (`initialize`), and the sessionless 2026-07-28.
 pub fn protocol_versions() -> &'static [ProtocolVersion] {
-    ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
 }
 
-/// One MCP session: an rmcp [`ServerHandler`].
-pub struct McpSession {
+/// Who made a request: the credential's name over HTTP, the local user on
+/// stdio. State handles and pending approvals belong to one identity.
+#[derive(Clone, Debug)]
+pub struct Identity(pub Arc<str>);
+
+impl Identity {
+    /// The one client of a stdio server.
+    pub fn local() -> Identity {
+        Identity(Arc::from("local"))
+    }
+}
+
+/// What every MCP session of one server shares: the host, the state
+/// handles and the calls waiting for an answer.
+pub(crate) struct Front {
     host: Host,
     config: ServeConfig,
-    session: Arc<Session>,
-    executor: Executor,
     runtime: tokio::runtime::Handle,
+    handles: Handles,
+    pending: Pending,
+}
+
+impl Front {
+    pub(crate) fn new(host: Host, config: ServeConfig) -> Arc<Front> {
+        Arc::new(Front {
+            handles: Handles::new(host.clone(), config.max_concurrency, config.handle_idle),
+            pending: Pending::new(config.ask_timeout),
+            runtime: tokio::runtime::Handle::current(),
+            host,
+            config,
+        })
+    }
+}
+
+/// One MCP session (a stdio connection; an HTTP session of an older
+/// revision; one 2026-07-28 HTTP request): an rmcp [`ServerHandler`].
+pub struct McpSession {
+    front: Arc<Front>,
+    /// The state of calls naming no handle.
+    session: Arc<Session>,
+    executor: Arc<Executor>,
     /// Cancelled when the session ends: stops telling its client of reloads.
     ended: CancellationToken,
 }
@@ -72,69 +140,28 @@ impl McpSession {
     /// before its result goes out, so a server killed at any point keeps
     /// every read a client saw the result of.
     pub fn over(host: Host, config: ServeConfig, session: Arc<Session>) -> McpSession {
+        McpSession::in_front(Front::new(host, config), session)
+    }
+
+    pub(crate) fn in_front(front: Arc<Front>, session: Arc<Session>) -> McpSession {
         // The client gets every tool in full (see `tools`), so none needs
         // loading with ToolSearch first.
         session.discover_all();
         let executor = Executor::with_config(
-            host.clone(),
+            front.host.clone(),
             Arc::clone(&session),
             toolhost::SchedulerConfig {
-                max_concurrency: config.max_concurrency,
+                max_concurrency: front.config.max_concurrency,
                 calls: Calls::Independent,
                 approver: None,
             },
         );
-        McpSession {
-            host,
-            config,
-            session,
-            executor,
-            runtime: tokio::runtime::Handle::current(),
-            ended: CancellationToken::new(),
-        }
+        McpSession { front, session, executor: Arc::new(executor), ended: CancellationToken::new() }
     }
 
-    /// The tool list: the pool in its order, with schemas and the hints the
-    /// tools declare for every input. Deferred tools are listed in full too,
-    /// marked `_meta["toolhost/deferred"]`: an MCP client decides itself
-    /// what its model sees at once (Claude Code defers MCP tools behind its
-    /// own tool search), so toolhost's ToolSearch is not listed.
-    pub fn tools(host: &Host) -> Vec<Tool> {
-        let deferred = host.deferred_tools();
-        host.pool()
-            .iter()
-            .filter(|t| t.spec().name != toolhost::TOOL_SEARCH)
-            .map(|t| {
-                let schema = match &t.spec().input_schema {
-                    Value::Object(o) => o.clone(),
-                    _ => serde_json::Map::new(),
-                };
-                let mut tool =
-                    Tool::new(t.spec().name.clone(), t.spec().model_description().to_string(), Arc::new(schema));
-                if let Some(output) = &t.spec().output_schema
-                    && let Value::Object(o) = output
-                {
-                    tool = tool.with_raw_output_schema(Arc::new(o.clone()));
-                }
-                let hints = &t.spec().hints;
-                if hints.read_only.is_some() || hints.destructive.is_some() {
-                    let mut annotations = ToolAnnotations::new();
-                    if let Some(read_only) = hints.read_only {
-                        annotations = annotations.read_only(read_only);
-                    }
-                    if let Some(destructive) = hints.destructive {
-                        annotations = annotations.destructive(destructive);
-                    }
-                    tool = tool.with_annotations(annotations);
-                }
-                if deferred.contains(&t.spec().name) {
-                    let mut meta = rmcp::model::MetaObject::new();
-                    meta.insert("toolhost/deferred".into(), json!(true));
-                    tool.meta = Some(meta);
-                }
-                tool
-            })
-            .collect()
+    /// The tool list (see [`tools`]).
+    pub fn tools(host: &Host) -> Vec<rmcp::model::Tool> {
+        tools(host)
     }
 }
 
@@ -143,8 +170,32 @@ impl Drop for McpSession {
         // The session ended: its running calls are cancelled.
         self.ended.cancel();
         self.executor.discard();
-        self.host.end_session(&self.session);
+        self.front.host.end_session(&self.session);
     }
+}
+
+/// Whether a request is of a revision without sessions (2026-07-28 on).
+fn sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| !v.has_initialize())
+}
+
+/// Who made the request (see [`Identity`]).
+fn identity(context: &RequestContext<RoleServer>) -> Arc<str> {
+    context
+        .extensions
+        .get::<::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Identity>())
+        .map_or_else(|| Identity::local().0, |i| Arc::clone(&i.0))
+}
+
+/// Whether the client can answer a form elicitation: told at `initialize`
+/// before 2026-07-28, in each request's `_meta` from then on.
+fn can_elicit(context: &RequestContext<RoleServer>, sessionless: bool) -> bool {
+    if !sessionless {
+        return context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+    }
+    // An empty elicitation capability means form (the older revisions' shape).
+    context.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
 /// Sends one progress notification for a request's token.
@@ -153,6 +204,11 @@ async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, count: 
     if let Err(e) = peer.notify_progress(note).await {
         tracing::debug!(error = %e, "could not send a progress notification");
     }
+}
+
+/// A finished call's result as an MCP response.
+fn complete(result: ToolResult) -> Result<CallToolResponse, McpError> {
+    Ok(CallToolResponse::Complete(to_mcp(result)))
 }
 
 impl ServerHandler for McpSession {
@@ -168,10 +224,11 @@ impl ServerHandler for McpSession {
     }
 
     /// From now on, each reload that changes the tools sends the client
-    /// `notifications/tools/list_changed` (it lists them again).
+    /// `notifications/tools/list_changed` (it lists them again). For the
+    /// revisions with a session; 2026-07-28 clients `listen`.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         use tokio::sync::broadcast::error::RecvError;
-        let mut changes = self.host.tools_changed();
+        let mut changes = self.front.host.tools_changed();
         let (ended, peer) = (self.ended.clone(), context.peer);
         tokio::spawn(async move {
             loop {
@@ -194,6 +251,34 @@ impl ServerHandler for McpSession {
         });
     }
 
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen`: each reload that
+    /// changes the tools is told on its stream until it ends.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.front.host.tools_changed();
+        loop {
+            let change = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.ended.cancelled() => return Ok(()),
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(change) if !change.tools_changed() => continue,
+                Ok(_) | Err(RecvError::Lagged(_)) => {
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(error = %e, "could not tell a listener the tools changed");
+                        return Ok(());
+                    }
+                }
+                Err(RecvError::Closed) => return Ok(()),
+            }
+        }
+    }
+
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(protocol_versions())
     }
@@ -201,9 +286,16 @@ impl ServerHandler for McpSession {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(Self::tools(&self.host)))
+        if !sessionless(&context) {
+            return Ok(ListToolsResult::with_all_items(tools(&self.front.host)));
+        }
+        // The same list for every client and identity; a listener hears of
+        // a change at once, others look again after the TTL.
+        Ok(ListToolsResult::with_all_items(sessionless_tools(&self.front.host))
+            .with_ttl_ms(TOOLS_TTL.as_millis() as u64)
+            .with_cache_scope(CacheScope::Private))
     }
 
     async fn call_tool(
@@ -212,25 +304,114 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let id = call_id();
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        if !sessionless(&context) {
+            return self.call(request, context, id, None, Vec::new()).await;
+        }
+        let owner = identity(&context);
+        if request.name == START_SESSION {
+            let handle = self.front.handles.start(&owner);
+            tracing::info!(identity = %owner, "state handle started");
+            let text = format!(
+                "Session started. Pass {SESSION_ARGUMENT}: \"{handle}\" in every call that belongs to this piece of \
+                 work."
+            );
+            return complete(ToolResult {
+                tool_use_id: id,
+                content: vec![toolhost::Content::Text(text)],
+                is_error: false,
+                structured: Some(json!({ SESSION_ARGUMENT: handle })),
+                stop: None,
+                usage: None,
+            });
+        }
+        let arguments = request.arguments.clone().unwrap_or_default();
+        // The answers so far, when this call is one answering an approval.
+        let mut answered = Vec::new();
+        if let Some(state) = &request.request_state {
+            match self.front.pending.resume(state, &owner, &request.name, &arguments, request.input_responses.as_ref())
+            {
+                Ok(a) => answered = a,
+                Err(refused) => return complete(ToolResult::error(&id, refused.message())),
+            }
+        }
+        self.call(request, context, id, Some(owner), answered).await
+    }
+}
+
+impl McpSession {
+    /// Runs one call through the pipeline: the state it names, its progress
+    /// as notifications, its cancellation, and asks in the shape of the
+    /// request's revision. `owner` is set for a sessionless request.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        id: String,
+        owner: Option<Arc<str>>,
+        answered: Vec<(String, toolhost::Answer)>,
+    ) -> Result<CallToolResponse, McpError> {
+        let front = &self.front;
+        let sent_arguments = request.arguments.unwrap_or_default();
+        let mut arguments = sent_arguments.clone();
+        let (session, executor) = match &owner {
+            None => (Arc::clone(&self.session), Arc::clone(&self.executor)),
+            Some(owner) => {
+                let declared = front
+                    .host
+                    .tool(&request.name)
+                    .is_some_and(|t| t.spec().input_schema["properties"].get(SESSION_ARGUMENT).is_some());
+                match (declared, arguments.get(SESSION_ARGUMENT)) {
+                    (true, _) | (false, None) => (Arc::clone(&self.session), Arc::clone(&self.executor)),
+                    (false, Some(Value::String(handle))) => match front.handles.get(handle, owner) {
+                        Some(held) => {
+                            arguments.remove(SESSION_ARGUMENT);
+                            (held.session, held.executor)
+                        }
+                        None => {
+                            return complete(ToolResult::error(
+                                &id,
+                                format!(
+                                    "Unknown {SESSION_ARGUMENT} \"{handle}\": it was never started, belongs to \
+                                     another client, or ended after a while unused. Call {START_SESSION} for a \
+                                     new one (files read before must be read again)."
+                                ),
+                            ));
+                        }
+                    },
+                    (false, Some(_)) => {
+                        return complete(ToolResult::error(
+                            &id,
+                            format!("{SESSION_ARGUMENT} must be the string {START_SESSION} returned."),
+                        ));
+                    }
+                }
+            }
+        };
         // The call's progress comes here, in order, from the worker running it.
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let sink: ProgressSink = Arc::new(move |p| {
             let _ = progress_tx.send(p);
         });
-        let asks = context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-        let approver = asks.then(|| {
-            let elicitation = Elicitation {
-                peer: context.peer.clone(),
-                cancelled: context.ct.clone(),
-                timeout: self.config.ask_timeout,
-                runtime: self.runtime.clone(),
-            };
-            Arc::new(elicitation) as Arc<dyn Approver>
-        });
-        let handle = self.executor.add_tool_with(
-            ToolUse { id: id.clone(), name: request.name.to_string(), input },
-            CallSetup { progress: Some(sink), approver },
+        let asks = can_elicit(&context, owner.is_some());
+        let deferring = (asks && owner.is_some()).then(|| Arc::new(Deferring::new(answered)));
+        let approver: Option<Arc<dyn Approver>> = match &deferring {
+            Some(d) => Some(Arc::clone(d) as Arc<dyn Approver>),
+            None => asks.then(|| {
+                Arc::new(Elicitation {
+                    peer: context.peer.clone(),
+                    cancelled: context.ct.clone(),
+                    timeout: front.config.ask_timeout,
+                    runtime: front.runtime.clone(),
+                }) as Arc<dyn Approver>
+            }),
+        };
+        let handle = executor.add_tool_with(
+            ToolUse { id: id.clone(), name: request.name.to_string(), input: Value::Object(arguments) },
+            CallSetup {
+                progress: Some(sink),
+                approver,
+                traceparent: context.meta.get_traceparent().map(str::to_string),
+            },
         );
         let token = context.meta.get_progress_token();
         let mut sent = 0;
@@ -241,7 +422,7 @@ impl ServerHandler for McpSession {
                 biased;
                 () = context.ct.cancelled() => {
                     handle.cancel("Cancelled by the client.");
-                    return Ok(CallToolResponse::Complete(to_mcp(ToolResult::error(&id, "Cancelled by the client."))));
+                    return complete(ToolResult::error(&id, "Cancelled by the client."));
                 }
                 Some(p) = progress.recv() => {
                     if let Some(token) = &token {
@@ -261,17 +442,32 @@ impl ServerHandler for McpSession {
                 notify_progress(&context.peer, token, sent, p).await;
             }
         }
+        // A question for the user: the client asks it and calls again.
+        if let (Some(deferring), Some(owner)) = (&deferring, owner)
+            && let Some(question) = deferring.deferred()
+        {
+            let waiting = Waiting {
+                owner,
+                tool: request.name.to_string(),
+                arguments: sent_arguments,
+                request: question,
+                answered: deferring.answered().to_vec(),
+            };
+            return match front.pending.defer(waiting) {
+                Ok(input_required) => Ok(CallToolResponse::InputRequired(input_required)),
+                Err(e) => complete(ToolResult::error(&id, format!("toolhost could not build the approval form: {e}"))),
+            };
+        }
         // What the call recorded (a read, for Edit's checks) is on disk
         // before the client sees its result.
-        if self.session.is_persistent() {
-            let session = Arc::clone(&self.session);
+        if session.is_persistent() {
             match tokio::task::spawn_blocking(move || session.save()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(error = %e, "could not save the session's state"),
                 Err(e) => tracing::warn!(error = %e, "saving the session's state failed"),
             }
         }
-        Ok(CallToolResponse::Complete(to_mcp(result)))
+        complete(result)
     }
 }
 
@@ -290,96 +486,6 @@ fn call_id() -> String {
     format!("toolu_mcp_{:08x}_{:06}", *PROCESS, NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-/// A toolhost result as an MCP one (errors stay results, with `isError`).
-pub fn to_mcp(result: ToolResult) -> CallToolResult {
-    let content = result
-        .content
-        .into_iter()
-        .map(|c| match c {
-            Content::Text(t) => ContentBlock::text(t),
-            Content::Image { media_type, data } => ContentBlock::image(data, media_type),
-            // MCP has no document block: an embedded resource carries it,
-            // named by the call that made it.
-            Content::Document { media_type, data } => ContentBlock::resource(
-                rmcp::model::ResourceContents::blob(data, format!("toolhost://result/{}", result.tool_use_id))
-                    .with_mime_type(media_type),
-            ),
-        })
-        .collect();
-    let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    out.structured_content = result.structured;
-    let mut meta = rmcp::model::MetaObject::new();
-    if let Some(reason) = result.stop {
-        meta.insert("toolhost/stop".into(), json!(reason));
-    }
-    if let Some(usage) = result.usage {
-        meta.insert("toolhost/usage".into(), usage.to_json());
-    }
-    if !meta.is_empty() {
-        out.meta = Some(meta);
-    }
-    out
-}
-
-/// Asks the MCP client's user about one call, by a form elicitation.
-struct Elicitation {
-    peer: Peer<RoleServer>,
-    /// The request's cancellation: a cancelled call stops waiting.
-    cancelled: CancellationToken,
-    timeout: Duration,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Approver for Elicitation {
-    fn ask(&self, request: &AskRequest) -> Answer {
-        let (peer, cancelled) = (self.peer.clone(), self.cancelled.clone());
-        let choices = request.choices();
-        let explained: Vec<String> = choices.iter().map(|c| format!("\"{}\": {}", c.label(), c.explain())).collect();
-        let message = format!("toolhost: {}\n{}", request.question(), explained.join("; "));
-        let labels: Vec<&str> = choices.iter().map(|c| c.label()).collect();
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "decision": {"type": "string", "title": "Decision", "enum": labels},
-                "reason": {"type": "string", "title": "Reason (when denying, told to the model)"},
-            },
-            "required": ["decision"],
-        });
-        let schema = match schema {
-            Value::Object(o) => ElicitationSchema::from_json_schema(o),
-            _ => unreachable!("an object"),
-        };
-        let requested_schema = match schema {
-            Ok(s) => s,
-            Err(e) => return Answer::Deny(format!("toolhost could not build the approval form: {e}")),
-        };
-        let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
-        let timeout = self.timeout;
-        let answer = self.runtime.block_on(async move {
-            tokio::select! {
-                r = peer.create_elicitation_with_timeout(params, Some(timeout)) => Some(r),
-                () = cancelled.cancelled() => None,
-            }
-        });
-        match answer {
-            None => Answer::Deny("The call was cancelled while waiting for approval.".into()),
-            Some(Err(e)) => Answer::Deny(format!("toolhost could not get the user's approval: {e}")),
-            Some(Ok(r)) => match r.action {
-                ElicitationAction::Accept => {
-                    let content = r.content.unwrap_or(Value::Null);
-                    let reason = content["reason"].as_str();
-                    match content["decision"].as_str().and_then(|d| request.choice(d)) {
-                        Some(choice) => choice.answer(reason),
-                        None => Answer::denied(reason),
-                    }
-                }
-                ElicitationAction::Decline => Answer::denied(None),
-                _ => Answer::Deny("The user dismissed the approval request; the call did not run.".into()),
-            },
-        }
-    }
-}
-
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -391,9 +497,9 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// Serves one MCP session over standard input and output until the client
-/// closes it: in `session` (a persistent one, from `Host::session`), else in
-/// a session of its own kept in memory.
+/// Serves one MCP client over standard input and output until it closes
+/// the connection: in `session` (a persistent one, from `Host::session`),
+/// else in a session of its own kept in memory.
 pub async fn serve_stdio(host: Host, config: ServeConfig, session: Option<Arc<Session>>) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
     let session = session.unwrap_or_else(|| host.ephemeral_session());
@@ -403,123 +509,4 @@ pub async fn serve_stdio(host: Host, config: ServeConfig, session: Option<Arc<Se
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
     Ok(())
-}
-
-/// How the streamable-HTTP endpoint is guarded.
-#[derive(Clone, Debug, Default)]
-pub struct HttpConfig {
-    /// Allowance must carry `Authorization: Bearer <token>`.
-    pub token: Option<String>,
-    /// `Host` values accepted besides the loopback names and the bound
-    /// address (for a server reached by another name).
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted besides `http://localhost`, `127.0.0.1` and
-    /// `[::1]` on the bound port (a request without `Origin` passes).
-    pub allowed_origins: Vec<String>,
-}
-
-/// The path the MCP endpoint is served on.
-pub const HTTP_PATH: &str = "/mcp";
-
-/// Serves streamable HTTP on `listener` (at [`HTTP_PATH`]), one MCP session
-/// per client, until `shutdown` is cancelled.
-pub async fn serve_http(
-    host: Host,
-    config: ServeConfig,
-    http: HttpConfig,
-    listener: tokio::net::TcpListener,
-    shutdown: CancellationToken,
-) -> Result<(), ServeError> {
-    use http_body_util::BodyExt as _;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-    let addr = listener.local_addr()?;
-    let port = addr.port();
-    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
-    hosts.extend(http.allowed_hosts.iter().cloned());
-    let mut origins =
-        vec![format!("http://localhost:{port}"), format!("http://127.0.0.1:{port}"), format!("http://[::1]:{port}")];
-    origins.extend(http.allowed_origins.iter().cloned());
-    let server_config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
-        .enforce_origin_validation()
-        .with_cancellation_token(shutdown.child_token());
-    let mcp = StreamableHttpService::new(
-        move || Ok(McpSession::new(host.clone(), config.clone())),
-        LocalSessionManager::default().into(),
-        server_config,
-    );
-    let token: Option<Arc<str>> = http.token.as_deref().map(Arc::from);
-    let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-        let mut mcp = mcp.clone();
-        let token = token.clone();
-        async move {
-            use tower_service::Service as _;
-            let refuse = |status: http::StatusCode, message: &'static str| {
-                let mut response = http::Response::new(
-                    http_body_util::Full::new(bytes::Bytes::from_static(message.as_bytes()))
-                        .map_err(|never| match never {})
-                        .boxed(),
-                );
-                *response.status_mut() = status;
-                if status == http::StatusCode::UNAUTHORIZED {
-                    response
-                        .headers_mut()
-                        .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
-                }
-                Ok::<_, std::convert::Infallible>(response)
-            };
-            if request.uri().path() != HTTP_PATH {
-                return refuse(http::StatusCode::NOT_FOUND, "Not found: the MCP endpoint is /mcp\n");
-            }
-            if let Some(token) = &token {
-                let given = request
-                    .headers()
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "));
-                if !given.is_some_and(|g| same_secret(g.as_bytes(), token.as_bytes())) {
-                    return refuse(http::StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required\n");
-                }
-            }
-            let deleting = request.method() == http::Method::DELETE;
-            let mut response = mcp.call(request).await?;
-            // The session is closed by now: "No Content" (202 would say it
-            // is still going on; clients expect 200 or 204).
-            if deleting && response.status() == http::StatusCode::ACCEPTED {
-                *response.status_mut() = http::StatusCode::NO_CONTENT;
-                *response.body_mut() = http_body_util::Empty::new().map_err(|never| match never {}).boxed();
-            }
-            Ok(response)
-        }
-    });
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = shutdown.cancelled() => return Ok(()),
-        };
-        let service = service.clone();
-        tokio::spawn(async move {
-            let served = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(%peer, error = %e, "connection ended");
-            }
-        });
-    }
-}
-
-/// Compares secrets in time independent of where they differ.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

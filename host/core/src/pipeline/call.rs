@@ -52,6 +52,9 @@ pub struct CallOptions {
     /// Who answers this call's asks, instead of the host's approver (an MCP
     /// session asks its own client).
     pub approver: Option<Arc<dyn Approver>>,
+    /// The W3C `traceparent` of the request that made the call (an MCP
+    /// client's `_meta`), recorded in the call's span.
+    pub traceparent: Option<String>,
 }
 
 /// What a [`Pipeline`] is built from.
@@ -214,7 +217,11 @@ impl Pipeline {
             instance = field::Empty,
             is_error = field::Empty,
             duration_us = field::Empty,
+            traceparent = field::Empty,
         );
+        if let Some(parent) = &options.traceparent {
+            span.record("traceparent", parent.as_str());
+        }
         let _entered = span.enter();
         let cpu_before = crate::sandbox::thread_cpu_time();
         let mut result = self.run(session, tool_use, options, &span);

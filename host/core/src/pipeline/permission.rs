@@ -78,7 +78,7 @@ impl Run<'_> {
             ..current.clone()
         };
         match approver.ask(&request) {
-            Answer::Deny(_) => return Ok(None),
+            Answer::Deny(_) | Answer::Later(_) => return Ok(None),
             Answer::AllowOnce => tracing::info!(tool = %name, grant = %what, "granted once by the user"),
             Answer::AllowAlways(_) => {
                 tracing::info!(tool = %name, grant = %what, "granted always by the user");
@@ -168,6 +168,9 @@ impl Run<'_> {
                             Decision::Allow { input: None, source: Source::User }
                         }
                         Answer::Deny(reason) => Decision::Deny { message: reason, source: Source::User },
+                        Answer::Later(message) => {
+                            Decision::Ask { message, suggested_rules: Vec::new(), source: Source::User }
+                        }
                     }
                 }
                 None => {
@@ -229,7 +232,11 @@ impl Run<'_> {
                 self.span.record("decision", field::display(format_args!("deny ({source})")));
                 Ok(Some(self.error(format!("Permission to use {} was denied. {message}", self.name()))))
             }
-            Decision::Ask { .. } => unreachable!("asks were resolved above"),
+            // The user answers later, in another call (Answer::Later).
+            Decision::Ask { message, .. } => {
+                self.span.record("decision", "ask (answered later)");
+                Ok(Some(self.error(message)))
+            }
         }
     }
 

@@ -117,6 +117,12 @@ pub enum Answer {
     AllowAlways(String),
     /// Refuse; the text goes to the model.
     Deny(String),
+    /// The user is asked out of band and the call does not run now: an MCP
+    /// client of the 2026-07-28 revision gets the question in an
+    /// input-required result and calls again with the answer. The text goes
+    /// to the model if the call's result reaches it all the same; the audit
+    /// log records the decision as an ask.
+    Later(String),
 }
 
 impl Answer {

@@ -68,6 +68,9 @@ pub struct CallSetup {
     pub progress: Option<ProgressSink>,
     /// Answers this call's asks (instead of the executor's approver).
     pub approver: Option<Arc<dyn Approver>>,
+    /// The W3C `traceparent` of the request that made the call, recorded in
+    /// the call's span.
+    pub traceparent: Option<String>,
 }
 
 /// The streaming executor of one session. Cheap to share: clone the `Arc`.
@@ -675,6 +678,7 @@ impl Shared {
                 cancel: Some(cancel),
                 on_concurrency_safe,
                 approver: setup.approver.or_else(|| shared.approver.clone()),
+                traceparent: setup.traceparent,
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
