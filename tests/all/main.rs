@@ -33,6 +33,7 @@ mod scheduler;
 mod shell_parser;
 mod soak;
 mod startup;
+mod state;
 mod third_party;
 mod tools_list;
 mod toolsearch;

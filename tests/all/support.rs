@@ -71,8 +71,16 @@ fn warm() {
 
 /// Runs `toolhost` in `sb` (its workspace and plugins directory) with `args`.
 pub fn toolhost(sb: &Sandbox, args: &[&str]) -> Run {
+    run_with(sb, args, |_| {})
+}
+
+/// [`toolhost`], with the command changed by `change` first (its
+/// environment, say).
+pub fn run_with(sb: &Sandbox, args: &[&str], change: impl FnOnce(&mut std::process::Command)) -> Run {
     warm();
-    let out = toolhost_command(sb).args(args).output().expect("run toolhost");
+    let mut cmd = toolhost_command(sb);
+    change(&mut cmd);
+    let out = cmd.args(args).output().expect("run toolhost");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -10,6 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
 pub mod js;
 pub mod python;
+pub mod redis;
 pub mod toolchain;
 
 /// The workspace root.

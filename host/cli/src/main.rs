@@ -74,6 +74,11 @@ struct Cli {
     /// `serve` (for measuring that code)
     #[arg(long, global = true, hide = true)]
     no_optimize: bool,
+    /// Where persistent sessions' state is kept: a redis:// URL (Redis or
+    /// Valkey), for servers that share sessions [default: the settings'
+    /// stateStore, else files under the data directory]
+    #[arg(long, global = true, env = "TOOLHOST_STATE", value_name = "URL")]
+    state: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -306,6 +311,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .child_confinement(cli.child_confinement);
     if let Some(w) = &cli.workspace {
         builder = builder.workspace(w);
+    }
+    if let Some(url) = cli.state.as_ref().or(settings.state_store.as_ref()) {
+        let store = toolhost_redis::RedisStore::open(url).context("opening the state store")?;
+        builder = builder.state_store(Arc::new(store));
     }
     // The long-running fronts pick up plugins as they come and go.
     let (watch, long_running) = match cli.command {

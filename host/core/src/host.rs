@@ -13,7 +13,7 @@ use crate::pipeline::{CallOptions, Pipeline, ToolResult, ToolUse};
 use crate::policy::PermissionMode;
 use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, Optimizer, PluginSet, Problem, ToolsChanged};
 use crate::sandbox::Allocator;
-use crate::session::{Session, SessionError};
+use crate::session::{Session, SessionError, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -30,6 +30,8 @@ struct Inner {
     grants_source: Option<GrantsSource>,
     /// Where sessions and persisted results live.
     data_dir: PathBuf,
+    /// Where persistent sessions' state is kept.
+    state: Arc<dyn StateStore>,
     cache_dir: Option<PathBuf>,
     plugins_dir: Option<PathBuf>,
     /// The plugins directory as last loaded; held while a reload runs, so
@@ -140,9 +142,15 @@ impl Host {
         self.inner.pipeline.sandbox().limits()
     }
 
-    /// Opens (or creates) the persistent session `id`.
+    /// Opens (or creates) the persistent session `id`, in the host's state
+    /// store ([`HostBuilder::state_store`]).
     pub fn session(&self, id: &str) -> Result<Arc<Session>, SessionError> {
-        Session::open(&self.inner.data_dir, id).map(Arc::new)
+        Session::in_store(&self.inner.data_dir, id, Arc::clone(&self.inner.state)).map(Arc::new)
+    }
+
+    /// Forgets the persistent session `id`'s state, in the host's store.
+    pub fn forget_session(&self, id: &str) -> Result<(), SessionError> {
+        self.inner.state.remove(id)
     }
 
     /// A new session kept in memory only.

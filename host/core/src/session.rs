@@ -1,19 +1,24 @@
 //! Sessions: the key-value state tools keep between calls, and the directory
 //! where the host persists a session's oversized results.
 //!
-//! A session lives in memory; when it is opened with persistence it is loaded
-//! from and saved to `<data dir>/sessions/<id>/state.json`, so separate
-//! `toolhost call --session ID` processes see each other's state (Read in one,
-//! Edit in the next). Saving merges this process's changes into what is on disk
-//! under an exclusive file lock, so concurrent processes do not lose each
-//! other's keys.
+//! A session lives in memory; one kept in a [`StateStore`] is loaded from it,
+//! brought up to date before a call ([`Session::refresh`]) and saves its
+//! changes after one ([`Session::save`]), so processes sharing the store see
+//! each other's state (Read in one, Edit in the next): separate `toolhost
+//! call --session ID` processes through the files under the data directory
+//! ([`FileStore`]), servers on several machines through a shared store.
+//! Saving applies only this process's changes, so concurrent processes do
+//! not lose each other's keys.
+
+mod store;
+
+pub use store::{Entries, FileStore, StateStore};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, OpenOptions};
-use std::io::Read as _;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Longest key, in bytes.
 pub(crate) const MAX_KEY: usize = 1024;
@@ -27,12 +32,28 @@ pub(crate) const MAX_KEYS: usize = 4096;
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// An id that cannot name a session.
     #[error("invalid session id `{0}`: use 1-128 characters from A-Z a-z 0-9 . _ -, not starting with a dot")]
     InvalidId(String),
+    /// The state file could not be read or written.
     #[error("session state file {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The state file is not what the host writes.
     #[error("session state file {path} is corrupt: {source}")]
-    Corrupt { path: PathBuf, source: serde_json::Error },
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A store other than files failed (unreachable, refused, …).
+    #[error("the state store: {0}")]
+    Store(String),
 }
 
 /// Why a write to session state was refused (the contract's `session-error`).
@@ -44,11 +65,11 @@ pub enum WriteError {
 }
 
 /// One session.
-#[derive(Debug)]
 pub struct Session {
     id: String,
     dir: PathBuf,
-    persistent: bool,
+    /// Where the state is kept between calls; none: in this process only.
+    store: Option<Arc<dyn StateStore>>,
     /// The results directory is known to exist (checked at open, set when a
     /// result is persisted), so calls need not look on every call.
     has_results: AtomicBool,
@@ -82,31 +103,36 @@ impl Session {
         Session {
             dir,
             id,
-            persistent: false,
+            store: None,
             has_results: AtomicBool::new(false),
             all_discovered: AtomicBool::new(false),
             state: Mutex::default(),
         }
     }
 
-    /// Opens the persistent session `id`, loading its state if it exists.
+    /// Opens the persistent session `id` kept in files under `data_dir`
+    /// ([`FileStore`]), loading its state if it exists.
     pub fn open(data_dir: &Path, id: &str) -> Result<Session, SessionError> {
+        Session::in_store(data_dir, id, Arc::new(FileStore::new(data_dir)))
+    }
+
+    /// Opens session `id` kept in `store`, loading its state if it exists.
+    /// Its own directory (persisted results, temporary files) is under
+    /// `data_dir`.
+    pub fn in_store(data_dir: &Path, id: &str, store: Arc<dyn StateStore>) -> Result<Session, SessionError> {
         validate_id(id)?;
         let dir = data_dir.join("sessions").join(id);
         let has_results = AtomicBool::new(dir.join("tool-results").is_dir());
+        let entries = store.load(id)?;
         let session = Session {
             dir,
             id: id.to_string(),
-            persistent: true,
+            store: Some(store),
             has_results,
             all_discovered: AtomicBool::new(false),
             state: Mutex::default(),
         };
-        let entries = session.read_disk()?;
-        let mut state = session.lock();
-        state.bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
-        state.entries = entries;
-        drop(state);
+        session.lock().replace(entries);
         Ok(session)
     }
 
@@ -115,9 +141,10 @@ impl Session {
         &self.id
     }
 
-    /// Whether the state is kept on disk ([`Session::open`]).
+    /// Whether the state is kept in a store ([`Session::open`],
+    /// [`Session::in_store`]).
     pub fn is_persistent(&self) -> bool {
-        self.persistent
+        self.store.is_some()
     }
 
     /// Whether the deferred tool `name` was loaded by ToolSearch in this
@@ -231,57 +258,41 @@ impl Session {
             .collect()
     }
 
-    /// Writes this process's changes to disk (persistent sessions only):
-    /// under an exclusive lock, re-reads the file, applies the changed keys,
-    /// and replaces the file atomically.
-    pub fn save(&self) -> Result<(), SessionError> {
-        if !self.persistent {
-            return Ok(());
+    /// Brings the state up to date with its store (persistent sessions
+    /// only): what other processes saved since, with this process's unsaved
+    /// changes on top. A front calls it before a call when others may share
+    /// the session.
+    pub fn refresh(&self) -> Result<(), SessionError> {
+        let Some(store) = &self.store else { return Ok(()) };
+        let mut entries = store.load(&self.id)?;
+        let mut state = self.lock();
+        for key in &state.changed {
+            match state.entries.get(key) {
+                Some(v) => entries.insert(key.clone(), v.clone()),
+                None => entries.remove(key),
+            };
         }
+        let changed = std::mem::take(&mut state.changed);
+        state.replace(entries);
+        state.changed = changed;
+        Ok(())
+    }
+
+    /// Saves this process's changes to the store (persistent sessions only):
+    /// the changed keys are applied to what the store holds, and the state
+    /// becomes the result.
+    pub fn save(&self) -> Result<(), SessionError> {
+        let Some(store) = &self.store else { return Ok(()) };
         let mut state = self.lock();
         if state.changed.is_empty() {
             return Ok(());
         }
-        let io = |source| SessionError::Io { path: self.state_path(), source };
-        fs::create_dir_all(&self.dir).map_err(io)?;
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("state.lock"))
-            .map_err(io)?;
-        lock.lock().map_err(io)?;
-        let mut merged = self.read_disk()?;
-        for key in &state.changed {
-            match state.entries.get(key) {
-                Some(v) => merged.insert(key.clone(), v.clone()),
-                None => merged.remove(key),
-            };
-        }
-        let text = serde_json::to_vec_pretty(&merged)
-            .map_err(|e| SessionError::Corrupt { path: self.state_path(), source: e })?;
-        crate::fsx::replace_file(&self.state_path(), &text).map_err(io)?;
-        state.bytes = merged.iter().map(|(k, v)| k.len() + v.len()).sum();
-        state.entries = merged;
+        let changes: Vec<(String, Option<String>)> =
+            state.changed.iter().map(|k| (k.clone(), state.entries.get(k).cloned())).collect();
+        let merged = store.apply(&self.id, &changes)?;
+        state.replace(merged);
         state.changed.clear();
         Ok(())
-    }
-
-    fn state_path(&self) -> PathBuf {
-        self.dir.join("state.json")
-    }
-
-    fn read_disk(&self) -> Result<BTreeMap<String, String>, SessionError> {
-        let path = self.state_path();
-        let mut text = String::new();
-        match File::open(&path) {
-            Ok(mut f) => {
-                f.read_to_string(&mut text).map_err(|source| SessionError::Io { path: path.clone(), source })?
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(source) => return Err(SessionError::Io { path, source }),
-        };
-        serde_json::from_str(&text).map_err(|source| SessionError::Corrupt { path, source })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -291,11 +302,25 @@ impl Session {
     }
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).field("persistent", &self.is_persistent()).finish()
+    }
+}
+
+impl State {
+    /// All entries become `entries` (nothing changed since).
+    fn replace(&mut self, entries: Entries) {
+        self.bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.entries = entries;
+    }
+}
+
 impl Drop for Session {
     /// An ephemeral session's private temporary directory (where its commands
     /// kept temporary files) goes with it; persisted results stay.
     fn drop(&mut self) {
-        if !self.persistent {
+        if self.store.is_none() {
             live_ephemeral().remove(&self.dir);
             let _ = fs::remove_dir_all(self.dir.join("tmp"));
             let _ = fs::remove_dir(&self.dir);
@@ -391,7 +416,7 @@ pub fn unguessable_id(prefix: &str) -> String {
     id
 }
 
-fn validate_id(id: &str) -> Result<(), SessionError> {
+pub(crate) fn validate_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && !id.starts_with('.')
@@ -478,5 +503,35 @@ mod tests {
         b.remove("b");
         b.save().unwrap();
         assert_eq!(Session::open(dir.path(), "s").unwrap().keys(""), vec!["a".to_string()]);
+    }
+
+    #[test]
+    fn a_refresh_brings_in_what_others_saved_and_keeps_what_is_unsaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Session::open(dir.path(), "s").unwrap();
+        let b = Session::open(dir.path(), "s").unwrap();
+        a.set("read", "1", None).unwrap();
+        a.save().unwrap();
+        b.set("mine", "2", None).unwrap();
+        assert_eq!(b.get("read"), None);
+        b.refresh().unwrap();
+        assert_eq!((b.get("read").as_deref(), b.get("mine").as_deref()), (Some("1"), Some("2")));
+        // The unsaved key is still saved later.
+        b.save().unwrap();
+        a.refresh().unwrap();
+        assert_eq!(a.get("mine").as_deref(), Some("2"));
+        // An unsaved removal survives a refresh too.
+        a.remove("read");
+        a.refresh().unwrap();
+        assert_eq!(a.get("read"), None);
+        a.save().unwrap();
+        assert_eq!(Session::open(dir.path(), "s").unwrap().get("read"), None);
+        // Ephemeral sessions have nothing to refresh from.
+        let e = Session::ephemeral(dir.path());
+        e.set("k", "v", None).unwrap();
+        e.refresh().unwrap();
+        assert_eq!(e.get("k").as_deref(), Some("v"));
+        FileStore::new(dir.path()).remove("s").unwrap();
+        assert!(Session::open(dir.path(), "s").unwrap().keys("").is_empty());
     }
 }

@@ -9,7 +9,7 @@ use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::Confinement;
 use crate::registry::{CompileSink, LoadError, Loader, Optimizer, PluginSet, QUICK_ABOVE, Registry};
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
-use crate::session::{Session, SessionError};
+use crate::session::{FileStore, Session, SessionError, StateStore};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -64,6 +64,7 @@ pub struct HostBuilder {
     additional_dirs: Vec<PathBuf>,
     plugins_dir: Option<PathBuf>,
     data_dir: Option<PathBuf>,
+    state: Option<Arc<dyn StateStore>>,
     cache_dir: Option<Option<PathBuf>>,
     mode: PermissionMode,
     allocator: Allocator,
@@ -108,6 +109,13 @@ impl HostBuilder {
     /// Where sessions and persisted results live. Default: [`default_data_dir`](crate::default_data_dir).
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
+        self
+    }
+    /// Where persistent sessions' state is kept ([`Host::session`]).
+    /// Default: files under the data directory ([`FileStore`]); a store
+    /// several hosts share lets each of them serve any session.
+    pub fn state_store(mut self, store: Arc<dyn StateStore>) -> Self {
+        self.state = Some(store);
         self
     }
     /// Where compiled components (built-ins and plugins) are cached, so only
@@ -294,8 +302,10 @@ impl HostBuilder {
             confinement: self.confinement,
             defer_after: settings.defer_tools_after.unwrap_or(crate::registry::DEFAULT_DEFER_AFTER),
         });
+        let state = self.state.unwrap_or_else(|| Arc::new(FileStore::new(&data_dir)));
         let inner = Arc::new(Inner {
             pipeline,
+            state,
             data_dir,
             tool_grants: RwLock::new(settings.tool_grants),
             grants_source: self.grants_source,

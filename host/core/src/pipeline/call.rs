@@ -223,6 +223,13 @@ impl Pipeline {
             span.record("traceparent", parent.as_str());
         }
         let _entered = span.enter();
+        // What other processes sharing the session saved since (a Read on
+        // another server) counts for this call.
+        if session.is_persistent()
+            && let Err(e) = session.refresh()
+        {
+            tracing::warn!(error = %e, "could not bring the session's state up to date; going on with what this process has");
+        }
         let cpu_before = crate::sandbox::thread_cpu_time();
         let mut result = self.run(session, tool_use, options, &span);
         let micros = started.elapsed().as_micros() as u64;

@@ -140,6 +140,10 @@ pub struct Settings {
     /// `toolhost install` requires. Other layers' keys are ignored with a
     /// warning: a workspace must not choose whose signatures are trusted.
     pub trusted_plugin_keys: Vec<(String, String)>,
+    /// `stateStore`: where a server keeps sessions' state (a `redis://` URL),
+    /// from the strongest of the managed and user files that sets it (a
+    /// workspace must not choose where state goes); `--state` overrides it.
+    pub state_store: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -159,6 +163,8 @@ pub(super) struct FileShape {
     pub(super) tool_grants: std::collections::BTreeMap<String, Allowance>,
     #[serde(default)]
     pub(super) trusted_plugin_keys: Vec<String>,
+    #[serde(default)]
+    pub(super) state_store: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -342,6 +348,15 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
                 tracing::warn!(file = %label, "trustedPluginKeys only counts in user or managed settings")
             }
             Layer::CommandLine | Layer::Local | Layer::Project => {}
+        }
+        match (layer, shape.state_store.take()) {
+            (_, None) => {}
+            (Layer::Managed | Layer::User, Some(url)) => {
+                settings.state_store.get_or_insert(url);
+            }
+            (Layer::CommandLine | Layer::Local | Layer::Project, Some(_)) => {
+                tracing::warn!(file = %label, "stateStore only counts in user or managed settings")
+            }
         }
         if let Some(n) = shape.max_tool_concurrency {
             if n == 0 {
@@ -543,5 +558,23 @@ mod tests {
         let found: Vec<(&str, bool)> =
             s.trusted_plugin_keys.iter().map(|(k, file)| (k.as_str(), file.ends_with(".json"))).collect();
         assert_eq!(found, [("M", true), ("U", true)]);
+    }
+
+    #[test]
+    fn the_state_store_is_chosen_by_user_or_managed_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let store = |u: &str| format!(r#"{{"stateStore": "{u}"}}"#);
+        let sources = |managed: bool| Sources {
+            managed: managed.then(|| write(d, "managed.json", &store("redis://managed"))),
+            user: Some(write(d, "user.json", &store("redis://user"))),
+            project: Some(write(d, "w/.toolhost/settings.json", &store("redis://project"))),
+            local: Some(write(d, "w/.toolhost/settings.local.json", &store("redis://local"))),
+            command_line_files: vec![store("redis://cli")],
+            trust_store: None,
+            ..Sources::default()
+        };
+        assert_eq!(load(&sources(true), &d.join("w")).unwrap().state_store.as_deref(), Some("redis://managed"));
+        assert_eq!(load(&sources(false), &d.join("w")).unwrap().state_store.as_deref(), Some("redis://user"));
     }
 }

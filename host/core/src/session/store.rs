@@ -1,0 +1,97 @@
+//! Where sessions' state is kept between calls: the [`StateStore`] trait,
+//! and [`FileStore`], the files under the data directory.
+
+use super::SessionError;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+/// A session's state: keys and values.
+pub type Entries = BTreeMap<String, String>;
+
+/// Where sessions' state lives between calls, shared by every process that
+/// opens the same store. Implementations must make [`StateStore::apply`]
+/// atomic: two processes applying changes to the same session at once both
+/// keep theirs.
+pub trait StateStore: Send + Sync {
+    /// The entries of session `id` (none if it has none, or never existed).
+    fn load(&self, id: &str) -> Result<Entries, SessionError>;
+
+    /// Applies `changes` to session `id` (a value sets its key, `None`
+    /// removes it), and returns all its entries after.
+    fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError>;
+
+    /// Forgets session `id`.
+    fn remove(&self, id: &str) -> Result<(), SessionError>;
+}
+
+/// Sessions in files: `<data dir>/sessions/<id>/state.json`, changed under
+/// an exclusive lock on `state.lock` beside it and replaced atomically.
+#[derive(Clone, Debug)]
+pub struct FileStore {
+    dir: PathBuf,
+}
+
+impl FileStore {
+    /// The sessions under `data_dir`.
+    pub fn new(data_dir: &Path) -> FileStore {
+        FileStore { dir: data_dir.join("sessions") }
+    }
+
+    fn state_path(&self, id: &str) -> PathBuf {
+        self.dir.join(id).join("state.json")
+    }
+
+    fn read(&self, id: &str) -> Result<Entries, SessionError> {
+        let path = self.state_path(id);
+        let mut text = String::new();
+        match File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_string(&mut text).map_err(|source| SessionError::Io { path: path.clone(), source })?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Entries::new()),
+            Err(source) => return Err(SessionError::Io { path, source }),
+        };
+        serde_json::from_str(&text).map_err(|source| SessionError::Corrupt { path, source })
+    }
+}
+
+impl StateStore for FileStore {
+    fn load(&self, id: &str) -> Result<Entries, SessionError> {
+        super::validate_id(id)?;
+        self.read(id)
+    }
+
+    fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
+        super::validate_id(id)?;
+        let path = self.state_path(id);
+        let io = |source| SessionError::Io { path: path.clone(), source };
+        let dir = self.dir.join(id);
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let lock =
+            OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("state.lock")).map_err(io)?;
+        lock.lock().map_err(io)?;
+        let mut merged = self.read(id)?;
+        for (key, value) in changes {
+            match value {
+                Some(v) => merged.insert(key.clone(), v.clone()),
+                None => merged.remove(key),
+            };
+        }
+        let text = serde_json::to_vec_pretty(&merged)
+            .map_err(|source| SessionError::Corrupt { path: path.clone(), source })?;
+        crate::fsx::replace_file(&path, &text).map_err(io)?;
+        Ok(merged)
+    }
+
+    fn remove(&self, id: &str) -> Result<(), SessionError> {
+        super::validate_id(id)?;
+        let path = self.state_path(id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(SessionError::Io { path, source }),
+        }
+    }
+}

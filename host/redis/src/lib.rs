@@ -1,0 +1,200 @@
+//! Session state in Redis (or Valkey, which speaks the same protocol), so
+//! that several toolhost servers serve the same sessions: a Read on one,
+//! an Edit on the next.
+//!
+//! Each session is one hash, `toolhost:session:<id>`, its keys and values
+//! the session's. Loading is `HGETALL`; saving applies the changed keys
+//! (`HSET`, `HDEL`) and reads the whole hash back in one `MULTI`/`EXEC`, so
+//! two servers saving the same session at once both keep their keys, and
+//! sets the hash to expire after the store's idle time. A server never
+//! waits on Redis for long: connecting, reading and writing time out (two
+//! seconds by default), and a failure is an error the caller logs, never a
+//! stall.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! let store = toolhost_redis::RedisStore::open("redis://127.0.0.1:6379/0")?;
+//! let host = toolhost::Host::builder().state_store(Arc::new(store)).build();
+//! # Ok::<(), toolhost::SessionError>(())
+//! ```
+
+use std::sync::Mutex;
+use std::time::Duration;
+use toolhost::{Entries, SessionError, StateStore};
+
+/// How long a session's state lives unused, unless set otherwise.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long connecting, reading or writing may take, unless set otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections kept open for reuse.
+const KEPT: usize = 16;
+
+/// Sessions' state in one Redis database.
+pub struct RedisStore {
+    client: redis::Client,
+    /// Open connections not in use.
+    idle_connections: Mutex<Vec<redis::Connection>>,
+    idle: Duration,
+    timeout: Duration,
+    prefix: String,
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> SessionError {
+    SessionError::Store(format!("{what}: {e}"))
+}
+
+impl RedisStore {
+    /// The store at `url` (`redis://[user:password@]host[:port][/db]`, or
+    /// `rediss://` for TLS where the build supports it), checked with a
+    /// `PING`.
+    pub fn open(url: &str) -> Result<RedisStore, SessionError> {
+        RedisStore::with(url, DEFAULT_IDLE, DEFAULT_TIMEOUT)
+    }
+
+    /// The store at `url`, its sessions living `idle` unused, each
+    /// operation bounded by `timeout`.
+    pub fn with(url: &str, idle: Duration, timeout: Duration) -> Result<RedisStore, SessionError> {
+        let client = redis::Client::open(url).map_err(|e| failed(&format!("the store URL {}", redact(url)), e))?;
+        let store = RedisStore {
+            client,
+            idle_connections: Mutex::new(Vec::new()),
+            idle,
+            timeout,
+            prefix: "toolhost:session:".into(),
+        };
+        store.run(|c| redis::cmd("PING").query::<String>(c))?;
+        Ok(store)
+    }
+
+    fn key(&self, id: &str) -> String {
+        format!("{}{id}", self.prefix)
+    }
+
+    /// Runs `f` on a connection (a kept one, or a new one); a connection
+    /// that failed is dropped, a good one kept.
+    fn run<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T, SessionError> {
+        let kept = self.lock().pop();
+        let mut connection = match kept {
+            Some(c) => c,
+            None => {
+                let c = self
+                    .client
+                    .get_connection_with_timeout(self.timeout)
+                    .map_err(|e| failed("connecting to Redis", e))?;
+                c.set_read_timeout(Some(self.timeout)).map_err(|e| failed("connecting to Redis", e))?;
+                c.set_write_timeout(Some(self.timeout)).map_err(|e| failed("connecting to Redis", e))?;
+                c
+            }
+        };
+        let result = f(&mut connection).map_err(|e| failed("Redis", e))?;
+        let mut kept = self.lock();
+        if kept.len() < KEPT {
+            kept.push(connection);
+        }
+        Ok(result)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<redis::Connection>> {
+        self.idle_connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `url` with its password hidden, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}://…@{}", &url[..scheme], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+impl StateStore for RedisStore {
+    fn load(&self, id: &str) -> Result<Entries, SessionError> {
+        let key = self.key(id);
+        self.run(|c| {
+            let (entries, _): (Entries, i64) =
+                redis::pipe().hgetall(&key).expire(&key, self.idle.as_secs() as i64).query(c)?;
+            Ok(entries)
+        })
+    }
+
+    fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
+        let key = self.key(id);
+        self.run(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            let set: Vec<(&str, &str)> =
+                changes.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_deref()?))).collect();
+            let removed: Vec<&str> = changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.as_str()).collect();
+            if !set.is_empty() {
+                pipe.hset_multiple(&key, &set).ignore();
+            }
+            if !removed.is_empty() {
+                pipe.hdel(&key, removed).ignore();
+            }
+            pipe.expire(&key, self.idle.as_secs() as i64).ignore();
+            pipe.hgetall(&key);
+            let (entries,): (Entries,) = pipe.query(c)?;
+            Ok(entries)
+        })
+    }
+
+    fn remove(&self, id: &str) -> Result<(), SessionError> {
+        let key = self.key(id);
+        self.run(|c| redis::cmd("DEL").arg(&key).query::<i64>(c)).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use toolhost::Session;
+    use toolhost_tests::redis::RedisServer;
+
+    #[test]
+    fn sessions_are_shared_merged_removed_and_expire() {
+        let server = RedisServer::start();
+        let a = Arc::new(RedisStore::open(&server.url(0)).unwrap());
+        let b = Arc::new(RedisStore::open(&server.url(0)).unwrap());
+        let dir = toolhost_tests::Sandbox::new();
+        let on_a = Session::in_store(&dir.root, "s1", a.clone()).unwrap();
+        let on_b = Session::in_store(&dir.root, "s1", b.clone()).unwrap();
+        on_a.set("read:/x", "1", None).unwrap();
+        on_b.set("read:/y", "2", None).unwrap();
+        on_a.save().unwrap();
+        on_b.save().unwrap();
+        on_a.refresh().unwrap();
+        assert_eq!(on_a.keys("read:"), ["read:/x", "read:/y"]);
+        on_b.remove("read:/x");
+        on_b.save().unwrap();
+        assert_eq!(Session::in_store(&dir.root, "s1", a.clone()).unwrap().keys(""), ["read:/y"]);
+        // Another database is another store.
+        let other = Arc::new(RedisStore::open(&server.url(1)).unwrap());
+        assert!(Session::in_store(&dir.root, "s1", other).unwrap().keys("").is_empty());
+        a.remove("s1").unwrap();
+        assert!(b.load("s1").unwrap().is_empty());
+
+        let short = RedisStore::with(&server.url(0), Duration::from_secs(1), DEFAULT_TIMEOUT).unwrap();
+        short.apply("s2", &[("k".into(), Some("v".into()))]).unwrap();
+        assert_eq!(short.load("s2").unwrap().len(), 1);
+        std::thread::sleep(Duration::from_millis(2100));
+        assert!(short.load("s2").unwrap().is_empty(), "an idle session expires");
+    }
+
+    #[test]
+    fn a_store_that_goes_away_is_an_error_soon_not_a_stall() {
+        let mut server = RedisServer::start();
+        let store = RedisStore::with(&server.url(0), DEFAULT_IDLE, Duration::from_millis(500)).unwrap();
+        store.apply("s", &[("k".into(), Some("v".into()))]).unwrap();
+        server.kill();
+        let started = std::time::Instant::now();
+        let e = store.load("s").unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        assert!(e.to_string().contains("Redis"), "{e}");
+        // Nothing listens there: refused at once, with the URL's password hidden.
+        let e = RedisStore::open(&format!("redis://user:hunter2@127.0.0.1:{}/0", server.port)).err().unwrap();
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        assert_eq!(redact("redis://u:p@h:1/0"), "redis://…@h:1/0");
+        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
+    }
+}

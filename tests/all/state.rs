@@ -1,0 +1,73 @@
+//! Session state shared through a store: two processes with data
+//! directories of their own (two machines, as far as files go) share a
+//! session through a real `redis-server`, and do not without it.
+
+use crate::support::*;
+use serde_json::json;
+use toolhost_tests::redis::RedisServer;
+
+/// `toolhost call` as a process of another machine: its own data directory.
+fn call_on(sb: &Sandbox, machine: &str, tool: &str, input: &serde_json::Value, extra: &[&str]) -> Run {
+    let data = sb.root.join(format!("data-{machine}"));
+    let input = input.to_string();
+    let mut args = vec!["call", tool, input.as_str(), "--json", "--mode", "acceptEdits"];
+    args.extend_from_slice(extra);
+    run_with(sb, &args, |cmd| {
+        cmd.env("TOOLHOST_DATA_DIR", &data);
+    })
+}
+
+#[test]
+fn a_read_on_one_machine_counts_for_an_edit_on_another_through_redis() {
+    let server = RedisServer::start();
+    let url = server.url(0);
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let read = json!({"file_path": p(&file)});
+    let edit = |from: &str, to: &str| json!({"file_path": p(&file), "old_string": from, "new_string": to});
+    let shared = ["--session", "work", "--state", url.as_str()];
+    call_on(&sb, "a", "Read", &read, &shared).assert_ok();
+    call_on(&sb, "b", "Edit", &edit("one", "two"), &shared).assert_ok();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
+    // A change made outside is caught as stale on either machine.
+    std::fs::write(&file, "changed outside\n").unwrap();
+    filetime_bump(&file);
+    call_on(&sb, "a", "Edit", &edit("changed", "again"), &shared).assert_error("modified since");
+    // The store chosen by the settings: the user's file counts.
+    let user = sb.home.join(".config/toolhost/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, json!({"stateStore": url}).to_string()).unwrap();
+    call_on(&sb, "a", "Read", &read, &["--session", "work2"]).assert_ok();
+    call_on(&sb, "b", "Edit", &edit("outside", "inside"), &["--session", "work2"]).assert_ok();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed inside\n");
+}
+
+#[test]
+fn without_a_shared_store_the_other_machine_has_not_read_the_file() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    call_on(&sb, "a", "Read", &json!({"file_path": p(&file)}), &["--session", "work"]).assert_ok();
+    let edit = json!({"file_path": p(&file), "old_string": "one", "new_string": "two"});
+    call_on(&sb, "b", "Edit", &edit, &["--session", "work"]).assert_error("has not been read");
+    // On the same machine (its data directory), it has.
+    call_on(&sb, "a", "Edit", &edit, &["--session", "work"]).assert_ok();
+}
+
+#[test]
+fn an_unreachable_store_is_refused_at_start() {
+    let server = RedisServer::start();
+    let url = format!("redis://127.0.0.1:{}/0", server.port);
+    drop(server);
+    let sb = Sandbox::new();
+    let out = toolhost(&sb, &["--state", &url, "tools"]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("opening the state store") && out.stderr.contains("Redis"), "{out:?}");
+}
+
+/// Moves `file`'s modification time forward a second, so a rewrite within
+/// the same second as the read is seen as a change however coarse the
+/// filesystem's clock.
+fn filetime_bump(file: &std::path::Path) {
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options().write(true).open(file).unwrap().set_modified(later).unwrap();
+}
