@@ -31,6 +31,18 @@ pub fn describe(e: &ProcessError) -> String {
     }
 }
 
+/// What TaskOutput and TaskStop say of a task `id` the host does not know
+/// (`host` is the host's message): Claude Code's sentence, and the host's
+/// explanation when it knows more than that the id is unknown (another
+/// instance serving the same session started it).
+pub fn no_task(id: &str, host: &str) -> String {
+    if host.starts_with("no background process") || host.is_empty() {
+        format!("No task found with ID: {id}")
+    } else {
+        format!("No task found with ID: {id} here: {host}")
+    }
+}
+
 /// Bytes of a background command's output kept from its start: what
 /// TaskOutput shows while the command runs.
 pub const TASK_HEAD_BYTES: usize = 30_000;

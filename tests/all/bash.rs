@@ -182,7 +182,7 @@ fn task_id(started: &toolhost::ToolResult) -> String {
     let text = started.text();
     let id = text.strip_prefix("Command running in background with ID: ").and_then(|t| t.strip_suffix('.'));
     let id = id.unwrap_or_else(|| panic!("not a background start: {text}")).to_string();
-    assert!(id.len() == 9 && id.starts_with('b'), "{id}");
+    assert!(id.len() == 26 && id.starts_with('b'), "{id}");
     id
 }
 

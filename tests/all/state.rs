@@ -43,6 +43,28 @@ fn a_read_on_one_machine_counts_for_an_edit_on_another_through_redis() {
 }
 
 #[test]
+fn a_background_process_asked_for_on_another_instance_is_named_there() {
+    let server = RedisServer::start();
+    let url = server.url(0);
+    let sb = Sandbox::new();
+    let on = |machine: &'static str| ["--session", "bg", "--state", url.as_str(), "--instance", machine];
+    // Loaded on one machine, TaskOutput is loaded in the session on both.
+    call_on(&sb, "a", "ToolSearch", &json!({"query": "select:TaskOutput"}), &on("a")).assert_ok();
+    let started = call_on(&sb, "a", "Bash", &json!({"command": "sleep 5", "run_in_background": true}), &on("a"));
+    let text = started.assert_ok();
+    let id = text.trim_start_matches("Command running in background with ID: ").trim_end_matches('.').to_string();
+    assert!(id.len() == 26 && id.starts_with('b'), "{text}");
+    let read = json!({"task_id": id, "block": false});
+    let elsewhere = call_on(&sb, "b", "TaskOutput", &read, &on("b"));
+    let text = elsewhere.assert_error("was started on instance `a`");
+    assert!(text.contains("reached instance `b`"), "{text}");
+    // An id no instance started is unknown, as before.
+    let unknown = json!({"task_id": format!("b{}", "0".repeat(25)), "block": false});
+    let text = call_on(&sb, "b", "TaskOutput", &unknown, &on("b")).assert_error("");
+    assert!(!text.contains("instance"), "{text}");
+}
+
+#[test]
 fn without_a_shared_store_the_other_machine_has_not_read_the_file() {
     let sb = Sandbox::new();
     let file = sb.write("notes.txt", "one\n");

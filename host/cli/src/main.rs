@@ -79,6 +79,11 @@ struct Cli {
     /// stateStore, else files under the data directory]
     #[arg(long, global = true, env = "TOOLHOST_STATE", value_name = "URL")]
     state: Option<String>,
+    /// This server's name among several sharing sessions through --state
+    /// (named when a call reaches it for a background process another one
+    /// runs) [default: the host name]
+    #[arg(long, global = true, env = "TOOLHOST_INSTANCE", value_name = "NAME")]
+    instance: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -315,6 +320,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(url) = cli.state.as_ref().or(settings.state_store.as_ref()) {
         let store = toolhost_redis::RedisStore::open(url).context("opening the state store")?;
         builder = builder.state_store(Arc::new(store));
+    }
+    if let Some(name) = &cli.instance {
+        builder = builder.instance(name);
     }
     // The long-running fronts pick up plugins as they come and go.
     let (watch, long_running) = match cli.command {

@@ -25,7 +25,7 @@ pub(crate) mod confine;
 mod runner;
 mod spawn;
 
-pub(crate) use background::BackgroundRegistry;
+pub(crate) use background::{BackgroundRegistry, instance_key};
 pub use confine::Confinement;
 pub(crate) use runner::{Child, Status, Stream};
 pub(crate) use spawn::{Approval, CommandRules, CommandVerdict, Permit, ProcessError, Program, Spawn};

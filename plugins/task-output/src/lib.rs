@@ -89,7 +89,7 @@ impl Tool for TaskOutput {
         }
         match BackgroundTask::refresh(ctx, id) {
             Ok(_) => Ok(()),
-            Err(ProcessError::UnknownId(_)) => Err(ToolError::not_found(format!("No task found with ID: {id}"))),
+            Err(ProcessError::UnknownId(m)) => Err(ToolError::not_found(process::no_task(id, &m))),
             Err(e) => Err(host_error(&e)),
         }
     }
@@ -101,7 +101,7 @@ impl Tool for TaskOutput {
         }
         let id = input.task_id.as_deref().unwrap_or_default();
         let unknown = |e: ProcessError| match e {
-            ProcessError::UnknownId(_) => ToolError::not_found(format!("No task found with ID: {id}")),
+            ProcessError::UnknownId(m) => ToolError::not_found(process::no_task(id, &m)),
             e => host_error(&e),
         };
         let (mut task, _) = BackgroundTask::refresh(ctx, id).map_err(unknown)?;

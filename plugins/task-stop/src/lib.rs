@@ -98,7 +98,7 @@ fn read(ctx: &Context, id: &str) -> Result<BackgroundTask, ToolError> {
 
 fn unknown_or(e: ProcessError, id: &str) -> ToolError {
     match e {
-        ProcessError::UnknownId(_) => ToolError::not_found(format!("No task found with ID: {id}")),
+        ProcessError::UnknownId(m) => ToolError::not_found(process::no_task(id, &m)),
         e => ToolError::new(ErrorKind::PermissionDenied, process::describe(&e)),
     }
 }

@@ -6,7 +6,7 @@ use crate::pipeline::{Parts, Pipeline};
 use crate::policy::rules::Places;
 use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
-use crate::process::Confinement;
+use crate::process::{BackgroundRegistry, Confinement};
 use crate::registry::{CompileSink, LoadError, Loader, Optimizer, PluginSet, QUICK_ABOVE, Registry};
 use crate::sandbox::{Allocator, CallLimits, Sandbox};
 use crate::session::{FileStore, Session, SessionError, StateStore};
@@ -65,6 +65,7 @@ pub struct HostBuilder {
     plugins_dir: Option<PathBuf>,
     data_dir: Option<PathBuf>,
     state: Option<Arc<dyn StateStore>>,
+    instance: Option<String>,
     cache_dir: Option<Option<PathBuf>>,
     mode: PermissionMode,
     allocator: Allocator,
@@ -116,6 +117,14 @@ impl HostBuilder {
     /// several hosts share lets each of them serve any session.
     pub fn state_store(mut self, store: Arc<dyn StateStore>) -> Self {
         self.state = Some(store);
+        self
+    }
+    /// This host's name among several serving the same sessions (through a
+    /// shared [`state_store`](Self::state_store)): a call for a background
+    /// process another instance runs says which. Default: the machine's
+    /// host name (a Kubernetes pod's name).
+    pub fn instance(mut self, name: impl Into<String>) -> Self {
+        self.instance = Some(name.into());
         self
     }
     /// Where compiled components (built-ins and plugins) are cached, so only
@@ -295,7 +304,7 @@ impl HostBuilder {
             registry,
             policy,
             dirs: Dirs { cwd, working, read_only: Vec::new() },
-            background: Arc::default(),
+            background: Arc::new(BackgroundRegistry::new(self.instance.unwrap_or_else(default_instance))),
             scratch_session: Arc::clone(&scratch_session),
             mode,
             approver: self.approver,
@@ -352,4 +361,16 @@ fn add_dir_forms(out: &mut Vec<PathBuf>, dir: &Path) -> Result<(), HostError> {
         }
     }
     Ok(())
+}
+
+/// The machine's host name, else `toolhost-PID`.
+fn default_instance() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: `name` is valid for writes of its length.
+    let r = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let end = name.iter().position(|&b| b == 0).unwrap_or(0);
+    match std::str::from_utf8(&name[..end]) {
+        Ok(host) if r == 0 && !host.is_empty() => host.to_string(),
+        _ => format!("toolhost-{}", std::process::id()),
+    }
 }

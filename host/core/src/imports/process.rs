@@ -53,7 +53,17 @@ impl process::Host for CallView<'_> {
         options: process::SpawnOptions,
     ) -> wasmtime::Result<Result<String, process::ProcessError>> {
         let session = self.scope.session.id().to_string();
-        Ok(self.scope.background.start(&session, spawn_request(options), &self.scope.permit()).map_err(process_error))
+        let started = self.scope.background.start(&session, spawn_request(options), &self.scope.permit());
+        if let Ok(id) = &started
+            && self.scope.session.is_persistent()
+        {
+            // Other instances serving this session can then say where it runs.
+            let key = crate::process::instance_key(id);
+            if let Err(e) = self.scope.session.set(&key, self.scope.background.instance(), None) {
+                tracing::debug!(error = ?e, "could not record where a background process runs");
+            }
+        }
+        Ok(started.map_err(process_error))
     }
 
     fn read_background(
@@ -63,7 +73,7 @@ impl process::Host for CallView<'_> {
         if !self.scope.process_granted {
             return Ok(Err(process::ProcessError::NotPermitted("the process capability is not granted".into())));
         }
-        let out = self.scope.background.read(self.scope.session.id(), &id).map_err(process_error);
+        let out = self.scope.background.read(self.scope.session.id(), &id).map_err(|e| self.elsewhere(&id, e));
         Ok(out.map(|o| process::BackgroundOutput {
             stdout: o.stdout,
             stderr: o.stderr,
@@ -76,7 +86,27 @@ impl process::Host for CallView<'_> {
         if !self.scope.process_granted || self.scope.approval == Approval::Nothing {
             return Ok(Err(process::ProcessError::NotPermitted("killing a process needs the call's approval".into())));
         }
-        Ok(self.scope.background.kill(self.scope.session.id(), &id).map_err(process_error))
+        Ok(self.scope.background.kill(self.scope.session.id(), &id).map_err(|e| self.elsewhere(&id, e)))
+    }
+}
+
+impl CallView<'_> {
+    /// An unknown background process is looked for in the session's state:
+    /// one started by another instance serving the same session is named as
+    /// such, since this one cannot reach it.
+    fn elsewhere(&self, id: &str, error: ProcessError) -> process::ProcessError {
+        let theirs = self.scope.session.get(&crate::process::instance_key(id));
+        match (&error, theirs) {
+            (ProcessError::UnknownId(_), Some(instance)) if instance != self.scope.background.instance() => {
+                process::ProcessError::UnknownId(format!(
+                    "background process `{id}` was started on instance `{instance}`, and this call reached instance \
+                     `{}`: a background process stays on the instance that started it, so its output and TaskStop \
+                     are there. Send this session's calls to `{instance}`, or start the command again here.",
+                    self.scope.background.instance()
+                ))
+            }
+            _ => process_error(error),
+        }
     }
 }
 

@@ -13,9 +13,19 @@ use std::time::{Duration, Instant};
 pub(crate) const BACKGROUND_KEEP: usize = 8 << 20;
 
 /// What a background process's id is made of: `b` (a shell task, as Claude
-/// Code names them) and 8 characters of this alphabet, chosen at random so
-/// an id says nothing about the host's other processes.
+/// Code names them) and [`ID_DIGITS`] characters of this alphabet: 128
+/// random bits, so an id says nothing about the host's other processes and
+/// cannot be guessed (Claude Code's are 8 characters; toolhost's ids may be
+/// presented to any instance of a cluster, so they carry more).
 const ID_ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+/// Digits of an id: 36^25 > 2^128, so 25 base-36 digits hold 128 bits.
+pub(crate) const ID_DIGITS: usize = 25;
+
+/// The session key recording which instance runs background process `id`
+/// (so another instance serving the same session can say where it is).
+pub(crate) fn instance_key(id: &str) -> String {
+    format!("toolhost:background:{id}")
+}
 
 /// One stream of a background process: what it printed since the last read.
 #[derive(Default)]
@@ -88,12 +98,24 @@ pub(crate) struct BackgroundOutput {
 /// Dropping the registry (the host ending) kills them all.
 #[derive(Default)]
 pub(crate) struct BackgroundRegistry {
+    /// This host's name among the instances serving the same sessions.
+    instance: String,
     /// Mixed into ids when the system's random source fails.
     fallback: AtomicU64,
     running: Mutex<HashMap<String, Arc<Background>>>,
 }
 
 impl BackgroundRegistry {
+    /// A registry of the instance called `instance`.
+    pub(crate) fn new(instance: String) -> BackgroundRegistry {
+        BackgroundRegistry { instance, fallback: AtomicU64::new(0), running: Mutex::default() }
+    }
+
+    /// This instance's name.
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
+    }
+
     /// Starts a background process for `session`.
     pub(crate) fn start(&self, session: &str, request: Spawn, permit: &Permit<'_>) -> Result<String, ProcessError> {
         let (mut cmd, confined) = prepare(&request, permit)?;
@@ -127,20 +149,32 @@ impl BackgroundRegistry {
         Ok(id)
     }
 
-    /// `b` and 8 random characters of [`ID_ALPHABET`] (`b3k9x0q2a`).
+    /// `b` and [`ID_DIGITS`] characters of [`ID_ALPHABET`]: 128 random
+    /// bits in base 36.
     fn new_id(&self) -> String {
-        let mut bytes = [0u8; 8];
+        let mut bytes = [0u8; 16];
         // SAFETY: `bytes` is valid for writes of its length.
         let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        if usize::try_from(filled).ok() != Some(bytes.len()) {
-            // No random source: a counter spread over the alphabet (`start`
-            // skips an id already in use).
-            let n = self.fallback.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            bytes = n.to_le_bytes();
+        let mut n = if usize::try_from(filled).ok() == Some(bytes.len()) {
+            u128::from_le_bytes(bytes)
+        } else {
+            // No random source: the standard library's random keys through
+            // SipHash, and a counter (`start` skips an id already in use).
+            use std::hash::{BuildHasher as _, Hasher as _};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(self.fallback.fetch_add(1, Ordering::Relaxed));
+            let high = h.finish();
+            h.write_u64(high);
+            (u128::from(high) << 64) | u128::from(h.finish())
+        };
+        let mut digits = [0u8; ID_DIGITS];
+        for d in digits.iter_mut().rev() {
+            *d = ID_ALPHABET[(n % 36) as usize];
+            n /= 36;
         }
-        let mut id = String::with_capacity(9);
+        let mut id = String::with_capacity(1 + ID_DIGITS);
         id.push('b');
-        id.extend(bytes.iter().map(|b| char::from(ID_ALPHABET[usize::from(*b) % ID_ALPHABET.len()])));
+        id.extend(digits.iter().map(|&b| char::from(b)));
         id
     }
 
@@ -212,8 +246,8 @@ mod tests {
         let registry = BackgroundRegistry::default();
         let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &permit).unwrap();
         assert!(
-            id.len() == 9 && id.starts_with('b') && id[1..].bytes().all(|b| ID_ALPHABET.contains(&b)),
-            "ids look like Claude Code's: {id}"
+            id.len() == 1 + ID_DIGITS && id.starts_with('b') && id[1..].bytes().all(|b| ID_ALPHABET.contains(&b)),
+            "ids are `b` and 25 base-36 digits: {id}"
         );
         assert_ne!(registry.new_id(), registry.new_id());
         assert!(matches!(registry.read("s2", &id), Err(ProcessError::UnknownId(_))));
