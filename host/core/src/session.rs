@@ -387,6 +387,17 @@ fn process_exists(pid: u32) -> bool {
 pub fn unguessable_id(prefix: &str) -> String {
     const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
     let mut bytes = [0u8; 26];
+    fill_random(&mut bytes);
+    let mut id = String::with_capacity(prefix.len() + bytes.len());
+    id.push_str(prefix);
+    id.extend(bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b & 31)])));
+    id
+}
+
+/// Fills `bytes` from the system's random source (getrandom(2)); where
+/// there is none, from the standard library's per-process random keys
+/// through SipHash, mixed with the time, one value per 8 bytes.
+pub(crate) fn fill_random(bytes: &mut [u8]) {
     let mut filled = 0;
     while filled < bytes.len() {
         let rest = &mut bytes[filled..];
@@ -395,8 +406,6 @@ pub fn unguessable_id(prefix: &str) -> String {
         if n > 0 {
             filled += n as usize;
         } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            // No getrandom(2): the standard library's per-process random
-            // keys, through SipHash, one value per 8 bytes.
             use std::hash::{BuildHasher as _, Hasher as _};
             for (i, chunk) in bytes[filled..].chunks_mut(8).enumerate() {
                 let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -407,13 +416,9 @@ pub fn unguessable_id(prefix: &str) -> String {
                 let v = h.finish().to_le_bytes();
                 chunk.copy_from_slice(&v[..chunk.len()]);
             }
-            break;
+            return;
         }
     }
-    let mut id = String::with_capacity(prefix.len() + bytes.len());
-    id.push_str(prefix);
-    id.extend(bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b & 31)])));
-    id
 }
 
 pub(crate) fn validate_id(id: &str) -> Result<(), SessionError> {

@@ -196,11 +196,7 @@ impl Pending {
         let mut all = self.lock();
         let now = Instant::now();
         all.retain(|_, (since, _)| now.duration_since(*since) < self.expiry);
-        let mine: Vec<(Instant, String)> =
-            all.iter().filter(|(_, (_, w))| w.owner == waiting.owner).map(|(k, (t, _))| (*t, k.clone())).collect();
-        if mine.len() >= MAX_WAITING
-            && let Some((_, oldest)) = mine.into_iter().min()
-        {
+        if let Some(oldest) = crate::oldest_beyond(&all, MAX_WAITING, |(_, w)| w.owner == waiting.owner, |(t, _)| *t) {
             all.remove(&oldest);
         }
         all.insert(state.clone(), (now, waiting));

@@ -70,10 +70,7 @@ impl Handles {
         {
             let mut all = self.lock();
             ended.extend(self.expire(&mut all));
-            let mine: Vec<(Instant, String)> =
-                all.iter().filter(|(_, e)| e.owner == *owner).map(|(k, e)| (e.used, k.clone())).collect();
-            if mine.len() >= MAX_PER_OWNER
-                && let Some((_, oldest)) = mine.into_iter().min()
+            if let Some(oldest) = crate::oldest_beyond(&all, MAX_PER_OWNER, |e| e.owner == *owner, |e| e.used)
                 && let Some(entry) = all.remove(&oldest)
             {
                 ended.push(entry.held);

@@ -158,11 +158,6 @@ impl McpSession {
         );
         McpSession { front, session, executor: Arc::new(executor), ended: CancellationToken::new() }
     }
-
-    /// The tool list (see [`tools`]).
-    pub fn tools(host: &Host) -> Vec<rmcp::model::Tool> {
-        tools(host)
-    }
 }
 
 impl Drop for McpSession {
@@ -172,6 +167,23 @@ impl Drop for McpSession {
         self.executor.discard();
         self.front.host.end_session(&self.session);
     }
+}
+
+/// The key of `owner`'s oldest entry in `all` when `owner` holds `max` or
+/// more (the one to forget before adding another): the bound on what one
+/// identity keeps, for state handles and pending approvals alike.
+pub(crate) fn oldest_beyond<V>(
+    all: &std::collections::HashMap<String, V>,
+    max: usize,
+    owner: impl Fn(&V) -> bool,
+    since: impl Fn(&V) -> std::time::Instant,
+) -> Option<String> {
+    let mine: Vec<(std::time::Instant, &String)> =
+        all.iter().filter(|(_, v)| owner(v)).map(|(k, v)| (since(v), k)).collect();
+    if mine.len() < max {
+        return None;
+    }
+    mine.into_iter().min().map(|(_, k)| k.clone())
 }
 
 /// Whether a request is of a revision without sessions (2026-07-28 on).

@@ -5,7 +5,7 @@
 use super::runner::{Child, Group, Status, Stream};
 use super::spawn::{Permit, ProcessError, Spawn, deadline_after, prepare};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -100,15 +100,13 @@ pub(crate) struct BackgroundOutput {
 pub(crate) struct BackgroundRegistry {
     /// This host's name among the instances serving the same sessions.
     instance: String,
-    /// Mixed into ids when the system's random source fails.
-    fallback: AtomicU64,
     running: Mutex<HashMap<String, Arc<Background>>>,
 }
 
 impl BackgroundRegistry {
     /// A registry of the instance called `instance`.
     pub(crate) fn new(instance: String) -> BackgroundRegistry {
-        BackgroundRegistry { instance, fallback: AtomicU64::new(0), running: Mutex::default() }
+        BackgroundRegistry { instance, running: Mutex::default() }
     }
 
     /// This instance's name.
@@ -153,20 +151,8 @@ impl BackgroundRegistry {
     /// bits in base 36.
     fn new_id(&self) -> String {
         let mut bytes = [0u8; 16];
-        // SAFETY: `bytes` is valid for writes of its length.
-        let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        let mut n = if usize::try_from(filled).ok() == Some(bytes.len()) {
-            u128::from_le_bytes(bytes)
-        } else {
-            // No random source: the standard library's random keys through
-            // SipHash, and a counter (`start` skips an id already in use).
-            use std::hash::{BuildHasher as _, Hasher as _};
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(self.fallback.fetch_add(1, Ordering::Relaxed));
-            let high = h.finish();
-            h.write_u64(high);
-            (u128::from(high) << 64) | u128::from(h.finish())
-        };
+        crate::session::fill_random(&mut bytes);
+        let mut n = u128::from_le_bytes(bytes);
         let mut digits = [0u8; ID_DIGITS];
         for d in digits.iter_mut().rev() {
             *d = ID_ALPHABET[(n % 36) as usize];
