@@ -3,7 +3,7 @@
 //! `target/mcp-venv` on first use) over stdio and streamable HTTP, and rmcp's
 //! own client.
 
-use crate::support::{Sandbox, toolhost_command};
+use crate::support::{Sandbox, raw_http, toolhost_command};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -262,7 +262,7 @@ fn with_plugins(sb: &Sandbox, mut config: serde_json::Value) -> serde_json::Valu
 fn main_over_http(line: Line, mode: Mode) {
     let sb = Sandbox::new();
     workspace(&sb);
-    let token = "test-token-1234";
+    let token = "test-token-1234-abcdef";
     let server = HttpServer::start(&sb, Some(token));
     let config = |sb: &Sandbox| in_mode(server.config(sb, Some(token)), mode);
     scenario(&sb, line, &config(&sb), "main", MAIN);
@@ -354,8 +354,8 @@ fn ts_sdk(mode: Mode, http: bool) {
     let sb = Sandbox::new();
     workspace(&sb);
     if http {
-        let server = HttpServer::start(&sb, Some("ts-token"));
-        ts_scenario(&sb, &in_mode(with_plugins(&sb, server.config(&sb, Some("ts-token"))), mode));
+        let server = HttpServer::start(&sb, Some("ts-token-0123456789"));
+        ts_scenario(&sb, &in_mode(with_plugins(&sb, server.config(&sb, Some("ts-token-0123456789"))), mode));
     } else {
         ts_scenario(&sb, &in_mode(with_plugins(&sb, stdio_config(&sb)), mode));
     }
@@ -451,34 +451,12 @@ fn a_2026_07_28_request_stream_over_stdio() {
     assert!(traced.is_some_and(|l| l.contains(trace)), "the call's span has no traceparent:\n{stderr}");
 }
 
-/// One raw HTTP/1.1 request; the status code and the response.
-fn raw_http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let authority = url.trim_start_matches("http://").split('/').next().expect("authority");
-    let path = &url["http://".len() + authority.len()..];
-    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: {authority}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, response)
-}
-
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 #[test]
 fn http_guards_token_host_and_origin() {
     let sb = Sandbox::new();
-    let token = "s3cret-token";
+    let token = "s3cret-token-0123456789";
     let server = HttpServer::start(&sb, Some(token));
     let json = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
     let bearer = format!("Bearer {token}");
@@ -776,7 +754,7 @@ mod rmcp_client {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let sb = Sandbox::new();
         workspace(&sb);
-        let token = "rmcp-token";
+        let token = "rmcp-token-0123456789";
         let server = HttpServer::start(&sb, Some(token));
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(async {

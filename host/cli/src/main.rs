@@ -153,10 +153,16 @@ enum Command {
         /// (port 0: any free port, printed on stderr)
         #[arg(long, value_name = "ADDR", value_parser = http_address)]
         http: Option<std::net::SocketAddr>,
-        /// Require `Authorization: Bearer TOKEN` on HTTP, TOKEN read from this
-        /// file (or from $TOOLHOST_HTTP_TOKEN); required off loopback
+        /// Require `Authorization: Bearer TOKEN` on HTTP, the tokens read
+        /// from this file: one `NAME TOKEN` per line (the name is who calls,
+        /// in the audit log; sessions belong to it), or one bare token (or
+        /// $TOOLHOST_HTTP_TOKEN); required off loopback
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
+        /// On SIGTERM or Ctrl-C, how long running calls may go on (while no
+        /// new ones are taken) before they are cancelled and the server exits
+        #[arg(long, value_name = "SECONDS", default_value = "30")]
+        drain_timeout: u64,
         /// Also accept this Host header on HTTP, e.g. the name of a
         /// non-loopback address (repeatable)
         #[arg(long = "allowed-host", value_name = "HOST")]
@@ -317,7 +323,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(w) = &cli.workspace {
         builder = builder.workspace(w);
     }
-    if let Some(url) = cli.state.as_ref().or(settings.state_store.as_ref()) {
+    let shared_state = cli.state.as_ref().or(settings.state_store.as_ref());
+    if let Some(url) = shared_state {
         let store = toolhost_redis::RedisStore::open(url).context("opening the state store")?;
         builder = builder.state_store(Arc::new(store));
     }
@@ -359,22 +366,38 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))
         }
-        Command::Serve { http, token_file, allowed_hosts, allowed_origins, max_concurrency, session, .. } => {
+        Command::Serve {
+            http,
+            token_file,
+            allowed_hosts,
+            allowed_origins,
+            max_concurrency,
+            session,
+            drain_timeout,
+            ..
+        } => {
             let config = toolhost_mcp::ServeConfig {
                 max_concurrency: max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency),
+                shared_state: shared_state.is_some(),
                 ..Default::default()
             };
-            let token = match token_file {
-                Some(file) => Some(
-                    std::fs::read_to_string(&file)
-                        .with_context(|| format!("reading the token file {}", file.display()))?
-                        .trim()
-                        .to_string(),
-                ),
-                None => std::env::var("TOOLHOST_HTTP_TOKEN").ok(),
-            }
-            .filter(|t| !t.is_empty());
-            let http = http.map(|addr| (addr, toolhost_mcp::HttpConfig { token, allowed_hosts, allowed_origins }));
+            let credentials = match token_file {
+                Some(file) => {
+                    let text = std::fs::read_to_string(&file)
+                        .with_context(|| format!("reading the token file {}", file.display()))?;
+                    toolhost_mcp::parse_credentials(&text)
+                        .map_err(|e| anyhow::anyhow!("the token file {}: {e}", file.display()))?
+                }
+                None => match std::env::var("TOOLHOST_HTTP_TOKEN").ok().filter(|t| !t.trim().is_empty()) {
+                    Some(token) => toolhost_mcp::parse_credentials(&token)
+                        .map_err(|e| anyhow::anyhow!("$TOOLHOST_HTTP_TOKEN: {e}"))?,
+                    None => Vec::new(),
+                },
+            };
+            let http = http.map(|addr| {
+                let drain_timeout = Duration::from_secs(drain_timeout);
+                (addr, toolhost_mcp::HttpConfig { credentials, allowed_hosts, allowed_origins, drain_timeout })
+            });
             let session = session.map(|id| host.session(&id)).transpose()?;
             serve(host, config, http, session)
         }
@@ -597,7 +620,7 @@ fn serve(
         let Some((addr, http)) = http else {
             return Ok(toolhost_mcp::serve_stdio(host, config, session).await?);
         };
-        if !addr.ip().is_loopback() && http.token.is_none() {
+        if !addr.ip().is_loopback() && http.credentials.is_empty() {
             anyhow::bail!(
                 "serving on {addr}, which is not a loopback address, needs a bearer token: \
                  --token-file FILE or $TOOLHOST_HTTP_TOKEN"
@@ -608,8 +631,14 @@ fn serve(
         eprintln!("toolhost: serving MCP at http://{bound}{}", toolhost_mcp::HTTP_PATH);
         let shutdown = tokio_util::sync::CancellationToken::new();
         let stop = shutdown.clone();
+        // SIGTERM (an orchestrator stopping the server) or Ctrl-C: drain.
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            eprintln!("toolhost: draining");
             stop.cancel();
         });
         Ok(toolhost_mcp::serve_http(host, config, http, listener, shutdown).await?)

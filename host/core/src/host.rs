@@ -148,6 +148,24 @@ impl Host {
         Session::in_store(&self.inner.data_dir, id, Arc::clone(&self.inner.state)).map(Arc::new)
     }
 
+    /// The host's counters (calls by tool and outcome, durations,
+    /// decisions, calls running, instance slots and the calls waiting for
+    /// one, reloads) in the OpenMetrics text format Prometheus scrapes.
+    pub fn metrics_text(&self) -> String {
+        self.inner.pipeline.metrics_text()
+    }
+
+    /// How many calls are running now (a draining server waits for none).
+    pub fn calls_running(&self) -> usize {
+        self.inner.pipeline.metrics().running_now()
+    }
+
+    /// Where persistent sessions' state is kept: a front keeps its own
+    /// records there too, when the store is shared between instances.
+    pub fn state_store(&self) -> &Arc<dyn StateStore> {
+        &self.inner.state
+    }
+
     /// Forgets the persistent session `id`'s state, in the host's store.
     pub fn forget_session(&self, id: &str) -> Result<(), SessionError> {
         self.inner.state.remove(id)

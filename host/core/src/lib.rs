@@ -41,6 +41,7 @@ pub mod fuzzing;
 pub mod grants;
 mod host;
 mod imports;
+mod metrics;
 mod pipeline;
 mod policy;
 mod process;
@@ -70,7 +71,9 @@ pub use sandbox::Allocator;
 pub use scheduler::{
     CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, Update, run_batch,
 };
-pub use session::{Entries, FileStore, Session, SessionError, StateStore, remove_temporaries, unguessable_id};
+pub use session::{
+    Entries, FileStore, MemoryStore, Session, SessionError, StateStore, remove_temporaries, unguessable_id,
+};
 
 /// Settings files and trust: where settings come from, what they say, and
 /// which workspace files the user trusted.

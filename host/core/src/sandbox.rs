@@ -109,6 +109,11 @@ impl Sandbox {
         self.gate.enter()
     }
 
+    /// Instance slots in all, taken, and calls waiting for one.
+    pub(crate) fn slots(&self) -> (usize, usize, usize) {
+        self.gate.use_now()
+    }
+
     /// A fresh instance of `pre` with `grants`, serving `scope`, within `limits`.
     pub(crate) fn instantiate(
         &self,

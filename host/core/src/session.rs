@@ -12,7 +12,7 @@
 
 mod store;
 
-pub use store::{Entries, FileStore, StateStore};
+pub use store::{Entries, FileStore, MemoryStore, StateStore};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -508,6 +508,21 @@ mod tests {
         b.remove("b");
         b.save().unwrap();
         assert_eq!(Session::open(dir.path(), "s").unwrap().keys(""), vec!["a".to_string()]);
+    }
+
+    #[test]
+    fn a_session_is_taken_once_from_files_and_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores: [Arc<dyn StateStore>; 2] = [Arc::new(FileStore::new(dir.path())), Arc::new(MemoryStore::default())];
+        for store in stores {
+            assert!(store.take("t").unwrap().is_empty());
+            store.apply("t", &[("k".into(), Some("v".into())), ("j".into(), Some("w".into()))]).unwrap();
+            assert_eq!(store.apply("t", &[("j".into(), None)]).unwrap().len(), 1);
+            assert_eq!(store.load("t").unwrap().get("k").map(String::as_str), Some("v"));
+            assert_eq!(store.take("t").unwrap().len(), 1);
+            assert!(store.take("t").unwrap().is_empty());
+            assert!(store.load("t").unwrap().is_empty());
+        }
     }
 
     #[test]

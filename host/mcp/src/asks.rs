@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use toolhost::{Answer, Approver, AskRequest};
+use toolhost::{Answer, Approver, AskRequest, StateStore};
 
 /// The key of the one input request an approval needs.
 pub(crate) const APPROVAL: &str = "approval";
@@ -134,9 +134,10 @@ impl Approver for Deferring {
 }
 
 /// A call waiting for its user's answer: what the client must call again.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Waiting {
     /// Who made the call: only they may answer.
-    pub(crate) owner: Arc<str>,
+    pub(crate) owner: String,
     pub(crate) tool: String,
     /// The call's arguments as the client sent them.
     pub(crate) arguments: Map<String, Value>,
@@ -156,6 +157,8 @@ pub(crate) enum Refused {
     OtherCall,
     /// No answer to the question under [`APPROVAL`], or not an elicitation result.
     NoAnswer(String),
+    /// The shared state store failed.
+    Store(String),
 }
 
 impl Refused {
@@ -169,44 +172,73 @@ impl Refused {
                                    arguments of the call that asked. Call the tool again."
                 .into(),
             Refused::NoAnswer(why) => format!("The retry carries no usable answer to the approval request: {why}"),
+            Refused::Store(why) => format!("toolhost could not look up the approval: {why}. Try again shortly."),
         }
     }
 }
 
 /// Calls waiting for an answer, by the `requestState` handed to the client.
 /// A state is valid once, for the identity that made the call, until it
-/// expires.
+/// expires. Kept in this process's memory, or in the store instances share
+/// (so the retry may reach any of them).
 pub(crate) struct Pending {
     expiry: Duration,
     waiting: Mutex<HashMap<String, (Instant, Waiting)>>,
+    shared: Option<Arc<dyn StateStore>>,
 }
 
-/// Most calls one identity may leave waiting; beyond it the oldest is forgotten.
+/// Most calls one identity may leave waiting (in memory); beyond it the
+/// oldest is forgotten.
 const MAX_WAITING: usize = 256;
 
+/// The store entry holding a waiting call, and the one saying until when
+/// (milliseconds since the epoch).
+const WAITING: &str = "waiting";
+const UNTIL: &str = "until";
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 impl Pending {
-    pub(crate) fn new(expiry: Duration) -> Pending {
-        Pending { expiry, waiting: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(expiry: Duration, shared: Option<Arc<dyn StateStore>>) -> Pending {
+        Pending { expiry, waiting: Mutex::new(HashMap::new()), shared }
     }
 
-    /// Keeps `waiting` and returns the input-required result asking its question.
+    /// Keeps `waiting` and returns the input-required result asking its
+    /// question. Blocks on the shared store, if any.
     pub(crate) fn defer(&self, waiting: Waiting) -> Result<InputRequiredResult, String> {
         let params = form(&waiting.request)?;
         let state = toolhost::unguessable_id("approval_");
-        let mut all = self.lock();
-        let now = Instant::now();
-        all.retain(|_, (since, _)| now.duration_since(*since) < self.expiry);
-        if let Some(oldest) = crate::oldest_beyond(&all, MAX_WAITING, |(_, w)| w.owner == waiting.owner, |(t, _)| *t) {
-            all.remove(&oldest);
+        if let Some(store) = &self.shared {
+            let until = now_ms() + self.expiry.as_millis() as u64;
+            let record = serde_json::to_string(&waiting).map_err(|e| e.to_string())?;
+            store
+                .apply(
+                    &crate::record_id(&state),
+                    &[(WAITING.into(), Some(record)), (UNTIL.into(), Some(until.to_string()))],
+                )
+                .map_err(|e| e.to_string())?;
+        } else {
+            let mut all = self.lock();
+            let now = Instant::now();
+            all.retain(|_, (since, _)| now.duration_since(*since) < self.expiry);
+            if let Some(oldest) =
+                crate::oldest_beyond(&all, MAX_WAITING, |(_, w)| w.owner == waiting.owner, |(t, _)| *t)
+            {
+                all.remove(&oldest);
+            }
+            all.insert(state.clone(), (now, waiting));
         }
-        all.insert(state.clone(), (now, waiting));
         let requests = [(APPROVAL.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)))].into();
         Ok(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
     /// The answers so far of the call that `state` names, with the one in
     /// `responses`: for a retry by `owner` of `tool` with `arguments`. The
-    /// state is used up whatever the outcome, bar an unknown one.
+    /// state is used up whatever the outcome, bar an unknown one. Blocks on
+    /// the shared store, if any.
     pub(crate) fn resume(
         &self,
         state: &str,
@@ -215,13 +247,16 @@ impl Pending {
         arguments: &Map<String, Value>,
         responses: Option<&std::collections::BTreeMap<String, Value>>,
     ) -> Result<Vec<(String, Answer)>, Refused> {
-        let waiting = {
-            let mut all = self.lock();
-            match all.get(state) {
-                Some((since, w)) if *w.owner == *owner && since.elapsed() < self.expiry => {}
-                _ => return Err(Refused::Unknown),
+        let waiting = match &self.shared {
+            Some(store) => Self::take_shared(store.as_ref(), state, owner)?,
+            None => {
+                let mut all = self.lock();
+                match all.get(state) {
+                    Some((since, w)) if w.owner == owner && since.elapsed() < self.expiry => {}
+                    _ => return Err(Refused::Unknown),
+                }
+                all.remove(state).map(|(_, w)| w).ok_or(Refused::Unknown)?
             }
-            all.remove(state).map(|(_, w)| w).ok_or(Refused::Unknown)?
         };
         if waiting.tool != tool || waiting.arguments != *arguments {
             return Err(Refused::OtherCall);
@@ -234,6 +269,31 @@ impl Pending {
         let mut answered = waiting.answered;
         answered.push((waiting.request.question(), answer(&waiting.request, &result)));
         Ok(answered)
+    }
+
+    /// The waiting call `state` names in the shared store, taken out of it
+    /// if `owner` made it: looked at first, so another identity presenting
+    /// the state uses nothing up; then taken, so of two retries on two
+    /// instances only one gets it.
+    fn take_shared(store: &dyn StateStore, state: &str, owner: &str) -> Result<Waiting, Refused> {
+        if !state.starts_with("approval_") {
+            return Err(Refused::Unknown);
+        }
+        let id = crate::record_id(state);
+        let parse = |entries: &toolhost::Entries| -> Option<(Waiting, u64)> {
+            let waiting: Waiting = serde_json::from_str(entries.get(WAITING)?).ok()?;
+            Some((waiting, entries.get(UNTIL)?.parse().ok()?))
+        };
+        let looked = store.load(&id).map_err(|e| Refused::Store(e.to_string()))?;
+        match parse(&looked) {
+            Some((w, until)) if w.owner == owner && now_ms() < until => {}
+            _ => return Err(Refused::Unknown),
+        }
+        let taken = store.take(&id).map_err(|e| Refused::Store(e.to_string()))?;
+        match parse(&taken) {
+            Some((w, until)) if w.owner == owner && now_ms() < until => Ok(w),
+            _ => Err(Refused::Unknown),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Waiting)>> {
@@ -278,7 +338,16 @@ mod tests {
 
     #[test]
     fn a_state_is_good_once_for_its_owner_and_its_call() {
-        let pending = Pending::new(Duration::from_secs(60));
+        // Kept in memory, and in a store instances share.
+        let shared: Arc<dyn StateStore> = Arc::new(toolhost::MemoryStore::default());
+        for pending in
+            [Pending::new(Duration::from_secs(60), None), Pending::new(Duration::from_secs(60), Some(shared))]
+        {
+            a_state_is_good_once(&pending);
+        }
+    }
+
+    fn a_state_is_good_once(pending: &Pending) {
         let request = ask(json!({"command": "rm a"}));
         let args = waiting("alice", request.clone()).arguments;
         let result = pending.defer(waiting("alice", request.clone())).unwrap();
@@ -317,18 +386,22 @@ mod tests {
 
     #[test]
     fn states_expire_and_each_identity_keeps_a_bounded_number() {
-        let pending = Pending::new(Duration::from_millis(0));
         let request = ask(json!({"command": "rm a"}));
         let args = waiting("alice", request.clone()).arguments;
-        let state = pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap();
-        assert_eq!(pending.resume(&state, "alice", "Bash", &args, None).unwrap_err(), Refused::Unknown);
+        let shared: Arc<dyn StateStore> = Arc::new(toolhost::MemoryStore::default());
+        for pending in
+            [Pending::new(Duration::from_millis(0), None), Pending::new(Duration::from_millis(0), Some(shared))]
+        {
+            let state = pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap();
+            assert_eq!(pending.resume(&state, "alice", "Bash", &args, None).unwrap_err(), Refused::Unknown);
+        }
 
-        let pending = Pending::new(Duration::from_secs(60));
+        let pending = Pending::new(Duration::from_secs(60), None);
         let states: Vec<String> = (0..MAX_WAITING + 3)
             .map(|_| pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap())
             .collect();
         pending.defer(waiting("bob", request.clone())).unwrap();
-        let mine = pending.lock().values().filter(|(_, w)| &*w.owner == "alice").count();
+        let mine = pending.lock().values().filter(|(_, w)| w.owner == "alice").count();
         assert_eq!(mine, MAX_WAITING);
         assert!(pending.lock().contains_key(states.last().unwrap()));
         assert_eq!(pending.lock().len(), MAX_WAITING + 1);

@@ -10,12 +10,19 @@
 //! unknown handle gets. A handle unused for [`ServeConfig::handle_idle`]
 //! ends, with its background processes.
 //!
+//! With [`ServeConfig::shared_state`], a handle is a record in the host's
+//! state store (its owner, when it was last used) and its state a
+//! persistent session of the same name there, so any instance sharing the
+//! store serves it; each instance keeps its own executor (and warm
+//! instances, and the background processes it started) for it.
+//!
 //! [`ServeConfig::handle_idle`]: crate::ServeConfig::handle_idle
+//! [`ServeConfig::shared_state`]: crate::ServeConfig::shared_state
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost::{Calls, Executor, Host, SchedulerConfig, Session};
+use toolhost::{Calls, Executor, Host, SchedulerConfig, Session, StateStore};
 
 /// The tool that makes a handle.
 pub const START_SESSION: &str = "StartSession";
@@ -35,6 +42,36 @@ pub(crate) struct Held {
     pub(crate) executor: Arc<Executor>,
 }
 
+impl Held {
+    /// `session` with an executor of its own running up to `max_concurrency`
+    /// independent calls at once.
+    pub(crate) fn new(host: &Host, session: Arc<Session>, max_concurrency: usize) -> Held {
+        // The client gets every tool in full (see `tools`), so none needs
+        // loading with ToolSearch first.
+        session.discover_all();
+        let executor = Executor::with_config(
+            host.clone(),
+            Arc::clone(&session),
+            SchedulerConfig { max_concurrency, calls: Calls::Independent, approver: None },
+        );
+        Held { session, executor: Arc::new(executor) }
+    }
+
+    /// Ends the state's life here: running calls cancelled, background
+    /// processes killed, warm instances dropped (a persistent session's
+    /// state stays in its store).
+    pub(crate) fn end(&self, host: &Host) {
+        self.executor.discard();
+        host.end_session(&self.session);
+    }
+}
+
+/// The entries of a handle's record in a shared store.
+const OWNER: &str = "owner";
+const USED: &str = "used";
+/// How stale a record's `used` may get before a call writes it again.
+const USED_PRECISION_MS: u64 = 60_000;
+
 struct Entry {
     owner: Arc<str>,
     held: Held,
@@ -47,25 +84,41 @@ pub(crate) struct Handles {
     host: Host,
     max_concurrency: usize,
     idle: Duration,
+    /// The handles this instance holds state for (all of them, without a
+    /// shared store).
     all: Mutex<HashMap<String, Entry>>,
+    /// Where handles are recorded when instances share them.
+    shared: Option<Arc<dyn StateStore>>,
 }
 
 impl Handles {
-    pub(crate) fn new(host: Host, max_concurrency: usize, idle: Duration) -> Handles {
-        Handles { host, max_concurrency, idle, all: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(
+        host: Host,
+        max_concurrency: usize,
+        idle: Duration,
+        shared: Option<Arc<dyn StateStore>>,
+    ) -> Handles {
+        Handles { host, max_concurrency, idle, all: Mutex::new(HashMap::new()), shared }
     }
 
-    /// A new handle for `owner`.
-    pub(crate) fn start(&self, owner: &Arc<str>) -> String {
+    /// A new handle for `owner`. Blocks on the shared store, if any.
+    pub(crate) fn start(&self, owner: &Arc<str>) -> Result<String, String> {
         let handle = toolhost::unguessable_id(PREFIX);
-        let session = self.host.ephemeral_session();
-        session.discover_all();
-        let executor = Executor::with_config(
-            self.host.clone(),
-            Arc::clone(&session),
-            SchedulerConfig { max_concurrency: self.max_concurrency, calls: Calls::Independent, approver: None },
-        );
-        let held = Held { session, executor: Arc::new(executor) };
+        let session = match &self.shared {
+            Some(store) => {
+                let record =
+                    [(OWNER.into(), Some(owner.to_string())), (USED.into(), Some(crate::asks::now_ms().to_string()))];
+                store.apply(&crate::record_id(&handle), &record).map_err(|e| e.to_string())?;
+                self.host.session(&handle).map_err(|e| e.to_string())?
+            }
+            None => self.host.ephemeral_session(),
+        };
+        self.keep(&handle, owner, Held::new(&self.host, session, self.max_concurrency));
+        Ok(handle)
+    }
+
+    /// Keeps `held` here as `handle`'s state.
+    fn keep(&self, handle: &str, owner: &Arc<str>, held: Held) {
         let mut ended = Vec::new();
         {
             let mut all = self.lock();
@@ -75,14 +128,58 @@ impl Handles {
             {
                 ended.push(entry.held);
             }
-            all.insert(handle.clone(), Entry { owner: Arc::clone(owner), held, used: Instant::now() });
+            all.insert(handle.to_string(), Entry { owner: Arc::clone(owner), held, used: Instant::now() });
         }
         self.end(ended);
-        handle
     }
 
     /// The state of `handle`, if `owner` made it and it has not ended.
-    pub(crate) fn get(&self, handle: &str, owner: &str) -> Option<Held> {
+    /// Blocks on the shared store, if any.
+    pub(crate) fn get(&self, handle: &str, owner: &str) -> Result<Option<Held>, String> {
+        let Some(store) = &self.shared else { return Ok(self.get_here(handle, owner)) };
+        if !handle.starts_with(PREFIX) {
+            return Ok(None);
+        }
+        let id = crate::record_id(handle);
+        let record = store.load(&id).map_err(|e| e.to_string())?;
+        let used: Option<u64> = record.get(USED).and_then(|u| u.parse().ok());
+        let now = crate::asks::now_ms();
+        let (Some(made_by), Some(used)) = (record.get(OWNER), used) else {
+            // Ended, here too.
+            self.forget_here(handle);
+            return Ok(None);
+        };
+        if made_by != owner {
+            return Ok(None);
+        }
+        if now.saturating_sub(used) >= self.idle.as_millis() as u64 {
+            store.remove(&id).map_err(|e| e.to_string())?;
+            self.host.forget_session(handle).map_err(|e| e.to_string())?;
+            self.forget_here(handle);
+            return Ok(None);
+        }
+        if now.saturating_sub(used) >= USED_PRECISION_MS {
+            store.apply(&id, &[(USED.into(), Some(now.to_string()))]).map_err(|e| e.to_string())?;
+        }
+        if let Some(held) = self.get_here(handle, owner) {
+            return Ok(Some(held));
+        }
+        // Started on another instance: its state comes from the store.
+        let session = self.host.session(handle).map_err(|e| e.to_string())?;
+        let held = Held::new(&self.host, session, self.max_concurrency);
+        self.keep(handle, &Arc::from(owner), held.clone());
+        Ok(Some(held))
+    }
+
+    /// Drops what this instance holds for `handle`.
+    fn forget_here(&self, handle: &str) {
+        let gone = self.lock().remove(handle);
+        self.end(gone.into_iter().map(|e| e.held).collect());
+    }
+
+    /// The state this instance holds for `handle`, if `owner` made it and
+    /// it has not been idle too long here.
+    fn get_here(&self, handle: &str, owner: &str) -> Option<Held> {
         let mut all = self.lock();
         let ended = self.expire(&mut all);
         let held = match all.get_mut(handle) {
@@ -108,8 +205,7 @@ impl Handles {
     /// Ends handles' state: running calls cancelled, background processes killed.
     fn end(&self, ended: Vec<Held>) {
         for held in ended {
-            held.executor.discard();
-            self.host.end_session(&held.session);
+            held.end(&self.host);
         }
     }
 

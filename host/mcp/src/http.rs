@@ -1,31 +1,313 @@
 //! Streamable HTTP: one endpoint for every client, with a session per
-//! client of the revisions that have one and none for 2026-07-28.
+//! client of the revisions that have one and none for 2026-07-28; beside
+//! it, what an orchestrator asks of a server (`/healthz`, `/readyz`,
+//! `/metrics`), and a drain when told to stop.
+//!
+//! Who may call is said by credentials: bearer tokens, each with the name
+//! of who holds it ([`parse_credentials`]). That name is the request's
+//! [`Identity`]: it is in the call's span and audit lines, and an HTTP
+//! session, a state handle or a waiting approval belongs to the identity
+//! that made it (another presenting it is told exactly what an unknown one
+//! gets).
+//!
+//! With [`ServeConfig::shared_state`], the HTTP sessions (who owns each, the
+//! client's `initialize`, through rmcp's `SessionStore`) are in the host's
+//! state store, with their state: a session made on one instance goes on
+//! at any other sharing the store, and one deleted is gone on all of them.
 
 use crate::{Front, Identity, McpSession, ServeConfig, ServeError};
-use std::sync::Arc;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{SessionManager as _, SessionState, SessionStore};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use toolhost::Host;
+use toolhost::{Host, StateStore};
 
-/// How the streamable-HTTP endpoint is guarded.
-#[derive(Clone, Debug, Default)]
+/// One credential: a bearer token, and the name of who holds it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub name: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// The name of the one credential a file of a bare token (or
+/// `$TOOLHOST_HTTP_TOKEN`) gives.
+pub const SOLE_TOKEN_NAME: &str = "token";
+
+/// Reads a token file: one credential per line, `NAME TOKEN` (separated by
+/// spaces or a tab), or a file holding one bare token (named
+/// [`SOLE_TOKEN_NAME`]). Blank lines and lines starting with `#` are
+/// skipped. Names are letters, digits and `._@-`; names and tokens are
+/// each used once; a token is at least 16 characters and holds no spaces.
+pub fn parse_credentials(text: &str) -> Result<Vec<Credential>, String> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let mut credentials: Vec<Credential> = Vec::new();
+    for &(n, line) in &lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (name, token) = match fields[..] {
+            [token] if lines.len() == 1 => (SOLE_TOKEN_NAME, token),
+            [_] => return Err(format!("line {n}: `NAME TOKEN` expected (a bare token only in a file of one line)")),
+            [name, token] => (name, token),
+            _ => return Err(format!("line {n}: `NAME TOKEN` expected, found {} fields", fields.len())),
+        };
+        if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
+            || name.len() > 128
+        {
+            return Err(format!("line {n}: a name is 1 to 128 letters, digits and `._@-`"));
+        }
+        if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!("line {n}: a token is at least 16 printable characters"));
+        }
+        if credentials.iter().any(|c| c.name == name) {
+            return Err(format!("line {n}: the name `{name}` is used twice"));
+        }
+        if credentials.iter().any(|c| c.token == token) {
+            return Err(format!("line {n}: this token is used twice"));
+        }
+        credentials.push(Credential { name: name.to_string(), token: token.to_string() });
+    }
+    if credentials.is_empty() {
+        return Err("no credentials in it".into());
+    }
+    Ok(credentials)
+}
+
+/// How the streamable-HTTP endpoint is guarded and stopped.
+#[derive(Clone, Debug)]
 pub struct HttpConfig {
-    /// Allowance must carry `Authorization: Bearer <token>`.
-    pub token: Option<String>,
+    /// The credentials a request must carry one of (`Authorization: Bearer
+    /// <token>`); none: any local client, as `anonymous`.
+    pub credentials: Vec<Credential>,
     /// `Host` values accepted besides the loopback names and the bound
     /// address (for a server reached by another name).
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted besides `http://localhost`, `127.0.0.1` and
     /// `[::1]` on the bound port (a request without `Origin` passes).
     pub allowed_origins: Vec<String>,
+    /// How long a drain waits for running calls before cancelling them.
+    pub drain_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> HttpConfig {
+        HttpConfig {
+            credentials: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// The path the MCP endpoint is served on.
 pub const HTTP_PATH: &str = "/mcp";
 
+/// The HTTP session header of the revisions with sessions.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The store entries of an HTTP session's record.
+const OWNER: &str = "owner";
+const INITIALIZE: &str = "initialize";
+
+/// Runs `f` on a blocking thread: the state store's calls block.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string()).and_then(|r| r)
+}
+
+/// The record of HTTP session `id` in a store.
+fn record_of(id: &str) -> Result<String, String> {
+    // rmcp makes ids (UUIDs); anything else was never one.
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err("not a session id".into());
+    }
+    Ok(crate::record_id(&crate::http_session_id(id)))
+}
+
+/// Who made each HTTP session: in memory, or in the shared store.
+enum Owners {
+    Memory(Mutex<HashMap<String, Arc<str>>>),
+    Shared(Arc<dyn StateStore>),
+}
+
+impl Owners {
+    /// Who made session `id`, if it is known.
+    async fn owner(&self, id: &str) -> Result<Option<String>, String> {
+        match self {
+            Owners::Memory(all) => Ok(all.lock().unwrap_or_else(|e| e.into_inner()).get(id).map(|o| o.to_string())),
+            Owners::Shared(store) => {
+                let (store, id) = (Arc::clone(store), id.to_string());
+                blocking(move || {
+                    let Ok(record) = record_of(&id) else { return Ok(None) };
+                    Ok(store.load(&record).map_err(|e| e.to_string())?.remove(OWNER))
+                })
+                .await
+            }
+        }
+    }
+
+    /// Records that `owner` made session `id`; in memory, forgets the
+    /// sessions the manager no longer has.
+    async fn made(&self, id: &str, owner: &Arc<str>, manager: &LocalSessionManager) -> Result<(), String> {
+        match self {
+            Owners::Memory(all) => {
+                let live: std::collections::HashSet<String> =
+                    manager.sessions.read().await.keys().map(|k| k.to_string()).collect();
+                let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+                all.retain(|k, _| live.contains(k));
+                all.insert(id.to_string(), Arc::clone(owner));
+                Ok(())
+            }
+            Owners::Shared(store) => {
+                let (store, id, owner) = (Arc::clone(store), id.to_string(), owner.to_string());
+                blocking(move || {
+                    store.apply(&record_of(&id)?, &[(OWNER.into(), Some(owner))]).map(|_| ()).map_err(|e| e.to_string())
+                })
+                .await
+            }
+        }
+    }
+
+    /// Forgets session `id` (in memory; the shared store's record goes with
+    /// the session, through [`Sessions`]).
+    fn ended(&self, id: &str) {
+        if let Owners::Memory(all) = self {
+            all.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        }
+    }
+}
+
+/// rmcp's session store over the host's: each HTTP session's `initialize`,
+/// in its record beside its owner, so another instance can take it up. A
+/// session deleted goes with its state.
+struct Sessions {
+    host: Host,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for Sessions {
+    async fn load(
+        &self,
+        id: &str,
+    ) -> Result<Option<SessionState>, rmcp::transport::streamable_http_server::session::SessionStoreError> {
+        let (host, id) = (self.host.clone(), id.to_string());
+        let mut record = blocking(move || host.state_store().load(&record_of(&id)?).map_err(|e| e.to_string())).await?;
+        // A session without an owner is not one (yet, or any more).
+        if !record.contains_key(OWNER) {
+            return Ok(None);
+        }
+        match record.remove(INITIALIZE) {
+            Some(text) => Ok(Some(serde_json::from_str(&text)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn store(
+        &self,
+        id: &str,
+        state: &SessionState,
+    ) -> Result<(), rmcp::transport::streamable_http_server::session::SessionStoreError> {
+        let (host, id, text) = (self.host.clone(), id.to_string(), serde_json::to_string(state)?);
+        blocking(move || {
+            host.state_store().apply(&record_of(&id)?, &[(INITIALIZE.into(), Some(text))]).map_err(|e| e.to_string())
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn delete(
+        &self,
+        id: &str,
+    ) -> Result<(), rmcp::transport::streamable_http_server::session::SessionStoreError> {
+        let (host, id) = (self.host.clone(), id.to_string());
+        blocking(move || {
+            host.state_store().remove(&record_of(&id)?).map_err(|e| e.to_string())?;
+            host.forget_session(&crate::http_session_id(&id)).map_err(|e| e.to_string())
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+/// A short plain answer.
+fn plain(status: http::StatusCode, message: impl Into<String>) -> http::Response<Body> {
+    use http_body_util::BodyExt as _;
+    let mut response = http::Response::new(http_body_util::Full::new(bytes::Bytes::from(message.into())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    if status == http::StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// The name of the credential `request` carries, if it is one of `credentials`.
+fn identify<'c>(credentials: &'c [Credential], request: &http::request::Parts) -> Option<&'c str> {
+    let given = request
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))?;
+    // Every credential is compared, in time independent of where they differ.
+    let mut found = None;
+    for c in credentials {
+        if same_secret(given.as_bytes(), c.token.as_bytes()) {
+            found = Some(c.name.as_str());
+        }
+    }
+    found
+}
+
+/// What every request of one endpoint shares.
+struct Endpoint {
+    host: Host,
+    http: HttpConfig,
+    owners: Owners,
+    manager: Arc<LocalSessionManager>,
+    /// Set once the server drains: no new work.
+    draining: AtomicBool,
+    shared: bool,
+}
+
+impl Endpoint {
+    /// `/readyz`: serving, and the state store answering.
+    async fn ready(&self) -> http::Response<Body> {
+        if self.draining.load(Ordering::Relaxed) {
+            return plain(http::StatusCode::SERVICE_UNAVAILABLE, "draining\n");
+        }
+        if self.shared {
+            let host = self.host.clone();
+            let probe = blocking(move || host.state_store().load("toolhost-readyz").map_err(|e| e.to_string()));
+            match tokio::time::timeout(Duration::from_secs(3), probe).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return plain(http::StatusCode::SERVICE_UNAVAILABLE, format!("state store: {e}\n")),
+                Err(_) => return plain(http::StatusCode::SERVICE_UNAVAILABLE, "state store: no answer in 3 s\n"),
+            }
+        }
+        plain(http::StatusCode::OK, "ready\n")
+    }
+}
+
 /// Serves streamable HTTP on `listener` (at [`HTTP_PATH`]) until `shutdown`
-/// is cancelled: one MCP session per client of a revision with sessions;
-/// each 2026-07-28 request on its own, its state named by a handle.
+/// is cancelled, then drains: stops accepting, answers 503 to new requests
+/// and `/readyz`, waits up to [`HttpConfig::drain_timeout`] for running
+/// calls, cancels what still runs, and returns.
 pub async fn serve_http(
     host: Host,
     config: ServeConfig,
@@ -34,9 +316,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     use http_body_util::BodyExt as _;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
     let addr = listener.local_addr()?;
     let port = addr.port();
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
@@ -44,64 +324,113 @@ pub async fn serve_http(
     let mut origins =
         vec![format!("http://localhost:{port}"), format!("http://127.0.0.1:{port}"), format!("http://[::1]:{port}")];
     origins.extend(http.allowed_origins.iter().cloned());
-    let server_config = StreamableHttpServerConfig::default()
+    // Cancelled at the end of a drain: every session ends.
+    let sessions_end = CancellationToken::new();
+    let mut server_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
-        .with_cancellation_token(shutdown.child_token());
-    let front = Front::new(host, config);
+        .with_cancellation_token(sessions_end.clone());
+    let shared = config.shared_state;
+    if shared {
+        server_config.session_store = Some(Arc::new(Sessions { host: host.clone() }));
+    }
+    let owners = match shared {
+        true => Owners::Shared(Arc::clone(host.state_store())),
+        false => Owners::Memory(Mutex::new(HashMap::new())),
+    };
+    let front = Front::new(host.clone(), config);
+    let manager = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
-        move || Ok(McpSession::in_front(Arc::clone(&front), front.host.ephemeral_session())),
-        LocalSessionManager::default().into(),
+        move || Ok(McpSession::lazy(Arc::clone(&front))),
+        Arc::clone(&manager),
         server_config,
     );
-    let token: Option<Arc<str>> = http.token.as_deref().map(Arc::from);
-    let service = hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
+    let endpoint = Arc::new(Endpoint { host, http, owners, manager, draining: AtomicBool::new(false), shared });
+    let serving = Arc::clone(&endpoint);
+    let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
         let mut mcp = mcp.clone();
-        let token = token.clone();
+        let endpoint = Arc::clone(&serving);
         async move {
             use tower_service::Service as _;
-            let refuse = |status: http::StatusCode, message: &'static str| {
-                let mut response = http::Response::new(
-                    http_body_util::Full::new(bytes::Bytes::from_static(message.as_bytes()))
-                        .map_err(|never| match never {})
-                        .boxed(),
-                );
-                *response.status_mut() = status;
-                if status == http::StatusCode::UNAUTHORIZED {
-                    response
-                        .headers_mut()
-                        .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+            let ok = |r: http::Response<Body>| Ok::<_, std::convert::Infallible>(r);
+            match request.uri().path() {
+                "/healthz" => return ok(plain(http::StatusCode::OK, "ok\n")),
+                "/readyz" => return ok(endpoint.ready().await),
+                "/metrics" => {
+                    let mut response = plain(http::StatusCode::OK, endpoint.host.metrics_text());
+                    response.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+                    );
+                    return ok(response);
                 }
-                Ok::<_, std::convert::Infallible>(response)
+                HTTP_PATH => {}
+                _ => return ok(plain(http::StatusCode::NOT_FOUND, "Not found: the MCP endpoint is /mcp\n")),
+            }
+            if endpoint.draining.load(Ordering::Relaxed) {
+                let mut response = plain(http::StatusCode::SERVICE_UNAVAILABLE, "This server is stopping; retry.\n");
+                response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+                return ok(response);
+            }
+            let (mut parts, body) = request.into_parts();
+            let who: Arc<str> = if endpoint.http.credentials.is_empty() {
+                Arc::from("anonymous")
+            } else {
+                match identify(&endpoint.http.credentials, &parts) {
+                    Some(name) => Arc::from(name),
+                    None => {
+                        return ok(plain(http::StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required\n"));
+                    }
+                }
             };
-            if request.uri().path() != HTTP_PATH {
-                return refuse(http::StatusCode::NOT_FOUND, "Not found: the MCP endpoint is /mcp\n");
-            }
-            if let Some(token) = &token {
-                let given = request
-                    .headers()
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "));
-                if !given.is_some_and(|g| same_secret(g.as_bytes(), token.as_bytes())) {
-                    return refuse(http::StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required\n");
+            // A session belongs to who made it: anyone else, like an unknown
+            // or deleted session, is told it is not found.
+            let session = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+            if let Some(id) = &session {
+                match endpoint.owners.owner(id).await {
+                    Ok(Some(owner)) if *owner == *who => {}
+                    Ok(owner) => {
+                        if owner.is_none() {
+                            // Deleted on another instance: it ends here too.
+                            let _ = endpoint.manager.close_session(&Arc::from(id.as_str())).await;
+                        }
+                        return ok(plain(http::StatusCode::NOT_FOUND, "Not Found: Session not found"));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the state store failed looking up a session");
+                        return ok(plain(
+                            http::StatusCode::SERVICE_UNAVAILABLE,
+                            format!("The session could not be looked up ({e}); retry.\n"),
+                        ));
+                    }
                 }
             }
-            // One credential for now: whoever holds the token.
-            let who = if token.is_some() { "token" } else { "anonymous" };
-            request.extensions_mut().insert(Identity(Arc::from(who)));
-            let deleting = request.method() == http::Method::DELETE;
-            let mut response = mcp.call(request).await?;
+            parts.extensions.insert(Identity(Arc::clone(&who)));
+            let deleting = parts.method == http::Method::DELETE;
+            let mut response = mcp.call(http::Request::from_parts(parts, body)).await?;
+            match (&session, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
+                (None, Some(made)) if response.status().is_success() => {
+                    if let Err(e) = endpoint.owners.made(made, &who, &endpoint.manager).await {
+                        // Unowned, the session is unknown: the client starts another.
+                        tracing::warn!(error = %e, "could not record a new session's owner");
+                    }
+                }
+                _ => {}
+            }
             // The session is closed by now: "No Content" (202 would say it
             // is still going on; clients expect 200 or 204).
             if deleting && response.status() == http::StatusCode::ACCEPTED {
+                if let Some(id) = &session {
+                    endpoint.owners.ended(id);
+                }
                 *response.status_mut() = http::StatusCode::NO_CONTENT;
                 *response.body_mut() = http_body_util::Empty::new().map_err(|never| match never {}).boxed();
             }
             Ok(response)
         }
     });
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -112,21 +441,92 @@ pub async fn serve_http(
                     continue;
                 }
             },
-            () = shutdown.cancelled() => return Ok(()),
+            () = shutdown.cancelled() => break,
         };
-        let service = service.clone();
+        let served = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service.clone())
+            .into_owned();
+        let served = connections.watch(served);
         tokio::spawn(async move {
-            let served = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
+            if let Err(e) = served.await {
                 tracing::debug!(%peer, error = %e, "connection ended");
             }
         });
     }
+    drain(&endpoint, listener, sessions_end, connections).await;
+    Ok(())
+}
+
+/// Stops a server: no new connections or requests, running calls given
+/// until the drain timeout, then every session ended and the connections
+/// closed.
+async fn drain(
+    endpoint: &Endpoint,
+    listener: tokio::net::TcpListener,
+    sessions_end: CancellationToken,
+    connections: hyper_util::server::graceful::GracefulShutdown,
+) {
+    endpoint.draining.store(true, Ordering::Relaxed);
+    drop(listener);
+    let started = std::time::Instant::now();
+    let bound = endpoint.http.drain_timeout;
+    tracing::info!(running = endpoint.host.calls_running(), "draining");
+    while endpoint.host.calls_running() > 0 && started.elapsed() < bound {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = endpoint.host.calls_running();
+    if left > 0 {
+        tracing::warn!(left, "calls still running at the end of the drain are cancelled");
+    }
+    // Results of the calls that finished go out before the sessions end.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sessions_end.cancel();
+    if tokio::time::timeout(Duration::from_secs(2), connections.shutdown()).await.is_err() {
+        tracing::debug!("connections still open after the drain are dropped");
+    }
+    tracing::info!(took_ms = started.elapsed().as_millis() as u64, "drained");
 }
 
 /// Compares secrets in time independent of where they differ.
 fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_files_name_their_credentials() {
+        let sole = parse_credentials("  0123456789abcdef0123  \n").unwrap();
+        assert_eq!(sole, [Credential { name: SOLE_TOKEN_NAME.into(), token: "0123456789abcdef0123".into() }]);
+        let named = parse_credentials("# who\nalice 0123456789abcdef\n\nbob\tfedcba9876543210\n").unwrap();
+        assert_eq!(named.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["alice", "bob"]);
+        assert_eq!(named[1].token, "fedcba9876543210");
+        assert!(!format!("{named:?}").contains("0123456789abcdef"), "a token never shows in Debug");
+        for bad in [
+            "",
+            "# nothing\n",
+            "alice 0123456789abcdef\nfedcba9876543210\n",
+            "alice short",
+            "alice 0123456789abcdef\nalice fedcba9876543210",
+            "alice 0123456789abcdef\nbob 0123456789abcdef",
+            "al/ice 0123456789abcdef",
+            "alice 0123456789abcdef extra",
+        ] {
+            assert!(parse_credentials(bad).is_err(), "{bad:?} was taken");
+        }
+    }
+
+    #[test]
+    fn a_request_is_who_its_token_names() {
+        let credentials = parse_credentials("alice 0123456789abcdef\nbob fedcba9876543210\n").unwrap();
+        let parts =
+            |auth: &str| http::Request::builder().header("authorization", auth).body(()).unwrap().into_parts().0;
+        assert_eq!(identify(&credentials, &parts("Bearer fedcba9876543210")), Some("bob"));
+        assert_eq!(identify(&credentials, &parts("Bearer 0123456789abcdef")), Some("alice"));
+        assert_eq!(identify(&credentials, &parts("Bearer 0123456789abcdeF")), None);
+        assert_eq!(identify(&credentials, &parts("Basic 0123456789abcdef")), None);
+        assert!(record_of("../x").is_err() && record_of("0b7c-AA").is_ok());
+    }
 }

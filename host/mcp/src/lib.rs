@@ -17,7 +17,7 @@
 //!   again with the answer. `tools/list_changed` reaches clients listening
 //!   with `subscriptions/listen`.
 //!
-//! Calls are independent requests ([`Calls::Independent`]): each result
+//! Calls are independent requests ([`Calls::Independent`](toolhost::Calls::Independent)): each result
 //! goes back as soon as it is ready, and no call is cancelled by another's
 //! failure. Each request awaits its own [`toolhost::CallHandle`]; the
 //! protocol thread never waits on a tool.
@@ -28,11 +28,11 @@ mod http;
 mod tools;
 
 pub use handles::{SESSION_ARGUMENT, START_SESSION};
-pub use http::{HTTP_PATH, HttpConfig, serve_http};
+pub use http::{Credential, HTTP_PATH, HttpConfig, SOLE_TOKEN_NAME, parse_credentials, serve_http};
 pub use tools::{sessionless_tools, to_mcp, tools};
 
 use asks::{Deferring, Elicitation, Pending, Waiting};
-use handles::Handles;
+use handles::{Handles, Held};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
@@ -46,8 +46,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use toolhost::CallSetup;
 use toolhost::{Approver, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
-use toolhost::{CallSetup, Calls, Executor};
 
 /// How `toolhost serve` runs calls.
 #[derive(Clone, Debug)]
@@ -60,6 +60,11 @@ pub struct ServeConfig {
     pub ask_timeout: Duration,
     /// How long a state handle lives unused (2026-07-28).
     pub handle_idle: Duration,
+    /// Keep what spans requests (the older revisions' HTTP sessions and
+    /// their state, state handles, calls waiting for an answer) in the
+    /// host's state store, so that every instance sharing it serves any
+    /// request; otherwise in this process's memory.
+    pub shared_state: bool,
 }
 
 impl Default for ServeConfig {
@@ -68,6 +73,7 @@ impl Default for ServeConfig {
             max_concurrency: toolhost::DEFAULT_MAX_CONCURRENCY,
             ask_timeout: Duration::from_secs(600),
             handle_idle: Duration::from_secs(8 * 3600),
+            shared_state: false,
         }
     }
 }
@@ -106,9 +112,10 @@ pub(crate) struct Front {
 
 impl Front {
     pub(crate) fn new(host: Host, config: ServeConfig) -> Arc<Front> {
+        let shared = config.shared_state.then(|| Arc::clone(host.state_store()));
         Arc::new(Front {
-            handles: Handles::new(host.clone(), config.max_concurrency, config.handle_idle),
-            pending: Pending::new(config.ask_timeout),
+            handles: Handles::new(host.clone(), config.max_concurrency, config.handle_idle, shared.clone()),
+            pending: Pending::new(config.ask_timeout, shared),
             runtime: tokio::runtime::Handle::current(),
             host,
             config,
@@ -120,11 +127,25 @@ impl Front {
 /// revision; one 2026-07-28 HTTP request): an rmcp [`ServerHandler`].
 pub struct McpSession {
     front: Arc<Front>,
-    /// The state of calls naming no handle.
-    session: Arc<Session>,
-    executor: Arc<Executor>,
+    /// The state of calls naming no handle: given at the start (stdio), or
+    /// made at the first call (HTTP: the session's, in the shared store
+    /// when there is one).
+    own: std::sync::OnceLock<Held>,
     /// Cancelled when the session ends: stops telling its client of reloads.
     ended: CancellationToken,
+}
+
+/// The id, in a state store, of the front's record about `id` (a state
+/// handle, a waiting call, an HTTP session): beside the session of the same
+/// name, never one itself.
+pub(crate) fn record_id(id: &str) -> String {
+    format!("{id}.front")
+}
+
+/// The persistent session holding the state of HTTP session `id` (older
+/// revisions), when instances share state.
+pub(crate) fn http_session_id(id: &str) -> String {
+    format!("mcp-{id}")
 }
 
 impl McpSession {
@@ -144,19 +165,49 @@ impl McpSession {
     }
 
     pub(crate) fn in_front(front: Arc<Front>, session: Arc<Session>) -> McpSession {
-        // The client gets every tool in full (see `tools`), so none needs
-        // loading with ToolSearch first.
-        session.discover_all();
-        let executor = Executor::with_config(
-            front.host.clone(),
-            Arc::clone(&session),
-            toolhost::SchedulerConfig {
-                max_concurrency: front.config.max_concurrency,
-                calls: Calls::Independent,
-                approver: None,
-            },
-        );
-        McpSession { front, session, executor: Arc::new(executor), ended: CancellationToken::new() }
+        let held = Held::new(&front.host, session, front.config.max_concurrency);
+        McpSession { front, own: held.into(), ended: CancellationToken::new() }
+    }
+
+    /// An HTTP session (or one 2026-07-28 request), its state made at its
+    /// first call.
+    pub(crate) fn lazy(front: Arc<Front>) -> McpSession {
+        McpSession { front, own: std::sync::OnceLock::new(), ended: CancellationToken::new() }
+    }
+
+    /// The state of the request's calls that name no handle.
+    async fn own(&self, context: &RequestContext<RoleServer>) -> Result<Held, String> {
+        if let Some(held) = self.own.get() {
+            return Ok(held.clone());
+        }
+        let front = &self.front;
+        // An HTTP session of an older revision, with instances sharing state:
+        // its state is in the store under its id.
+        let shared_id = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .filter(|_| front.config.shared_state && !sessionless(context))
+            .map(http_session_id);
+        let session = match shared_id {
+            Some(id) => {
+                let host = front.host.clone();
+                tokio::task::spawn_blocking(move || host.session(&id))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?
+            }
+            None => front.host.ephemeral_session(),
+        };
+        let mut made = Some(Held::new(&front.host, session, front.config.max_concurrency));
+        let held = self.own.get_or_init(|| made.take().expect("made once")).clone();
+        if let Some(unused) = made {
+            // Another call of this session made it first: only the executor
+            // is this one's own (the session may be the same).
+            unused.executor.discard();
+        }
+        Ok(held)
     }
 }
 
@@ -164,8 +215,9 @@ impl Drop for McpSession {
     fn drop(&mut self) {
         // The session ended: its running calls are cancelled.
         self.ended.cancel();
-        self.executor.discard();
-        self.front.host.end_session(&self.session);
+        if let Some(held) = self.own.get() {
+            held.end(&self.front.host);
+        }
     }
 }
 
@@ -321,7 +373,13 @@ impl ServerHandler for McpSession {
         }
         let owner = identity(&context);
         if request.name == START_SESSION {
-            let handle = self.front.handles.start(&owner);
+            let front = Arc::clone(&self.front);
+            let starter = Arc::clone(&owner);
+            let started = tokio::task::spawn_blocking(move || front.handles.start(&starter)).await;
+            let handle = match started.map_err(|e| e.to_string()).and_then(|r| r) {
+                Ok(handle) => handle,
+                Err(e) => return complete(ToolResult::error(&id, format!("Could not start a session: {e}"))),
+            };
             tracing::info!(identity = %owner, "state handle started");
             let text = format!(
                 "Session started. Pass {SESSION_ARGUMENT}: \"{handle}\" in every call that belongs to this piece of \
@@ -339,9 +397,16 @@ impl ServerHandler for McpSession {
         let arguments = request.arguments.clone().unwrap_or_default();
         // The answers so far, when this call is one answering an approval.
         let mut answered = Vec::new();
-        if let Some(state) = &request.request_state {
-            match self.front.pending.resume(state, &owner, &request.name, &arguments, request.input_responses.as_ref())
-            {
+        if let Some(state) = request.request_state.clone() {
+            let front = Arc::clone(&self.front);
+            let (who, tool, responses) =
+                (Arc::clone(&owner), request.name.to_string(), request.input_responses.clone());
+            let resumed = tokio::task::spawn_blocking(move || {
+                front.pending.resume(&state, &who, &tool, &arguments, responses.as_ref())
+            })
+            .await
+            .unwrap_or_else(|e| Err(asks::Refused::Store(e.to_string())));
+            match resumed {
                 Ok(a) => answered = a,
                 Err(refused) => return complete(ToolResult::error(&id, refused.message())),
             }
@@ -351,6 +416,27 @@ impl ServerHandler for McpSession {
 }
 
 impl McpSession {
+    /// The state `handle` names, for a call by `owner`; else what the model
+    /// is told.
+    async fn named(&self, handle: Value, owner: &Arc<str>) -> Result<Held, String> {
+        let Value::String(handle) = handle else {
+            return Err(format!("{SESSION_ARGUMENT} must be the string {START_SESSION} returned."));
+        };
+        let (front, who, name) = (Arc::clone(&self.front), Arc::clone(owner), handle.clone());
+        let got = tokio::task::spawn_blocking(move || front.handles.get(&name, &who))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r);
+        match got {
+            Ok(Some(held)) => Ok(held),
+            Ok(None) => Err(format!(
+                "Unknown {SESSION_ARGUMENT} \"{handle}\": it was never started, belongs to another client, or ended \
+                 after a while unused. Call {START_SESSION} for a new one (files read before must be read again)."
+            )),
+            Err(e) => Err(format!("toolhost could not look up {SESSION_ARGUMENT}: {e}. Try again shortly.")),
+        }
+    }
+
     /// Runs one call through the pipeline: the state it names, its progress
     /// as notifications, its cancellation, and asks in the shape of the
     /// request's revision. `owner` is set for a sessionless request.
@@ -365,39 +451,22 @@ impl McpSession {
         let front = &self.front;
         let sent_arguments = request.arguments.unwrap_or_default();
         let mut arguments = sent_arguments.clone();
-        let (session, executor) = match &owner {
-            None => (Arc::clone(&self.session), Arc::clone(&self.executor)),
-            Some(owner) => {
-                let declared = front
-                    .host
-                    .tool(&request.name)
-                    .is_some_and(|t| t.spec().input_schema["properties"].get(SESSION_ARGUMENT).is_some());
-                match (declared, arguments.get(SESSION_ARGUMENT)) {
-                    (true, _) | (false, None) => (Arc::clone(&self.session), Arc::clone(&self.executor)),
-                    (false, Some(Value::String(handle))) => match front.handles.get(handle, owner) {
-                        Some(held) => {
-                            arguments.remove(SESSION_ARGUMENT);
-                            (held.session, held.executor)
-                        }
-                        None => {
-                            return complete(ToolResult::error(
-                                &id,
-                                format!(
-                                    "Unknown {SESSION_ARGUMENT} \"{handle}\": it was never started, belongs to \
-                                     another client, or ended after a while unused. Call {START_SESSION} for a \
-                                     new one (files read before must be read again)."
-                                ),
-                            ));
-                        }
-                    },
-                    (false, Some(_)) => {
-                        return complete(ToolResult::error(
-                            &id,
-                            format!("{SESSION_ARGUMENT} must be the string {START_SESSION} returned."),
-                        ));
-                    }
-                }
-            }
+        // The handle a sessionless call names (a tool declaring an argument
+        // of that name gets it as it is).
+        let named = owner.as_ref().and_then(|_| {
+            let declared = front
+                .host
+                .tool(&request.name)
+                .is_some_and(|t| t.spec().input_schema["properties"].get(SESSION_ARGUMENT).is_some());
+            if declared { None } else { arguments.remove(SESSION_ARGUMENT) }
+        });
+        let held = match (&owner, named) {
+            (Some(owner), Some(handle)) => self.named(handle, owner).await,
+            _ => self.own(&context).await.map_err(|e| format!("toolhost could not open the session: {e}")),
+        };
+        let Held { session, executor } = match held {
+            Ok(held) => held,
+            Err(message) => return complete(ToolResult::error(&id, message)),
         };
         // The call's progress comes here, in order, from the worker running it.
         let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel::<Progress>();
@@ -423,6 +492,7 @@ impl McpSession {
                 progress: Some(sink),
                 approver,
                 traceparent: context.meta.get_traceparent().map(str::to_string),
+                identity: Some(identity(&context)),
             },
         );
         let token = context.meta.get_progress_token();
@@ -459,15 +529,19 @@ impl McpSession {
             && let Some(question) = deferring.deferred()
         {
             let waiting = Waiting {
-                owner,
+                owner: owner.to_string(),
                 tool: request.name.to_string(),
                 arguments: sent_arguments,
                 request: question,
                 answered: deferring.answered().to_vec(),
             };
-            return match front.pending.defer(waiting) {
+            let deferring_front = Arc::clone(front);
+            let deferred = tokio::task::spawn_blocking(move || deferring_front.pending.defer(waiting))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+            return match deferred {
                 Ok(input_required) => Ok(CallToolResponse::InputRequired(input_required)),
-                Err(e) => complete(ToolResult::error(&id, format!("toolhost could not build the approval form: {e}"))),
+                Err(e) => complete(ToolResult::error(&id, format!("toolhost could not ask for approval: {e}"))),
             };
         }
         // What the call recorded (a read, for Edit's checks) is on disk

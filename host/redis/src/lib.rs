@@ -142,6 +142,14 @@ impl StateStore for RedisStore {
         let key = self.key(id);
         self.run(|c| redis::cmd("DEL").arg(&key).query::<i64>(c)).map(|_| ())
     }
+
+    fn take(&self, id: &str) -> Result<Entries, SessionError> {
+        let key = self.key(id);
+        self.run(|c| {
+            let (entries, _): (Entries, i64) = redis::pipe().atomic().hgetall(&key).del(&key).query(c)?;
+            Ok(entries)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +181,10 @@ mod tests {
         assert!(Session::in_store(&dir.root, "s1", other).unwrap().keys("").is_empty());
         a.remove("s1").unwrap();
         assert!(b.load("s1").unwrap().is_empty());
+        // Taken once: the second taker gets nothing.
+        a.apply("t", &[("k".into(), Some("v".into()))]).unwrap();
+        assert_eq!(b.take("t").unwrap().len(), 1);
+        assert!(a.take("t").unwrap().is_empty());
 
         let short = RedisStore::with(&server.url(0), Duration::from_secs(1), DEFAULT_TIMEOUT).unwrap();
         short.apply("s2", &[("k".into(), Some("v".into()))]).unwrap();

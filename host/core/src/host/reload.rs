@@ -106,6 +106,7 @@ impl Host {
         }
         let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
         inner.pipeline.swap_registry(registry, &forget);
+        inner.pipeline.metrics().reloaded();
         tracing::info!(
             added = ?change.added,
             removed = ?change.removed,

@@ -55,6 +55,9 @@ pub struct CallOptions {
     /// The W3C `traceparent` of the request that made the call (an MCP
     /// client's `_meta`), recorded in the call's span.
     pub traceparent: Option<String>,
+    /// Who asked for the call (an HTTP client's credential name), recorded
+    /// in the call's span and its audit lines.
+    pub identity: Option<Arc<str>>,
 }
 
 /// What a [`Pipeline`] is built from.
@@ -96,6 +99,7 @@ pub(crate) struct Pipeline {
     /// Instances kept for the next call of tools that declare
     /// `reuse-instance`.
     pub(super) warm: Warm,
+    pub(super) metrics: crate::metrics::Metrics,
 }
 
 impl Pipeline {
@@ -115,7 +119,17 @@ impl Pipeline {
             granted: RwLock::new(HashMap::new()),
             defer_after: parts.defer_after,
             warm: Warm::default(),
+            metrics: Default::default(),
         }
+    }
+
+    /// The host's counters, as OpenMetrics text.
+    pub(crate) fn metrics_text(&self) -> String {
+        self.metrics.text(self.sandbox.slots())
+    }
+
+    pub(crate) fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The tools of `registry` offered by name only.
@@ -218,9 +232,13 @@ impl Pipeline {
             is_error = field::Empty,
             duration_us = field::Empty,
             traceparent = field::Empty,
+            identity = field::Empty,
         );
         if let Some(parent) = &options.traceparent {
             span.record("traceparent", parent.as_str());
+        }
+        if let Some(identity) = &options.identity {
+            span.record("identity", &**identity);
         }
         let _entered = span.enter();
         // What other processes sharing the session saved since (a Read on
@@ -231,8 +249,13 @@ impl Pipeline {
             tracing::warn!(error = %e, "could not bring the session's state up to date; going on with what this process has");
         }
         let cpu_before = crate::sandbox::thread_cpu_time();
+        let running = self.metrics.started();
         let mut result = self.run(session, tool_use, options, &span);
-        let micros = started.elapsed().as_micros() as u64;
+        drop(running);
+        let took = started.elapsed();
+        let micros = took.as_micros() as u64;
+        let known = self.registry().resolve(&tool_use.name).map(|t| t.spec.name.clone());
+        self.metrics.finished(known.as_deref().unwrap_or(crate::metrics::UNKNOWN_TOOL), result.is_error, took);
         let output_bytes = result.content_bytes();
         let usage = result.usage.get_or_insert_with(Default::default);
         usage.output_bytes = output_bytes;
@@ -474,6 +497,7 @@ impl Pipeline {
             context: Vec::new(),
             stop: None,
             approver: options.approver.clone().or_else(|| self.approver.clone()),
+            identity: options.identity.clone(),
             catalog: (tool.origin == Origin::Builtin && name == TOOL_SEARCH).then(|| self.deferred_catalog(&registry)),
             warm,
             faulted: false,

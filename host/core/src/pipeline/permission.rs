@@ -241,8 +241,15 @@ impl Run<'_> {
     }
 
     pub(super) fn audit(&self, decision: &Decision, asked: bool, started: Instant) -> Result<(), String> {
+        use crate::metrics::Decided;
+        self.pipeline.metrics.decided(match decision {
+            Decision::Allow { .. } => Decided::Allow,
+            Decision::Deny { .. } => Decided::Deny,
+            Decision::Ask { .. } => Decided::Ask,
+        });
         self.pipeline.policy.audit(&AuditRecord {
             session: self.session.id(),
+            identity: self.identity.as_deref(),
             tool: self.name(),
             tool_use_id: self.id,
             mode: self.pipeline.mode.as_str(),

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// A request to the user.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AskRequest {
     /// The tool being called.
     pub tool: String,
@@ -108,7 +108,7 @@ impl Choice {
 }
 
 /// The user's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Answer {
     /// Allow this call only.
     AllowOnce,

@@ -17,6 +17,8 @@ use std::time::{Duration, SystemTime};
 /// One decision, as the audit log records it.
 pub(crate) struct AuditRecord<'a> {
     pub session: &'a str,
+    /// Who asked for the call, when a front knows (an HTTP credential's name).
+    pub identity: Option<&'a str>,
     pub tool: &'a str,
     pub tool_use_id: &'a str,
     pub mode: &'a str,
@@ -58,6 +60,9 @@ impl Audit {
         line.insert("time".into(), json!(humantime::format_rfc3339_micros(SystemTime::now()).to_string()));
         line.insert("event".into(), json!("decision"));
         line.insert("session".into(), json!(r.session));
+        if let Some(identity) = r.identity {
+            line.insert("identity".into(), json!(identity));
+        }
         line.insert("tool".into(), json!(r.tool));
         line.insert("tool_use_id".into(), json!(r.tool_use_id));
         line.insert("decision".into(), json!(decision));
@@ -129,6 +134,7 @@ mod tests {
     fn record(decision: &Decision) -> AuditRecord<'_> {
         AuditRecord {
             session: "s",
+            identity: None,
             tool: "Read",
             tool_use_id: "t",
             mode: "default",

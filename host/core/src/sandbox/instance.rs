@@ -46,23 +46,36 @@ impl Instance {
 /// Admission in front of the instance pool: a call waits for a slot instead
 /// of failing when the pool is full.
 pub(crate) struct Gate {
+    slots: usize,
     free: Mutex<usize>,
     freed: Condvar,
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Gate {
     pub(crate) fn new(slots: usize) -> Gate {
-        Gate { free: Mutex::new(slots), freed: Condvar::new() }
+        Gate { slots, free: Mutex::new(slots), freed: Condvar::new(), waiting: Default::default() }
     }
 
     /// Waits for a free slot; it is freed when the guard drops.
     pub(crate) fn enter(&self) -> GateGuard<'_> {
+        use std::sync::atomic::Ordering::Relaxed;
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        if *free == 0 {
+            self.waiting.fetch_add(1, Relaxed);
+            while *free == 0 {
+                free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+            }
+            self.waiting.fetch_sub(1, Relaxed);
         }
         *free -= 1;
         GateGuard { gate: self }
+    }
+
+    /// Slots in all, slots taken, and calls waiting for one.
+    pub(crate) fn use_now(&self) -> (usize, usize, usize) {
+        let free = *self.free.lock().unwrap_or_else(|e| e.into_inner());
+        (self.slots, self.slots - free, self.waiting.load(std::sync::atomic::Ordering::Relaxed))
     }
 }
 

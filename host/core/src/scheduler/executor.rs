@@ -71,6 +71,9 @@ pub struct CallSetup {
     /// The W3C `traceparent` of the request that made the call, recorded in
     /// the call's span.
     pub traceparent: Option<String>,
+    /// Who asked for the call (an HTTP client's credential name), recorded
+    /// in the call's span and its audit lines.
+    pub identity: Option<Arc<str>>,
 }
 
 /// The streaming executor of one session. Cheap to share: clone the `Arc`.
@@ -679,6 +682,7 @@ impl Shared {
                 on_concurrency_safe,
                 approver: setup.approver.or_else(|| shared.approver.clone()),
                 traceparent: setup.traceparent,
+                identity: setup.identity,
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();

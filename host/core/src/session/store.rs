@@ -24,6 +24,54 @@ pub trait StateStore: Send + Sync {
 
     /// Forgets session `id`.
     fn remove(&self, id: &str) -> Result<(), SessionError>;
+
+    /// Forgets session `id` and returns what it held, atomically: of two
+    /// processes taking the same session at once, one gets its entries and
+    /// the other none (what makes a one-time token good once).
+    fn take(&self, id: &str) -> Result<Entries, SessionError>;
+}
+
+/// Sessions in this process's memory: a store no other process shares.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    all: std::sync::Mutex<BTreeMap<String, Entries>>,
+}
+
+impl MemoryStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entries>> {
+        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl StateStore for MemoryStore {
+    fn load(&self, id: &str) -> Result<Entries, SessionError> {
+        Ok(self.lock().get(id).cloned().unwrap_or_default())
+    }
+
+    fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
+        let mut all = self.lock();
+        let entries = all.entry(id.to_string()).or_default();
+        for (key, value) in changes {
+            match value {
+                Some(v) => entries.insert(key.clone(), v.clone()),
+                None => entries.remove(key),
+            };
+        }
+        let merged = entries.clone();
+        if merged.is_empty() {
+            all.remove(id);
+        }
+        Ok(merged)
+    }
+
+    fn remove(&self, id: &str) -> Result<(), SessionError> {
+        self.lock().remove(id);
+        Ok(())
+    }
+
+    fn take(&self, id: &str) -> Result<Entries, SessionError> {
+        Ok(self.lock().remove(id).unwrap_or_default())
+    }
 }
 
 /// Sessions in files: `<data dir>/sessions/<id>/state.json`, changed under
@@ -93,5 +141,20 @@ impl StateStore for FileStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(source) => Err(SessionError::Io { path, source }),
         }
+    }
+
+    fn take(&self, id: &str) -> Result<Entries, SessionError> {
+        super::validate_id(id)?;
+        let dir = self.dir.join(id);
+        if !dir.exists() {
+            return Ok(Entries::new());
+        }
+        let io = |source| SessionError::Io { path: dir.clone(), source };
+        let lock =
+            OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("state.lock")).map_err(io)?;
+        lock.lock().map_err(io)?;
+        let entries = self.read(id)?;
+        self.remove(id)?;
+        Ok(entries)
     }
 }

@@ -1,0 +1,168 @@
+//! What a host counts for its operator: calls by tool and outcome and how
+//! long they took, permission decisions, calls running, instance slots and
+//! the calls waiting for one, and reloads. [`crate::Host::metrics_text`]
+//! writes them in the OpenMetrics text format Prometheus scrapes.
+//!
+//! Label values come from the host, never from a model: a call of a tool
+//! the host does not have counts under `tool="(unknown)"`, so a model
+//! naming tools at random cannot grow the series without bound.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+/// What the permission step decided.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) enum Decided {
+    Allow,
+    Deny,
+    Ask,
+}
+
+impl Decided {
+    fn label(self) -> &'static str {
+        match self {
+            Decided::Allow => "allow",
+            Decided::Deny => "deny",
+            Decided::Ask => "ask",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabel {
+    decision: &'static str,
+}
+
+/// The tool label of a call naming no tool the host has.
+pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
+
+/// The counters of one host.
+pub(crate) struct Metrics {
+    calls: Family<CallLabels, Counter>,
+    durations: Family<ToolLabel, Histogram>,
+    decisions: Family<DecisionLabel, Counter>,
+    running: Gauge,
+    reloads: Counter,
+    slots: Gauge,
+    slots_taken: Gauge,
+    waiting: Gauge,
+    registry: Registry,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let calls = Family::<CallLabels, Counter>::default();
+        // 100 µs to about 100 s, a factor of 4 apart.
+        let durations = Family::<ToolLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0001, 4.0, 11))
+        });
+        let decisions = Family::<DecisionLabel, Counter>::default();
+        let (running, reloads) = (Gauge::default(), Counter::default());
+        let (slots, slots_taken, waiting) = (Gauge::default(), Gauge::default(), Gauge::default());
+        let mut registry = Registry::with_prefix("toolhost");
+        registry.register("calls", "Tool calls finished, by tool and outcome", calls.clone());
+        registry.register("call_duration_seconds", "How long tool calls took, by tool", durations.clone());
+        registry.register("decisions", "Permission decisions, by decision", decisions.clone());
+        registry.register("calls_running", "Tool calls running now", running.clone());
+        registry.register("reloads", "Reloads of the plugins directory that changed the tools", reloads.clone());
+        registry.register("instance_slots", "Instance slots in all (calls with an instance at once)", slots.clone());
+        registry.register("instance_slots_taken", "Instance slots taken now", slots_taken.clone());
+        registry.register("calls_waiting_for_a_slot", "Calls waiting for an instance slot now", waiting.clone());
+        Metrics { calls, durations, decisions, running, reloads, slots, slots_taken, waiting, registry }
+    }
+}
+
+/// Counts a call as running while it lives.
+pub(crate) struct Running<'m>(&'m Metrics);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.dec();
+    }
+}
+
+impl Metrics {
+    pub(crate) fn started(&self) -> Running<'_> {
+        self.running.inc();
+        Running(self)
+    }
+
+    pub(crate) fn finished(&self, tool: &str, is_error: bool, took: Duration) {
+        let outcome = if is_error { "error" } else { "ok" };
+        self.calls.get_or_create(&CallLabels { tool: tool.to_string(), outcome }).inc();
+        self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn decided(&self, decision: Decided) {
+        self.decisions.get_or_create(&DecisionLabel { decision: decision.label() }).inc();
+    }
+
+    /// Calls running now.
+    pub(crate) fn running_now(&self) -> usize {
+        self.running.get().max(0) as usize
+    }
+
+    pub(crate) fn reloaded(&self) {
+        self.reloads.inc();
+    }
+
+    /// Everything, as OpenMetrics text, with the slots as they are now.
+    pub(crate) fn text(&self, (slots, taken, waiting): (usize, usize, usize)) -> String {
+        self.slots.set(slots as i64);
+        self.slots_taken.set(taken as i64);
+        self.waiting.set(waiting as i64);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_come_out_as_openmetrics_text() {
+        let m = Metrics::default();
+        {
+            let _running = m.started();
+            assert!(m.text((4, 1, 0)).contains("toolhost_calls_running 1\n"));
+        }
+        m.finished("Read", false, Duration::from_millis(3));
+        m.finished("Read", true, Duration::from_millis(300));
+        m.decided(Decided::Allow);
+        m.reloaded();
+        let text = m.text((4, 2, 1));
+        for line in [
+            "toolhost_calls_total{tool=\"Read\",outcome=\"ok\"} 1",
+            "toolhost_calls_total{tool=\"Read\",outcome=\"error\"} 1",
+            "toolhost_call_duration_seconds_count{tool=\"Read\"} 2",
+            "toolhost_decisions_total{decision=\"allow\"} 1",
+            "toolhost_calls_running 0",
+            "toolhost_reloads_total 1",
+            "toolhost_instance_slots 4",
+            "toolhost_instance_slots_taken 2",
+            "toolhost_calls_waiting_for_a_slot 1",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+    }
+}
