@@ -8,7 +8,9 @@ mod support;
 
 mod bash;
 mod check;
+mod cluster;
 mod compat;
+mod deploy;
 mod durability;
 mod file_tools;
 mod grants;
