@@ -215,3 +215,23 @@ pub fn session_paths(data: &[u8]) {
         assert!(session.results_dir().starts_with(dir));
     }
 }
+
+/// A token file (`serve --token-file`): never a panic; what it gives is at
+/// least one credential, each name and token well-formed and used once,
+/// and a request carrying one of the tokens is that credential's holder.
+pub fn token_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(credentials) = toolhost_mcp::parse_credentials(text) else { return };
+    assert!(!credentials.is_empty());
+    for (i, c) in credentials.iter().enumerate() {
+        assert!(!c.name.is_empty() && c.name.len() <= 128, "{c:?}");
+        assert!(c.token.len() >= 16 && c.token.bytes().all(|b| b.is_ascii_graphic()), "{c:?}");
+        assert!(!format!("{c:?}").contains(&c.token), "a token shows in Debug");
+        for other in &credentials[i + 1..] {
+            assert!(other.name != c.name && other.token != c.token, "used twice: {c:?}, {other:?}");
+        }
+        // The file read again, this credential alone, names the same holder.
+        let line = format!("{} {}\n", c.name, c.token);
+        assert_eq!(toolhost_mcp::parse_credentials(&line).as_deref(), Ok(std::slice::from_ref(c)));
+    }
+}

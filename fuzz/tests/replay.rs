@@ -138,6 +138,7 @@ targets!(
     mcp_sessionless,
     mcp_http,
     session_paths,
+    token_file,
     notebook_json,
     read_notebook,
     read_pdf,
