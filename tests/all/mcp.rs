@@ -108,7 +108,17 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(sb: &Sandbox, token: Option<&str>) -> HttpServer {
+        HttpServer::start_as(sb, token, None)
+    }
+
+    /// One of several instances named `instance.0` sharing state in the
+    /// Redis at `instance.1`, with a data directory of its own.
+    fn start_as(sb: &Sandbox, token: Option<&str>, instance: Option<(&str, &str)>) -> HttpServer {
         let mut cmd = toolhost_command(sb);
+        if let Some((name, state)) = instance {
+            cmd.env("TOOLHOST_DATA_DIR", sb.root.join(format!("data-{name}")));
+            cmd.args(["--instance", name, "--state", state]);
+        }
         // A port alone binds loopback.
         cmd.args(RULES).args(["serve", "--http", "0"]).stdin(Stdio::null()).stderr(Stdio::piped());
         match token {
@@ -282,6 +292,48 @@ fn main_over_http(line: Line, mode: Mode) {
     sb.write("kept.txt", "x\n");
     scenario(&sb, line, &config(&sb), "elicit", &["elicitation: allow once, deny with a reason"]);
     scenario(&sb, line, &with_plugins(&sb, config(&sb)), "reload", &[RELOAD]);
+}
+
+/// The Python SDK through a real haproxy in front of three instances
+/// sharing a real Redis: sessions of the older revisions hashed to an
+/// instance by their `Mcp-Session-Id` (as the Kubernetes route does), and
+/// 2026-07-28 requests sent round, each to the next instance, with the
+/// approval asked on one instance answered on another.
+#[test]
+fn python_sdk_2_through_haproxy_over_three_instances_sharing_redis() {
+    use toolhost_tests::haproxy::{Balance, Haproxy};
+    let redis = toolhost_tests::redis::RedisServer::start();
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let token = "cluster-token-0123456789";
+    let servers: Vec<HttpServer> = ["a", "b", "c"]
+        .into_iter()
+        .map(|name| HttpServer::start_as(&sb, Some(token), Some((name, &redis.url(0)))))
+        .collect();
+    let addrs: Vec<String> =
+        servers.iter().map(|s| s.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string()).collect();
+    let config = |url: String, mode: Mode| {
+        in_mode(serde_json::json!({"url": url, "token": token, "workspace": sb.workspace}), mode)
+    };
+    let hashed = Haproxy::start(&addrs, Balance::SessionHeader);
+    scenario(&sb, Line::V2, &config(hashed.url(), Mode::Legacy), "main", MAIN);
+    let round = Haproxy::start(&addrs, Balance::RoundRobin);
+    sb.write("kept.txt", "x\n");
+    sb.write("allowed.txt", "x\n");
+    scenario(&sb, Line::V2, &config(round.url(), Mode::Pinned), "replay", &[REPLAY]);
+    // The calls were spread: more than one instance ran some.
+    let ran: Vec<f64> = servers
+        .iter()
+        .map(|server| {
+            let (_, metrics) = raw_http(&server.url.replace("/mcp", "/metrics"), "GET", &[], "");
+            metrics
+                .lines()
+                .filter(|l| l.starts_with("toolhost_calls_total{"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        })
+        .collect();
+    assert!(ran.iter().filter(|&&n| n > 0.0).count() >= 2, "calls per instance: {ran:?}");
 }
 
 /// The 2.x line as clients use it: it finds 2026-07-28 and speaks it.

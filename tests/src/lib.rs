@@ -8,6 +8,7 @@ use std::process::Command;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+pub mod haproxy;
 pub mod js;
 pub mod python;
 pub mod redis;
