@@ -443,6 +443,11 @@ pub async fn serve_http(
             },
             () = shutdown.cancelled() => break,
         };
+        // Small responses go out at once: without it, a proxy keeping its
+        // connection open waits on each one for a delayed ACK (about 40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+        }
         let served = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
             .serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service.clone())
             .into_owned();
