@@ -276,7 +276,7 @@ impl Pending {
     /// the state uses nothing up; then taken, so of two retries on two
     /// instances only one gets it.
     fn take_shared(store: &dyn StateStore, state: &str, owner: &str) -> Result<Waiting, Refused> {
-        if !state.starts_with("approval_") {
+        if !crate::could_be(state, "approval_") {
             return Err(Refused::Unknown);
         }
         let id = crate::record_id(state);

@@ -137,7 +137,7 @@ impl Handles {
     /// Blocks on the shared store, if any.
     pub(crate) fn get(&self, handle: &str, owner: &str) -> Result<Option<Held>, String> {
         let Some(store) = &self.shared else { return Ok(self.get_here(handle, owner)) };
-        if !handle.starts_with(PREFIX) {
+        if !crate::could_be(handle, PREFIX) {
             return Ok(None);
         }
         let id = crate::record_id(handle);

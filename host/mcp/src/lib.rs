@@ -142,6 +142,12 @@ pub(crate) fn record_id(id: &str) -> String {
     format!("{id}.front")
 }
 
+/// Whether `id`, from a client, can be one the server made with `prefix`
+/// (`unguessable_id`): anything else is unknown without asking the store.
+pub(crate) fn could_be(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// The persistent session holding the state of HTTP session `id` (older
 /// revisions), when instances share state.
 pub(crate) fn http_session_id(id: &str) -> String {
