@@ -385,7 +385,10 @@ const TS_CLIENT: &str = "@modelcontextprotocol/client@2.4.0";
 fn ts_scenario(sb: &Sandbox, config: &serde_json::Value) {
     let prefix = toolhost_tests::repo_root().join("target").join("mcp-node");
     let modules = toolhost_tests::toolchain::npm(&prefix, TS_CLIENT);
-    let script = modules.parent().expect("the prefix").join(format!("client-{}.mjs", std::process::id()));
+    // One copy per call: tests run at once in this process.
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let copy = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let script = modules.parent().expect("the prefix").join(format!("client-{}-{copy}.mjs", std::process::id()));
     std::fs::copy(toolhost_tests::repo_root().join("tests").join("mcp").join("client.mjs"), &script)
         .expect("copy client.mjs");
     let config_file = sb.root.join("mcp-ts.json");
