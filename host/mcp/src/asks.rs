@@ -196,11 +196,6 @@ const MAX_WAITING: usize = 256;
 const WAITING: &str = "waiting";
 const UNTIL: &str = "until";
 
-/// Milliseconds since the epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Pending {
     pub(crate) fn new(expiry: Duration, shared: Option<Arc<dyn StateStore>>) -> Pending {
         Pending { expiry, waiting: Mutex::new(HashMap::new()), shared }
@@ -212,7 +207,7 @@ impl Pending {
         let params = form(&waiting.request)?;
         let state = toolhost::unguessable_id("approval_");
         if let Some(store) = &self.shared {
-            let until = now_ms() + self.expiry.as_millis() as u64;
+            let until = crate::now_ms() + self.expiry.as_millis() as u64;
             let record = serde_json::to_string(&waiting).map_err(|e| e.to_string())?;
             store
                 .apply(
@@ -286,12 +281,12 @@ impl Pending {
         };
         let looked = store.load(&id).map_err(|e| Refused::Store(e.to_string()))?;
         match parse(&looked) {
-            Some((w, until)) if w.owner == owner && now_ms() < until => {}
+            Some((w, until)) if w.owner == owner && crate::now_ms() < until => {}
             _ => return Err(Refused::Unknown),
         }
         let taken = store.take(&id).map_err(|e| Refused::Store(e.to_string()))?;
         match parse(&taken) {
-            Some((w, until)) if w.owner == owner && now_ms() < until => Ok(w),
+            Some((w, until)) if w.owner == owner && crate::now_ms() < until => Ok(w),
             _ => Err(Refused::Unknown),
         }
     }

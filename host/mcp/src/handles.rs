@@ -107,7 +107,7 @@ impl Handles {
         let session = match &self.shared {
             Some(store) => {
                 let record =
-                    [(OWNER.into(), Some(owner.to_string())), (USED.into(), Some(crate::asks::now_ms().to_string()))];
+                    [(OWNER.into(), Some(owner.to_string())), (USED.into(), Some(crate::now_ms().to_string()))];
                 store.apply(&crate::record_id(&handle), &record).map_err(|e| e.to_string())?;
                 self.host.session(&handle).map_err(|e| e.to_string())?
             }
@@ -143,7 +143,7 @@ impl Handles {
         let id = crate::record_id(handle);
         let record = store.load(&id).map_err(|e| e.to_string())?;
         let used: Option<u64> = record.get(USED).and_then(|u| u.parse().ok());
-        let now = crate::asks::now_ms();
+        let now = crate::now_ms();
         let (Some(made_by), Some(used)) = (record.get(OWNER), used) else {
             // Ended, here too.
             self.forget_here(handle);

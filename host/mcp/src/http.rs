@@ -15,7 +15,7 @@
 //! state store, with their state: a session made on one instance goes on
 //! at any other sharing the store, and one deleted is gone on all of them.
 
-use crate::{Front, Identity, McpSession, ServeConfig, ServeError};
+use crate::{Front, Identity, McpSession, ServeConfig, ServeError, blocking};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionManager as _, SessionState, SessionStore};
 use std::collections::HashMap;
@@ -121,11 +121,6 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The store entries of an HTTP session's record.
 const OWNER: &str = "owner";
 const INITIALIZE: &str = "initialize";
-
-/// Runs `f` on a blocking thread: the state store's calls block.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string()).and_then(|r| r)
-}
 
 /// The record of HTTP session `id` in a store.
 fn record_of(id: &str) -> Result<String, String> {

@@ -142,6 +142,20 @@ pub(crate) fn record_id(id: &str) -> String {
     format!("{id}.front")
 }
 
+/// Runs `f` on a blocking thread: the state store's calls block, and the
+/// protocol thread must not.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string()).and_then(|r| r)
+}
+
+/// Milliseconds since the epoch: when records in a shared store were
+/// written, and until when they hold.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Whether `id`, from a client, can be one the server made with `prefix`
 /// (`unguessable_id`): anything else is unknown without asking the store.
 pub(crate) fn could_be(id: &str, prefix: &str) -> bool {
@@ -199,10 +213,7 @@ impl McpSession {
         let session = match shared_id {
             Some(id) => {
                 let host = front.host.clone();
-                tokio::task::spawn_blocking(move || host.session(&id))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())?
+                blocking(move || host.session(&id).map_err(|e| e.to_string())).await?
             }
             None => front.host.ephemeral_session(),
         };
@@ -381,8 +392,7 @@ impl ServerHandler for McpSession {
         if request.name == START_SESSION {
             let front = Arc::clone(&self.front);
             let starter = Arc::clone(&owner);
-            let started = tokio::task::spawn_blocking(move || front.handles.start(&starter)).await;
-            let handle = match started.map_err(|e| e.to_string()).and_then(|r| r) {
+            let handle = match blocking(move || front.handles.start(&starter)).await {
                 Ok(handle) => handle,
                 Err(e) => return complete(ToolResult::error(&id, format!("Could not start a session: {e}"))),
             };
@@ -407,11 +417,10 @@ impl ServerHandler for McpSession {
             let front = Arc::clone(&self.front);
             let (who, tool, responses) =
                 (Arc::clone(&owner), request.name.to_string(), request.input_responses.clone());
-            let resumed = tokio::task::spawn_blocking(move || {
-                front.pending.resume(&state, &who, &tool, &arguments, responses.as_ref())
-            })
-            .await
-            .unwrap_or_else(|e| Err(asks::Refused::Store(e.to_string())));
+            let resumed =
+                blocking(move || Ok(front.pending.resume(&state, &who, &tool, &arguments, responses.as_ref())))
+                    .await
+                    .unwrap_or_else(|e| Err(asks::Refused::Store(e)));
             match resumed {
                 Ok(a) => answered = a,
                 Err(refused) => return complete(ToolResult::error(&id, refused.message())),
@@ -429,11 +438,7 @@ impl McpSession {
             return Err(format!("{SESSION_ARGUMENT} must be the string {START_SESSION} returned."));
         };
         let (front, who, name) = (Arc::clone(&self.front), Arc::clone(owner), handle.clone());
-        let got = tokio::task::spawn_blocking(move || front.handles.get(&name, &who))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r);
-        match got {
+        match blocking(move || front.handles.get(&name, &who)).await {
             Ok(Some(held)) => Ok(held),
             Ok(None) => Err(format!(
                 "Unknown {SESSION_ARGUMENT} \"{handle}\": it was never started, belongs to another client, or ended \
@@ -542,10 +547,7 @@ impl McpSession {
                 answered: deferring.answered().to_vec(),
             };
             let deferring_front = Arc::clone(front);
-            let deferred = tokio::task::spawn_blocking(move || deferring_front.pending.defer(waiting))
-                .await
-                .unwrap_or_else(|e| Err(e.to_string()));
-            return match deferred {
+            return match blocking(move || deferring_front.pending.defer(waiting)).await {
                 Ok(input_required) => Ok(CallToolResponse::InputRequired(input_required)),
                 Err(e) => complete(ToolResult::error(&id, format!("toolhost could not ask for approval: {e}"))),
             };
