@@ -6,7 +6,6 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use toolhost_tests::redis::RedisServer;
@@ -39,19 +38,7 @@ impl Instance {
         cmd.args(["--allow", "Edit", "--allow", "Bash(sleep:*)"]).args(extra);
         cmd.stdin(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start toolhost serve --http");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).expect("stderr") > 0, "instance {name} ended before serving");
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_string();
-            }
-        };
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
-        });
+        let url = toolhost_tests::serving_url(&mut child, &format!("instance {name}"));
         Instance { child, url, name }
     }
 
@@ -195,13 +182,6 @@ fn handle_of(answer: &Answer) -> String {
     text[at..].split('"').next().unwrap().to_string()
 }
 
-/// A modification time two seconds on: a rewrite is seen as one whatever
-/// the filesystem's clock.
-fn bump(file: &std::path::Path) {
-    let later = std::time::SystemTime::now() + Duration::from_secs(2);
-    std::fs::File::options().write(true).open(file).unwrap().set_modified(later).unwrap();
-}
-
 #[test]
 fn a_session_goes_on_at_any_instance_sharing_redis() {
     let redis = RedisServer::start();
@@ -222,7 +202,7 @@ fn a_session_goes_on_at_any_instance_sharing_redis() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
     // A change made outside is caught as stale on C.
     std::fs::write(&file, "changed outside\n").unwrap();
-    bump(&file);
+    filetime_bump(&file);
     alice.call(&c, "Edit", edit("changed", "again")).error("modified since");
     // Another identity presenting the session is told it does not exist.
     let mut mallory = Legacy { session: alice.session.clone(), token: BOB, next: 10 };

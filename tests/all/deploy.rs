@@ -6,7 +6,6 @@
 
 use crate::support::*;
 use serde_json::Value;
-use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use toolhost_tests::redis::RedisServer;
 
@@ -112,15 +111,7 @@ fn the_deployment_s_command_line_serves_and_answers_its_probes() {
         };
     }
     let mut child = cmd.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start the pod's command");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "the pod's command ended: {args:?}");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_string();
-        }
-    };
+    let url = toolhost_tests::serving_url(&mut child, &format!("the pod's command {args:?}"));
     for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
         let path = container[probe]["httpGet"]["path"].as_str().expect("an HTTP probe");
         let (status, body) = raw_http(&url.replace("/mcp", path), "GET", &[], "");

@@ -4,7 +4,7 @@
 //! own client.
 
 use crate::support::{Sandbox, raw_http, toolhost_command};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -126,21 +126,7 @@ impl HttpServer {
             None => cmd.env_remove("TOOLHOST_HTTP_TOKEN"),
         };
         let mut child = cmd.spawn().expect("start toolhost serve --http");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            let n = stderr.read_line(&mut line).expect("read stderr");
-            assert!(n > 0, "toolhost serve --http ended before serving");
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
-        });
+        let url = toolhost_tests::serving_url(&mut child, "toolhost serve --http");
         assert!(url.starts_with("http://127.0.0.1:"), "{url}");
         HttpServer { child, url }
     }

@@ -85,11 +85,3 @@ fn an_unreachable_store_is_refused_at_start() {
     assert_ne!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("opening the state store") && out.stderr.contains("Redis"), "{out:?}");
 }
-
-/// Moves `file`'s modification time forward a second, so a rewrite within
-/// the same second as the read is seen as a change however coarse the
-/// filesystem's clock.
-fn filetime_bump(file: &std::path::Path) {
-    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
-    std::fs::File::options().write(true).open(file).unwrap().set_modified(later).unwrap();
-}

@@ -153,3 +153,25 @@ pub fn put_atomically(file: &Path, bytes: &[u8]) {
     std::fs::write(&temp, bytes).expect("write");
     std::fs::rename(&temp, file).expect("rename");
 }
+
+/// The URL a `toolhost serve --http` child (its stderr piped) prints when it
+/// serves (`http://ADDR/mcp`). Its stderr is drained from then on, so the
+/// server never blocks writing to it. Panics, naming `what`, if it ends
+/// before serving.
+pub fn serving_url(child: &mut std::process::Child, what: &str) -> String {
+    use std::io::{BufRead as _, Read as _};
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("a piped stderr"));
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).expect("read stderr") > 0, "{what} ended before serving");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = stderr.read_to_string(&mut sink);
+    });
+    url
+}

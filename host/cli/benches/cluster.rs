@@ -14,7 +14,7 @@
 //! the ratio to the baseline. Everything runs on this machine: the
 //! instances share its cores with haproxy, Redis and the clients.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -50,19 +50,8 @@ fn instance(dir: &std::path::Path, name: &str, state: Option<&str>) -> Instance 
     }
     cmd.args(["serve", "--http", "0"]).stdin(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("start toolhost serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).expect("stderr") > 0, "toolhost serve ended");
-        if let Some(at) = line.find("http://") {
-            break line[at + 7..].trim().trim_end_matches("/mcp").to_string();
-        }
-    };
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = stderr.read_to_string(&mut sink);
-    });
+    let url = toolhost_tests::serving_url(&mut child, "toolhost serve");
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
     Instance(child, addr)
 }
 
