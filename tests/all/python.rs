@@ -130,3 +130,51 @@ fn calc_through_serve_lists_calls_reports_progress_and_fails_cleanly() {
         client
     });
 }
+
+/// A tool without `reuse-instance` gets a fresh instance for every call, also
+/// when the host made that instance ahead (a spare, made while no call ran):
+/// its module-state counter says 1 every time, and the host's log shows the
+/// spares served.
+#[test]
+fn each_call_of_a_fresh_instance_tool_sees_a_new_instance_also_from_a_spare() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let sb = Sandbox::new();
+    install(&sb, faults(), "faults.wasm");
+    let mut child = toolhost_command(&sb)
+        .args(["--allow", "PyFaults", "run", "--max-concurrency", "1"])
+        .env("RUST_LOG", "toolhost=debug")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start toolhost");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // One call at a time, with a pause between them (as an agent's calls
+    // come): the spare of the next call is made in the pause.
+    for n in 0..6 {
+        let line = json!({"type": "tool_use", "id": format!("c{n}"), "name": "PyFaults", "input": {"do": "count"}});
+        writeln!(stdin, "{line}").unwrap();
+        let result = loop {
+            let mut text = String::new();
+            assert!(stdout.read_line(&mut text).unwrap() > 0, "the stream ended");
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v["type"] == "tool_result" {
+                break v;
+            }
+        };
+        assert_eq!(content_text(&result), "served 1", "call {n}: {result}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let log = log.join().unwrap();
+    let spares = log.lines().filter(|l| l.contains("instance=\"spare\"") && l.contains("call finished")).count();
+    assert!(spares >= 3, "spares served {spares} of the 5 calls after the first:\n{log}");
+}

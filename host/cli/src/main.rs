@@ -70,6 +70,12 @@ struct Cli {
     /// switch to that. `off`: always compile optimized, at once
     #[arg(long, global = true, env = "TOOLHOST_QUICK_COMPILE_ABOVE", default_value = "1024", value_name = "KIB|off")]
     quick_compile_above: QuickAbove,
+    /// A tool whose fresh instance took at least this many microseconds to
+    /// make (an interpreter's) gets the instance of its next call made
+    /// ahead, while no call runs; each call still gets a fresh instance.
+    /// `off`: each call makes its own
+    #[arg(long, global = true, env = "TOOLHOST_SPARE_INSTANCES_ABOVE", default_value = "250", value_name = "US|off")]
+    spare_instances_above: SpareAbove,
     /// Keep tools loaded quick on their quick code, even in `run` and
     /// `serve` (for measuring that code)
     #[arg(long, global = true, hide = true)]
@@ -101,6 +107,23 @@ impl std::str::FromStr for QuickAbove {
                 .parse::<usize>()
                 .map(|kib| QuickAbove(Some(kib.saturating_mul(1024))))
                 .map_err(|_| format!("`{kib}` is neither a size in KiB nor `off`")),
+        }
+    }
+}
+
+/// `--spare-instances-above`: microseconds, or `off`.
+#[derive(Clone, Copy)]
+struct SpareAbove(Option<Duration>);
+
+impl std::str::FromStr for SpareAbove {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(SpareAbove(None)),
+            us => us
+                .parse::<u64>()
+                .map(|us| SpareAbove(Some(Duration::from_micros(us))))
+                .map_err(|_| format!("`{us}` is neither a number of microseconds nor `off`")),
         }
     }
 }
@@ -343,6 +366,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // that lives to use it.
     builder =
         builder.quick_compile_above(cli.quick_compile_above.0).optimize_in_background(long_running && !cli.no_optimize);
+    builder = builder.spare_instances_above(cli.spare_instances_above.0);
     if std::io::stderr().is_terminal() {
         builder = builder.compile_progress(Arc::new(show_compile));
     }

@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What the permission step decided.
@@ -88,6 +89,9 @@ impl Default for Metrics {
     }
 }
 
+/// Whether any call is running.
+pub(crate) type Busy = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Counts a call as running while it lives.
 pub(crate) struct Running<'m>(&'m Metrics);
 
@@ -116,6 +120,12 @@ impl Metrics {
     /// Calls running now.
     pub(crate) fn running_now(&self) -> usize {
         self.running.get().max(0) as usize
+    }
+
+    /// Tells whether any call is running, from any thread.
+    pub(crate) fn busy(&self) -> Busy {
+        let running = self.running.clone();
+        Arc::new(move || running.get() > 0)
     }
 
     pub(crate) fn reloaded(&self) {

@@ -23,10 +23,12 @@ pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod result;
 mod run;
+mod spare;
 mod warm;
 
 pub use crate::sandbox::Usage;
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
 pub use result::{Content, ToolResult};
+pub(crate) use spare::{SPARE_ABOVE, SPARE_INSTANCES};
 pub(crate) use warm::WARM_INSTANCES;

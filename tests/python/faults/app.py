@@ -1,8 +1,14 @@
 """A Python test tool whose faults the helper must turn into answers: an
 exception in `call` (an internal error with its traceback), a classification
-that raises (answered False), output written with print (the host's log)."""
+that raises (answered False), output written with print (the host's log).
+It keeps no instance between calls (no `reuse_instance`), and counts its
+calls in module state: every call must see a count of 1."""
 
 import toolhost
+
+
+# Calls this instance served: more than one if an instance served two calls.
+SERVED = 0
 
 
 def divide(a, b):
@@ -14,7 +20,7 @@ class PyFaults(toolhost.Tool):
     description = "Misbehaves on request."
     input_schema = {
         "type": "object",
-        "properties": {"do": {"enum": ["raise", "print", "tool-error", "ok"]}},
+        "properties": {"do": {"enum": ["raise", "print", "tool-error", "ok", "count"]}},
         "required": ["do"],
     }
 
@@ -22,7 +28,11 @@ class PyFaults(toolhost.Tool):
         raise RuntimeError("cannot tell")
 
     def call(self, input, ctx):
+        global SERVED
+        SERVED += 1
         what = input["do"]
+        if what == "count":
+            return f"served {SERVED}"
         if what == "raise":
             return divide(1, 0)
         if what == "print":

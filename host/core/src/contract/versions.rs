@@ -78,6 +78,15 @@ macro_rules! versions {
             [$($since),+].into_iter().find(|since| version >= *since)
         }
 
+        // Cheap: the linked component is shared.
+        impl<T: 'static> Clone for ToolPre<T> {
+            fn clone(&self) -> Self {
+                match self {
+                    $(ToolPre::$variant(pre) => ToolPre::$variant(pre.clone()),)+
+                }
+            }
+        }
+
         impl<T: 'static> ToolPre<T> {
             /// The bindings for a component built against contract
             /// `version` (one this host loads, see [`Version::support`]).

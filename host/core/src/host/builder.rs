@@ -83,6 +83,7 @@ pub struct HostBuilder {
     quick_above: Option<Option<usize>>,
     /// `None`: the default (yes).
     optimize: Option<bool>,
+    spares_above: Option<Option<Duration>>,
 }
 
 /// Reads the operator's `toolGrants` afresh (see
@@ -210,6 +211,16 @@ impl HostBuilder {
         self
     }
 
+    /// A tool whose fresh instance took at least `took` to make gets the
+    /// instance of its next call made ahead, on another thread, still fresh
+    /// and used by that one call only (see `docs/sandbox.md`). `None`: every
+    /// call makes its own. Default: 250 µs (an interpreter's instance, not a
+    /// small Rust tool's).
+    pub fn spare_instances_above(mut self, took: Option<Duration>) -> Self {
+        self.spares_above = Some(took);
+        self
+    }
+
     /// Whether a tool loaded quick is compiled optimized in the background
     /// (into the cache) and then served by its optimized form. A one-shot
     /// command, which would end before, says no: its tools stay quick, and
@@ -261,8 +272,8 @@ impl HostBuilder {
         let instances = self.instances.unwrap_or(DEFAULT_INSTANCES);
         let most_memory = settings.tool_grants.values().filter_map(|g| g.memory_mib).max().unwrap_or(0);
         let most_memory = usize::try_from(most_memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances, crate::pipeline::WARM_INSTANCES)
-            .map_err(HostError::Engine)?;
+        let kept = crate::pipeline::WARM_INSTANCES + crate::pipeline::SPARE_INSTANCES;
+        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances, kept).map_err(HostError::Engine)?;
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         crate::shell::cache_in(cache_dir.clone());
@@ -310,6 +321,7 @@ impl HostBuilder {
             approver: self.approver,
             confinement: self.confinement,
             defer_after: settings.defer_tools_after.unwrap_or(crate::registry::DEFAULT_DEFER_AFTER),
+            spares_above: self.spares_above.unwrap_or(Some(crate::pipeline::SPARE_ABOVE)),
         });
         let state = self.state.unwrap_or_else(|| Arc::new(FileStore::new(&data_dir)));
         let inner = Arc::new(Inner {

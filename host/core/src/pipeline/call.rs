@@ -6,6 +6,7 @@
 
 use super::result::ToolResult;
 use super::run::{Run, fault_result, wit_mode};
+use super::spare::{self, Spares};
 use super::warm::{self, Warm};
 use crate::contract::bindings::CallContext;
 use crate::fsx::{Dirs, normalize, resolve};
@@ -14,7 +15,7 @@ use crate::imports::{CallScope, ProgressSink};
 use crate::policy::{Approver, PermissionMode, Policy};
 use crate::process::{BackgroundRegistry, Confinement};
 use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, TOOL_SEARCH};
-use crate::sandbox::{CallLimits, Sandbox};
+use crate::sandbox::{CallLimits, Instance, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -74,6 +75,8 @@ pub(crate) struct Parts {
     pub confinement: Confinement,
     /// Third-party tools offered in full before the rest are deferred.
     pub defer_after: usize,
+    /// Tools whose instances take this long to make get spares.
+    pub spares_above: Option<std::time::Duration>,
 }
 
 /// Everything one call needs, built once per host.
@@ -99,11 +102,14 @@ pub(crate) struct Pipeline {
     /// Instances kept for the next call of tools that declare
     /// `reuse-instance`.
     pub(super) warm: Warm,
+    /// Fresh instances made ahead for tools slow to instantiate.
+    pub(super) spares: Spares,
     pub(super) metrics: crate::metrics::Metrics,
 }
 
 impl Pipeline {
     pub(crate) fn new(parts: Parts) -> Pipeline {
+        let metrics = crate::metrics::Metrics::default();
         Pipeline {
             cwd_text: parts.dirs.cwd.to_string_lossy().into_owned(),
             working_text: parts.dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
@@ -119,7 +125,8 @@ impl Pipeline {
             granted: RwLock::new(HashMap::new()),
             defer_after: parts.defer_after,
             warm: Warm::default(),
-            metrics: Default::default(),
+            spares: Spares::new(parts.spares_above, metrics.busy()),
+            metrics,
         }
     }
 
@@ -250,8 +257,13 @@ impl Pipeline {
         }
         let cpu_before = crate::sandbox::thread_cpu_time();
         let running = self.metrics.started();
-        let mut result = self.run(session, tool_use, options, &span);
+        let mut next = None;
+        let mut result = self.run(session, tool_use, options, &span, &mut next);
         drop(running);
+        // The next call's fresh instance, made while none runs.
+        if let Some((key, make)) = next {
+            self.spares.order(key, &self.registry(), make);
+        }
         let took = started.elapsed();
         let micros = took.as_micros() as u64;
         let known = self.registry().resolve(&tool_use.name).map(|t| t.spec.name.clone());
@@ -365,6 +377,7 @@ impl Pipeline {
         tool_use: &ToolUse,
         options: &CallOptions,
         span: &tracing::Span,
+        next: &mut Option<(spare::Key, spare::Make<Instance>)>,
     ) -> ToolResult {
         let id = tool_use.id.as_str();
         // 1. Lookup (disabled tools are not in the pool, so not callable),
@@ -439,17 +452,47 @@ impl Pipeline {
         // if one was kept for these grants and directories.
         let warm = tool.spec.reuse_instance.then(|| warm::Key::new(session, &registry, name, since.as_ref(), &dirs));
         let kept = warm.as_ref().and_then(|key| self.warm.take(key, &registry));
-        span.record("instance", if kept.is_some() { "warm" } else { "fresh" });
-        let mut instance = match kept {
+        // Otherwise a fresh instance: the spare made ahead for it, if any.
+        let spare_key = warm.is_none().then(|| spare::Key::new(&registry, name, since.as_ref(), &dirs));
+        let spare = spare_key.as_ref().and_then(|key| self.spares.take(key, &registry));
+        span.record(
+            "instance",
+            match (&kept, &spare) {
+                (Some(_), _) => "warm",
+                (None, Some(_)) => "spare",
+                (None, None) => "fresh",
+            },
+        );
+        let mut instance = match kept.or(spare) {
             Some(mut kept) => {
                 kept.renew(grants, scope(), limits);
                 kept
             }
-            None => match instantiate() {
-                Ok(i) => i,
-                Err(message) => return ToolResult::error(id, message),
-            },
+            None => {
+                let began = Instant::now();
+                match instantiate() {
+                    Ok(i) => {
+                        self.spares.observe(name, began.elapsed());
+                        i
+                    }
+                    Err(message) => return ToolResult::error(id, message),
+                }
+            }
         };
+        // The next call's fresh instance, ordered once this one ended.
+        if let Some(key) = spare_key
+            && self.spares.wants(name)
+            && let Ok(pre) = tool.pre(&self.sandbox)
+        {
+            let (pre, grants) = (pre.clone(), grants.clone());
+            let placeholder = self.scope(tool, String::new(), &self.scratch_session, Arc::clone(&dirs));
+            let running = self.sandbox.running();
+            let make: spare::Make<Instance> = Box::new(move || {
+                let _running = running;
+                Instance::new(pre.engine(), &pre, &grants, placeholder, limits)
+            });
+            *next = Some((key, make));
+        }
         if let (Some(report), Some(declared)) = (&options.on_concurrency_safe, tool.spec.hints.concurrency_safe) {
             report(declared);
         } else if let Some(report) = &options.on_concurrency_safe {
