@@ -127,6 +127,32 @@ impl Loader<'_> {
     }
 }
 
+/// Runs `work` (loading `bytes` of components, `what`), telling `progress`
+/// every second once it took [`REPORT_AFTER`], and when it is done if it
+/// was told before.
+pub(super) fn reporting<T>(progress: Option<&CompileSink>, what: &str, bytes: usize, work: impl FnOnce() -> T) -> T {
+    let Some(sink) = progress else { return work() };
+    let started = std::time::Instant::now();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let reporter = scope.spawn(move || {
+            let mut told = false;
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(REPORT_AFTER) {
+                told = true;
+                sink(&CompileProgress { source: what.to_string(), bytes, elapsed: started.elapsed(), done: false });
+            }
+            told
+        });
+        let out = work();
+        drop(done);
+        if reporter.join().unwrap_or(false) {
+            tracing::info!(what, took_ms = started.elapsed().as_millis() as u64, "compiled");
+            sink(&CompileProgress { source: what.to_string(), bytes, elapsed: started.elapsed(), done: true });
+        }
+        out
+    })
+}
+
 /// Compiles `wasm` (through the cache) on a thread of its own, waiting at
 /// most `timeout`, calling `tick` with the time so far every `every`. Compiling cannot be interrupted: a compile that takes too long
 /// goes on in the background (and is cached for the next start) while the
@@ -234,4 +260,36 @@ pub(super) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + S
         }
     });
     slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
+}
+
+#[cfg(test)]
+mod reporting_tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn recorder() -> (CompileSink, Arc<Mutex<Vec<(String, bool)>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&seen);
+        let sink: CompileSink = Arc::new(move |p: &CompileProgress| {
+            into.lock().unwrap().push((p.source.clone(), p.done));
+        });
+        (sink, seen)
+    }
+
+    #[test]
+    fn long_work_is_told_each_second_and_when_done_short_work_not_at_all() {
+        let (sink, seen) = recorder();
+        assert_eq!(reporting(Some(&sink), "quick", 10, || 7), 7);
+        assert!(seen.lock().unwrap().is_empty(), "under a second: nothing shown");
+        let out = reporting(Some(&sink), "the built-in tools", 10, || {
+            std::thread::sleep(REPORT_AFTER + Duration::from_millis(300));
+            8
+        });
+        assert_eq!(out, 8);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.first(), Some(&("the built-in tools".to_string(), false)), "{seen:?}");
+        assert_eq!(seen.last(), Some(&("the built-in tools".to_string(), true)), "{seen:?}");
+        assert_eq!(seen.iter().filter(|(_, done)| *done).count(), 1);
+        assert_eq!(reporting(None, "nobody told", 10, || 9), 9);
+    }
 }

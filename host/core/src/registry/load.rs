@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Loads components into a registry.
+#[derive(Clone, Copy)]
 pub(crate) struct Loader<'a> {
     pub sandbox: &'a Sandbox,
     /// Where compiled components (and built-ins' descriptions) are cached.
@@ -52,7 +53,23 @@ impl Loader<'_> {
     /// Loads the built-in tools embedded in the binary. A built-in that does
     /// not load is a fault of the build: its name and why.
     pub(crate) fn builtins(&self, registry: &mut Registry) -> Result<(), (String, LoadError)> {
-        let loaded = in_parallel(builtins::EMBEDDED, |embedded| {
+        // Each compiles in under a second, together (a first start, with
+        // nothing cached) for several: reported as one.
+        let quiet = Loader { progress: None, ..*self };
+        let bytes = builtins::EMBEDDED.iter().map(|e| e.wasm.len()).sum();
+        let loaded =
+            super::compile::reporting(self.progress, "the built-in tools", bytes, || quiet.builtins_in_parallel());
+        for (embedded, tool) in builtins::EMBEDDED.iter().zip(loaded) {
+            let tool = tool.unwrap_or_else(|| {
+                Err((embedded.crate_dir.to_string(), LoadError::Compile("its loader thread stopped".into())))
+            })?;
+            registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
+        }
+        Ok(())
+    }
+
+    fn builtins_in_parallel(&self) -> Vec<Option<Result<LoadedTool, (String, LoadError)>>> {
+        in_parallel(builtins::EMBEDDED, |embedded| {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
             let source = format!("built-in {}", embedded.crate_dir);
             let (wasm, from) = (Cow::Borrowed(embedded.wasm), WasmSource::Embedded(embedded.wasm));
@@ -66,14 +83,7 @@ impl Loader<'_> {
             }
             self.grant(&mut tool, &granted).map_err(fail)?;
             Ok(tool)
-        });
-        for (embedded, tool) in builtins::EMBEDDED.iter().zip(loaded) {
-            let tool = tool.unwrap_or_else(|| {
-                Err((embedded.crate_dir.to_string(), LoadError::Compile("its loader thread stopped".into())))
-            })?;
-            registry.add(tool, &format!("builtin:{}", embedded.crate_dir));
-        }
-        Ok(())
+        })
     }
 
     /// [`Loader::component_file`] of every path, on up to one thread per
