@@ -267,7 +267,10 @@ mod reporting_tests {
     use super::*;
     use std::sync::Mutex;
 
-    fn recorder() -> (CompileSink, Arc<Mutex<Vec<(String, bool)>>>) {
+    /// What a sink was told: each report's source and whether it was done.
+    type Seen = Arc<Mutex<Vec<(String, bool)>>>;
+
+    fn recorder() -> (CompileSink, Seen) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&seen);
         let sink: CompileSink = Arc::new(move |p: &CompileProgress| {
