@@ -1,6 +1,8 @@
 //! Starting with a warm cache: a start reads the descriptions of cached
 //! components and links each at its first use; it hashes only plugin files
-//! whose stamp changed since an earlier start.
+//! whose stamp changed since an earlier start. Starting with an empty one:
+//! the built-ins are listed from the descriptions in the binary and each is
+//! compiled at its first call.
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -122,4 +124,36 @@ fn a_start_hashes_only_the_plugin_files_whose_stamp_changed() {
     let host = build(&sb, &cache, false);
     assert!(host.tool("Sleeper").is_some(), "{:?}", host.problems());
     assert!(host.problems().is_empty(), "{:?}", host.problems());
+}
+
+#[test]
+fn a_first_start_lists_the_built_ins_without_compiling_and_compiles_each_at_its_first_call() {
+    let sb = Sandbox::new();
+    let cache = sb.root.join("empty-cache");
+    let compiled = || -> usize {
+        std::fs::read_dir(cache.join("components"))
+            .map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count())
+            .unwrap_or(0)
+    };
+    let toolhost = |cache: &Path, args: &[&str]| {
+        let out = crate::support::toolhost_command(&sb)
+            .args(args)
+            .env("TOOLHOST_CACHE_DIR", cache)
+            .output()
+            .expect("toolhost");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = toolhost(&cache, &["tools"]);
+    for name in ["Bash", "Edit", "Glob", "Grep", "Read", "Write", "WebFetch", "ToolSearch"] {
+        assert!(listed.lines().any(|l| l.starts_with(name)), "{name} listed:\n{listed}");
+    }
+    assert_eq!(compiled(), 0, "listing compiled nothing");
+    sb.write("a.txt", "one\n");
+    let read = toolhost(&cache, &["call", "Read", &json!({"file_path": sb.ws("a.txt")}).to_string()]);
+    assert!(read.contains("one"), "{read}");
+    assert_eq!(compiled(), 1, "the first call compiled its tool only");
+    // The same listing as a start that compiled and described them all.
+    drop(build(&sb, &shared_cache_dir(), false));
+    assert_eq!(toolhost(&shared_cache_dir(), &["tools"]), listed);
 }

@@ -15,6 +15,18 @@ pub(crate) struct EmbeddedTool {
 
 pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
+/// What each built-in describes (by crate directory), as loading it saves
+/// in the cache: a first start lists the tools from it and compiles each at
+/// its first use. A test keeps it current.
+pub(crate) static DESCRIPTIONS: &str = include_str!("builtins.json");
+
+/// The description of the built-in in `crate_dir`, from [`DESCRIPTIONS`].
+pub(crate) fn description(crate_dir: &str) -> Option<super::cache::Described> {
+    static PARSED: std::sync::LazyLock<std::collections::HashMap<String, serde_json::Value>> =
+        std::sync::LazyLock::new(|| serde_json::from_str(DESCRIPTIONS).unwrap_or_default());
+    serde_json::from_value(PARSED.get(crate_dir)?.clone()).ok()
+}
+
 /// What a built-in is granted before the operator adds anything under
 /// `toolGrants`: all it requests (its `toolhost:requests` section: the file
 /// tools the working directories, the shell tools the process capability,

@@ -73,8 +73,18 @@ impl Loader<'_> {
             let fail = |e: LoadError| (embedded.crate_dir.to_string(), e);
             let source = format!("built-in {}", embedded.crate_dir);
             let (wasm, from) = (Cow::Borrowed(embedded.wasm), WasmSource::Embedded(embedded.wasm));
-            let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
-            let mut tool = self.load(&source, wasm, from, embedded.sha256, Origin::Builtin, requests).map_err(fail)?;
+            let mut tool = match self.cached(embedded.sha256, Origin::Builtin, WasmSource::Embedded(embedded.wasm)) {
+                Some(tool) => tool,
+                // Not compiled yet (a first start): listed from the description
+                // built into the binary, compiled at its first use.
+                None => match self.described_builtin(embedded) {
+                    Some(tool) => tool,
+                    None => {
+                        let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
+                        self.load(&source, wasm, from, embedded.sha256, Origin::Builtin, requests).map_err(fail)?
+                    }
+                },
+            };
             // Its requests are granted as a third-party tool's are, on top
             // of what a built-in gets by default.
             let mut granted = builtins::granted(&tool.requests);
@@ -218,6 +228,30 @@ impl Loader<'_> {
         let version = shape.version;
         let later = LinkLater { cache_dir: dir.to_path_buf(), hash: content.to_string(), version, wasm: from };
         Some(LoadedTool::new(spec, origin, requests, shape, Linked::later(later), warnings))
+    }
+
+    /// A built-in whose compiled form is not cached, from the description
+    /// built into the binary (`builtins.json`, kept current by a test), to be
+    /// compiled and linked at its first use; `None` where that cannot be (no
+    /// cache directory, a loader that links now, no usable description).
+    fn described_builtin(&self, embedded: &builtins::EmbeddedTool) -> Option<LoadedTool> {
+        let dir = self.cache_dir.filter(|_| self.link_later)?;
+        let known = builtins::description(embedded.crate_dir)?;
+        if let Err(why) = recheck(&known.spec) {
+            tracing::warn!(tool = embedded.crate_dir, why, "ignoring a built-in description");
+            return None;
+        }
+        if !Version::HOST.supports(known.shape.version) {
+            return None;
+        }
+        let cache::Described { spec, warnings, shape, requests } = known;
+        let later = LinkLater {
+            cache_dir: dir.to_path_buf(),
+            hash: embedded.sha256.to_string(),
+            version: shape.version,
+            wasm: WasmSource::Embedded(embedded.wasm),
+        };
+        Some(LoadedTool::new(spec, Origin::Builtin, requests, shape, Linked::later(later), warnings))
     }
 
     /// Compiles (through the cache), checks, links and describes the
@@ -412,6 +446,60 @@ mod tests {
         let plain = builtins::EMBEDDED[0].wasm;
         assert!(compile(plain, true).unwrap(), "compiled quick");
         assert!(!compile(plain, false).unwrap(), "a built-in is never quick");
+    }
+
+    /// `builtins.json` holds what loading each built-in describes; with
+    /// `TOOLHOST_BLESS=1` this test writes it.
+    #[test]
+    fn the_built_in_descriptions_in_the_binary_are_current() {
+        let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(5) };
+        let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1, 0).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let session = Arc::new(Session::ephemeral(cache.path()));
+        let grants = BTreeMap::new();
+        let loader = Loader {
+            sandbox: &sandbox,
+            cache_dir: Some(cache.path()),
+            session: &session,
+            grants: &grants,
+            project: cache.path(),
+            progress: None,
+            link_later: false,
+            quick_above: None,
+            optimizer: None,
+        };
+        // The file holds every built-in of every feature set; this build
+        // checks (and blesses) the ones it embeds.
+        let mut file: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(builtins::DESCRIPTIONS).unwrap();
+        let mut stale = Vec::new();
+        for embedded in builtins::EMBEDDED {
+            let requests = contract::requests::read(embedded.wasm).unwrap();
+            let from = WasmSource::Embedded(embedded.wasm);
+            let wasm = Cow::Borrowed(embedded.wasm);
+            loader.load(embedded.crate_dir, wasm, from, embedded.sha256, Origin::Builtin, requests).unwrap();
+            let saved = cache::read_spec(&cache::spec_path(cache.path(), sandbox.engine(), embedded.sha256));
+            let described = serde_json::to_value(saved.unwrap()).unwrap();
+            if file.get(embedded.crate_dir) != Some(&described) {
+                stale.push(embedded.crate_dir);
+                file.insert(embedded.crate_dir.to_string(), described);
+            }
+        }
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/registry/builtins.json");
+        if std::env::var_os("TOOLHOST_BLESS").is_some() {
+            let text = serde_json::to_string_pretty(&serde_json::Value::Object(file)).unwrap();
+            std::fs::write(&path, text + "\n").unwrap();
+            return;
+        }
+        assert!(
+            stale.is_empty(),
+            "{} does not hold what {stale:?} describe now: run `TOOLHOST_BLESS=1 cargo test --release -p toolhost \
+             --features http --lib the_built_in_descriptions` and commit it",
+            path.display()
+        );
+        for embedded in builtins::EMBEDDED {
+            assert!(builtins::description(embedded.crate_dir).is_some(), "{} reads", embedded.crate_dir);
+        }
     }
 
     #[test]
