@@ -133,12 +133,17 @@ fn progress_arrives_while_the_command_runs_and_in_order() {
     );
 }
 
+/// Measured in a `toolhost run` process of its own: the peak memory of the
+/// test process counts every test running beside this one.
 #[test]
 fn a_hundred_megabytes_of_output_is_capped_and_memory_stays_bounded() {
+    use std::io::{BufRead as _, Write as _};
     let sb = Sandbox::new();
-    let host = host(&sb, PermissionMode::Default);
+    sb.write("a.txt", "one\n");
+    let mut child = crate::support::spawn_piped(&sb, &["run"]);
+    let pid = child.id();
     let hwm = || -> u64 {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -149,20 +154,35 @@ fn a_hundred_megabytes_of_output_is_capped_and_memory_stays_bounded() {
             .parse()
             .unwrap()
     };
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut result = |line: serde_json::Value| -> serde_json::Value {
+        writeln!(stdin, "{line}").unwrap();
+        loop {
+            let mut text = String::new();
+            assert!(stdout.read_line(&mut text).unwrap() > 0, "the stream ended");
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            if v["type"] == "tool_result" {
+                return v;
+            }
+        }
+    };
+    // Started, and a call served, before the baseline.
+    let read = result(json!({"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": sb.ws("a.txt")}}));
+    assert_eq!(read["is_error"], false, "{read}");
     let before = hwm();
-    let r = host.call(
-        &host.ephemeral_session(),
-        &tool_use("Bash", json!({"command": "head -c 100000000 /dev/zero | tr '\\0' a"})),
-        &CallOptions::default(),
-    );
-    let grown_mib = (hwm().saturating_sub(before)) / 1024;
-    let text = r.text();
-    assert!(!r.is_error, "{}", &text[..200.min(text.len())]);
+    let command = "head -c 100000000 /dev/zero | tr '\\0' a";
+    let r = result(json!({"type": "tool_use", "id": "b", "name": "Bash", "input": {"command": command}}));
+    let grown_mib = hwm().saturating_sub(before) / 1024;
+    let text = crate::support::content_text(&r);
+    assert_eq!(r["is_error"], false, "{}", &text[..200.min(text.len())]);
     assert!(text.len() < 5_000, "{}", text.len());
     // Saved to a file, with a preview: the host's answer to a result over
     // Bash's 30,000 characters.
     assert!(text.starts_with("<persisted-output>\n") && text.contains("aaaa"), "{text}");
     assert!(grown_mib < 64, "the host grew by {grown_mib} MiB for 100 MB of output");
+    drop(stdin);
+    let _ = child.wait();
 }
 
 #[test]
