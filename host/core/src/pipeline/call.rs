@@ -463,6 +463,8 @@ impl Pipeline {
                 (None, None) => "fresh",
             },
         );
+        // How long making this call's instance took, if it made one.
+        let mut took = None;
         let mut instance = match kept.or(spare) {
             Some(mut kept) => {
                 kept.renew(grants, scope(), limits);
@@ -470,18 +472,17 @@ impl Pipeline {
             }
             None => {
                 let began = Instant::now();
-                match instantiate() {
-                    Ok(i) => {
-                        self.spares.observe(name, began.elapsed());
-                        i
-                    }
+                let made = instantiate();
+                took = Some(began.elapsed());
+                match made {
+                    Ok(i) => i,
                     Err(message) => return ToolResult::error(id, message),
                 }
             }
         };
         // The next call's fresh instance, ordered once this one ended.
         if let Some(key) = spare_key
-            && self.spares.wants(name)
+            && self.spares.wants(name, took)
             && let Ok(pre) = tool.pre(&self.sandbox)
         {
             let (pre, grants) = (pre.clone(), grants.clone());

@@ -24,14 +24,12 @@
 //! pool slots set aside beside the calls' and the warm instances'; one
 //! unused for [`IDLE`] is dropped.
 
-use crate::fsx::Dirs;
-use crate::grants::Grants;
 use crate::metrics::Busy;
 use crate::registry::Registry;
 use crate::sandbox::Instance;
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Spares ready or being made at most, across tools.
@@ -42,41 +40,7 @@ pub(crate) const SPARE_ABOVE: Duration = Duration::from_micros(250);
 const IDLE: Duration = Duration::from_secs(60);
 
 /// What a spare is made for.
-#[derive(Clone)]
-pub(super) struct Key {
-    registry: Weak<Registry>,
-    tool: String,
-    /// The grants the user gave since start, when those are in use.
-    granted: Option<Weak<Grants>>,
-    dirs: Dirs,
-}
-
-impl Key {
-    pub(super) fn new(registry: &Arc<Registry>, tool: &str, granted: Option<&Arc<Grants>>, dirs: &Dirs) -> Key {
-        Key {
-            registry: Arc::downgrade(registry),
-            tool: tool.to_string(),
-            granted: granted.map(Arc::downgrade),
-            dirs: dirs.clone(),
-        }
-    }
-
-    fn matches(&self, other: &Key) -> bool {
-        Weak::ptr_eq(&self.registry, &other.registry)
-            && self.tool == other.tool
-            && match (&self.granted, &other.granted) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Weak::ptr_eq(a, b),
-                _ => false,
-            }
-            && self.dirs == other.dirs
-    }
-
-    /// Whether the tools were reloaded since it was made.
-    fn stale(&self, current: &Arc<Registry>) -> bool {
-        !std::ptr::eq(self.registry.as_ptr(), Arc::as_ptr(current))
-    }
-}
+pub(super) use super::warm::Made as Key;
 
 /// Makes one spare (on the spares' thread).
 pub(super) type Make<I> = Box<dyn FnOnce() -> wasmtime::Result<I> + Send>;
@@ -140,18 +104,20 @@ impl<I: Send + 'static> Spares<I> {
         Some(state.ready.remove(at).instance)
     }
 
-    /// Records that making an instance of `tool` took `took`.
-    pub(super) fn observe(&self, tool: &str, took: Duration) {
-        if self.above.is_some() {
-            self.lock().costs.insert(tool.to_string(), took);
-        }
-    }
-
-    /// Whether `tool` gets spares.
-    pub(super) fn wants(&self, tool: &str) -> bool {
+    /// Whether `tool`'s next call gets a spare, recording first that making
+    /// an instance of it took `took` (when this call made one).
+    pub(super) fn wants(&self, tool: &str, took: Option<Duration>) -> bool {
         let Some(above) = self.above else { return false };
-        let state = self.lock();
-        !state.refused.contains(tool) && state.costs.get(tool).is_some_and(|took| *took >= above)
+        let mut state = self.lock();
+        if let Some(took) = took {
+            match state.costs.get_mut(tool) {
+                Some(cost) => *cost = took,
+                None => {
+                    state.costs.insert(tool.to_string(), took);
+                }
+            }
+        }
+        !state.refused.contains(tool) && state.costs.get(tool).is_some_and(|cost| *cost >= above)
     }
 
     /// Has a spare made for `key` by `make`, unless one is ready or being
@@ -214,12 +180,14 @@ impl<I: Send + 'static> Spares<I> {
 }
 
 fn prune<I>(ready: &mut Vec<Ready<I>>, current: &Arc<Registry>) {
-    ready.retain(|r| !r.key.stale(current) && r.since.elapsed() < IDLE);
+    ready.retain(|r| !r.key.reloaded(current) && r.since.elapsed() < IDLE);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::Dirs;
+    use crate::grants::Grants;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn key(registry: &Arc<Registry>, tool: &str) -> Key {
@@ -243,11 +211,10 @@ mod tests {
     fn only_slow_tools_get_spares_and_each_serves_one_call() {
         let spares: Spares<u32> = Spares::new(Some(Duration::from_millis(1)), idle());
         let registry = Arc::new(Registry::default());
-        assert!(!spares.wants("Slow"), "never made: no cost known");
-        spares.observe("Quick", Duration::from_micros(10));
-        spares.observe("Slow", Duration::from_millis(3));
-        assert!(!spares.wants("Quick"));
-        assert!(spares.wants("Slow"));
+        assert!(!spares.wants("Slow", None), "never made: no cost known");
+        assert!(!spares.wants("Quick", Some(Duration::from_micros(10))));
+        assert!(spares.wants("Slow", Some(Duration::from_millis(3))));
+        assert!(spares.wants("Slow", None), "served by a spare: the last cost counts");
         let made = Arc::new(AtomicU32::new(0));
         let make = |made: &Arc<AtomicU32>| -> Make<u32> {
             let made = Arc::clone(made);
@@ -283,17 +250,16 @@ mod tests {
         let spares: Spares<u32> = Spares::new(Some(Duration::ZERO), idle());
         let registry = Arc::new(Registry::default());
         for (n, tool) in ["A", "B", "C"].into_iter().enumerate() {
-            spares.observe(tool, Duration::from_millis(1));
             spares.order(key(&registry, tool), &registry, Box::new(move || Ok(n as u32)));
             settle(&spares);
         }
         assert_eq!(spares.lock().ready.len(), SPARE_INSTANCES as usize);
         assert_eq!(spares.take(&key(&registry, "A"), &registry), None, "the oldest made room");
         assert_eq!(spares.take(&key(&registry, "C"), &registry), Some(2));
-        spares.observe("Bad", Duration::from_millis(1));
+        assert!(spares.wants("Bad", Some(Duration::from_millis(1))));
         spares.order(key(&registry, "Bad"), &registry, Box::new(|| Err(wasmtime::Error::msg("trapped in start"))));
         settle(&spares);
-        assert!(!spares.wants("Bad"));
+        assert!(!spares.wants("Bad", None));
         assert_eq!(spares.take(&key(&registry, "Bad"), &registry), None);
     }
 
@@ -318,7 +284,6 @@ mod tests {
     #[test]
     fn no_threshold_no_spares() {
         let spares: Spares<u32> = Spares::new(None, idle());
-        spares.observe("Slow", Duration::from_secs(1));
-        assert!(!spares.wants("Slow"));
+        assert!(!spares.wants("Slow", Some(Duration::from_secs(1))));
     }
 }

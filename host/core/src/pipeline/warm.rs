@@ -24,15 +24,50 @@ pub(crate) const WARM_INSTANCES: u32 = 4;
 /// How long an unused instance is kept.
 pub(crate) const IDLE: Duration = Duration::from_secs(60);
 
-/// What a kept instance was made for.
-pub(super) struct Key {
-    session: Weak<Session>,
+/// What an instance was made for, whatever the session: the same tools
+/// (a reload makes it stale), the same tool, grants and directories (its
+/// WASI preopens). The key of a spare (`spare`), and most of a warm one's.
+#[derive(Clone)]
+pub(super) struct Made {
     registry: Weak<Registry>,
-    tool: String,
+    pub(super) tool: String,
     /// The grants the user gave since start, when those are in use (the
     /// tool's own grants are part of the registry).
     granted: Option<Weak<Grants>>,
     dirs: Dirs,
+}
+
+impl Made {
+    pub(super) fn new(registry: &Arc<Registry>, tool: &str, granted: Option<&Arc<Grants>>, dirs: &Dirs) -> Made {
+        Made {
+            registry: Arc::downgrade(registry),
+            tool: tool.to_string(),
+            granted: granted.map(Arc::downgrade),
+            dirs: dirs.clone(),
+        }
+    }
+
+    pub(super) fn matches(&self, other: &Made) -> bool {
+        Weak::ptr_eq(&self.registry, &other.registry)
+            && self.tool == other.tool
+            && match (&self.granted, &other.granted) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Weak::ptr_eq(a, b),
+                _ => false,
+            }
+            && self.dirs == other.dirs
+    }
+
+    /// Whether the tools were reloaded since.
+    pub(super) fn reloaded(&self, current: &Arc<Registry>) -> bool {
+        !std::ptr::eq(self.registry.as_ptr(), Arc::as_ptr(current))
+    }
+}
+
+/// What a kept instance was made for: a session, and the rest.
+pub(super) struct Key {
+    session: Weak<Session>,
+    made: Made,
 }
 
 impl Key {
@@ -43,31 +78,17 @@ impl Key {
         granted: Option<&Arc<Grants>>,
         dirs: &Dirs,
     ) -> Key {
-        Key {
-            session: Arc::downgrade(session),
-            registry: Arc::downgrade(registry),
-            tool: tool.to_string(),
-            granted: granted.map(Arc::downgrade),
-            dirs: dirs.clone(),
-        }
+        Key { session: Arc::downgrade(session), made: Made::new(registry, tool, granted, dirs) }
     }
 
     fn matches(&self, other: &Key) -> bool {
-        Weak::ptr_eq(&self.session, &other.session)
-            && Weak::ptr_eq(&self.registry, &other.registry)
-            && self.tool == other.tool
-            && match (&self.granted, &other.granted) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Weak::ptr_eq(a, b),
-                _ => false,
-            }
-            && self.dirs == other.dirs
+        Weak::ptr_eq(&self.session, &other.session) && self.made.matches(&other.made)
     }
 
     /// Whether what it was made for is gone: the session ended, or the
     /// tools were reloaded.
     fn stale(&self, current: &Arc<Registry>) -> bool {
-        self.session.strong_count() == 0 || !std::ptr::eq(self.registry.as_ptr(), Arc::as_ptr(current))
+        self.session.strong_count() == 0 || self.made.reloaded(current)
     }
 }
 

@@ -220,14 +220,12 @@ impl Loader<'_> {
     fn cached(&self, content: &str, origin: Origin, from: WasmSource) -> Option<LoadedTool> {
         let dir = self.cache_dir.filter(|_| self.link_later)?;
         let engine = self.sandbox.engine();
-        let known = known_description(&cache::spec_path(dir, engine, content))?;
-        if !Version::HOST.supports(known.shape.version) || !cache::has_compiled(engine, content, dir) {
+        let path = cache::spec_path(dir, engine, content);
+        let known = cache::read_spec(&path).and_then(|known| rechecked(known, &path.display()))?;
+        if !cache::has_compiled(engine, content, dir) {
             return None;
         }
-        let cache::Described { spec, warnings, shape, requests } = known;
-        let version = shape.version;
-        let later = LinkLater { cache_dir: dir.to_path_buf(), hash: content.to_string(), version, wasm: from };
-        Some(LoadedTool::new(spec, origin, requests, shape, Linked::later(later), warnings))
+        linked_later(known, dir, content, origin, from)
     }
 
     /// A built-in whose compiled form is not cached, from the description
@@ -236,22 +234,9 @@ impl Loader<'_> {
     /// cache directory, a loader that links now, no usable description).
     fn described_builtin(&self, embedded: &builtins::EmbeddedTool) -> Option<LoadedTool> {
         let dir = self.cache_dir.filter(|_| self.link_later)?;
-        let known = builtins::description(embedded.crate_dir)?;
-        if let Err(why) = recheck(&known.spec) {
-            tracing::warn!(tool = embedded.crate_dir, why, "ignoring a built-in description");
-            return None;
-        }
-        if !Version::HOST.supports(known.shape.version) {
-            return None;
-        }
-        let cache::Described { spec, warnings, shape, requests } = known;
-        let later = LinkLater {
-            cache_dir: dir.to_path_buf(),
-            hash: embedded.sha256.to_string(),
-            version: shape.version,
-            wasm: WasmSource::Embedded(embedded.wasm),
-        };
-        Some(LoadedTool::new(spec, Origin::Builtin, requests, shape, Linked::later(later), warnings))
+        let source = format!("the built-in {}'s description in the binary", embedded.crate_dir);
+        let known = rechecked(builtins::description(embedded.crate_dir)?, &source)?;
+        linked_later(known, dir, embedded.sha256, Origin::Builtin, WasmSource::Embedded(embedded.wasm))
     }
 
     /// Compiles (through the cache), checks, links and describes the
@@ -350,14 +335,37 @@ pub(crate) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// name, the caps on what it declares, bounded schemas): one that does not,
 /// or does not read, is described afresh, never trusted.
 fn known_description(path: &Path) -> Option<cache::Described> {
-    let known = cache::read_spec(path)?;
+    rechecked(cache::read_spec(path)?, &path.display())
+}
+
+/// A saved description (from `source`), if it passes the loader's checks.
+fn rechecked(known: cache::Described, source: &dyn std::fmt::Display) -> Option<cache::Described> {
     match recheck(&known.spec) {
         Ok(()) => Some(known),
         Err(why) => {
-            tracing::warn!(path = %path.display(), why, "ignoring a saved description");
+            tracing::warn!(%source, why, "ignoring a saved description");
             None
         }
     }
+}
+
+/// The tool `known` describes, whose component has the hash `content`,
+/// linked at its first use (compiled into `dir` then, if it is not there);
+/// `None` if this host does not serve its contract version.
+fn linked_later(
+    known: cache::Described,
+    dir: &Path,
+    content: &str,
+    origin: Origin,
+    from: WasmSource,
+) -> Option<LoadedTool> {
+    if !Version::HOST.supports(known.shape.version) {
+        return None;
+    }
+    let cache::Described { spec, warnings, shape, requests } = known;
+    let later =
+        LinkLater { cache_dir: dir.to_path_buf(), hash: content.to_string(), version: shape.version, wasm: from };
+    Some(LoadedTool::new(spec, origin, requests, shape, Linked::later(later), warnings))
 }
 
 #[cfg(test)]
@@ -416,15 +424,15 @@ mod tests {
         component.finish()
     }
 
-    #[test]
-    fn what_the_quick_compiler_cannot_compile_is_compiled_optimized() {
+    /// `f` with a loader that links now, over a sandbox and an empty cache
+    /// directory of its own.
+    fn with_loader<R>(quick_above: Option<usize>, f: impl FnOnce(&Loader<'_>) -> R) -> R {
         let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(5) };
         let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1, 0).unwrap();
-        assert!(sandbox.quick_engine().is_some(), "this machine runs Winch");
         let cache = tempfile::tempdir().unwrap();
         let session = Arc::new(Session::ephemeral(cache.path()));
         let grants = BTreeMap::new();
-        let loader = Loader {
+        f(&Loader {
             sandbox: &sandbox,
             cache_dir: Some(cache.path()),
             session: &session,
@@ -432,74 +440,70 @@ mod tests {
             project: cache.path(),
             progress: None,
             link_later: false,
-            quick_above: Some(0),
+            quick_above,
             optimizer: None,
-        };
-        let tail = with_a_tail_call();
-        let engine = wasmtime::Engine::new(&crate::sandbox::quick_config()).unwrap();
-        assert!(Component::new(&engine, &tail).is_err(), "Winch compiled a tail call");
-        let compile = |wasm: &[u8], quick_ok| {
-            let hash = cache::content_hash(wasm);
-            loader.compile("test", Cow::Owned(wasm.to_vec()), &hash, COMPILE_TIMEOUT, quick_ok).map(|(_, quick)| quick)
-        };
-        assert!(!compile(&tail, true).unwrap(), "compiled optimized after Winch refused it");
-        let plain = builtins::EMBEDDED[0].wasm;
-        assert!(compile(plain, true).unwrap(), "compiled quick");
-        assert!(!compile(plain, false).unwrap(), "a built-in is never quick");
+        })
+    }
+
+    #[test]
+    fn what_the_quick_compiler_cannot_compile_is_compiled_optimized() {
+        with_loader(Some(0), |loader| {
+            assert!(loader.sandbox.quick_engine().is_some(), "this machine runs Winch");
+            let tail = with_a_tail_call();
+            let engine = wasmtime::Engine::new(&crate::sandbox::quick_config()).unwrap();
+            assert!(Component::new(&engine, &tail).is_err(), "Winch compiled a tail call");
+            let compile = |wasm: &[u8], quick_ok| {
+                let hash = cache::content_hash(wasm);
+                loader
+                    .compile("test", Cow::Owned(wasm.to_vec()), &hash, COMPILE_TIMEOUT, quick_ok)
+                    .map(|(_, quick)| quick)
+            };
+            assert!(!compile(&tail, true).unwrap(), "compiled optimized after Winch refused it");
+            let plain = builtins::EMBEDDED[0].wasm;
+            assert!(compile(plain, true).unwrap(), "compiled quick");
+            assert!(!compile(plain, false).unwrap(), "a built-in is never quick");
+        });
     }
 
     /// `builtins.json` holds what loading each built-in describes; with
     /// `TOOLHOST_BLESS=1` this test writes it.
     #[test]
     fn the_built_in_descriptions_in_the_binary_are_current() {
-        let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(5) };
-        let sandbox = Sandbox::new(crate::sandbox::Allocator::OnDemand, limits, 0, 1, 0).unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let session = Arc::new(Session::ephemeral(cache.path()));
-        let grants = BTreeMap::new();
-        let loader = Loader {
-            sandbox: &sandbox,
-            cache_dir: Some(cache.path()),
-            session: &session,
-            grants: &grants,
-            project: cache.path(),
-            progress: None,
-            link_later: false,
-            quick_above: None,
-            optimizer: None,
-        };
-        // The file holds every built-in of every feature set; this build
-        // checks (and blesses) the ones it embeds.
-        let mut file: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(builtins::DESCRIPTIONS).unwrap();
-        let mut stale = Vec::new();
-        for embedded in builtins::EMBEDDED {
-            let requests = contract::requests::read(embedded.wasm).unwrap();
-            let from = WasmSource::Embedded(embedded.wasm);
-            let wasm = Cow::Borrowed(embedded.wasm);
-            loader.load(embedded.crate_dir, wasm, from, embedded.sha256, Origin::Builtin, requests).unwrap();
-            let saved = cache::read_spec(&cache::spec_path(cache.path(), sandbox.engine(), embedded.sha256));
-            let described = serde_json::to_value(saved.unwrap()).unwrap();
-            if file.get(embedded.crate_dir) != Some(&described) {
-                stale.push(embedded.crate_dir);
-                file.insert(embedded.crate_dir.to_string(), described);
+        with_loader(None, |loader| {
+            let cache = loader.cache_dir.unwrap();
+            // The file holds every built-in of every feature set; this build
+            // checks (and blesses) the ones it embeds.
+            let mut file: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(builtins::DESCRIPTIONS).unwrap();
+            let mut stale = Vec::new();
+            for embedded in builtins::EMBEDDED {
+                let requests = contract::requests::read(embedded.wasm).unwrap();
+                let from = WasmSource::Embedded(embedded.wasm);
+                let wasm = Cow::Borrowed(embedded.wasm);
+                loader.load(embedded.crate_dir, wasm, from, embedded.sha256, Origin::Builtin, requests).unwrap();
+                let saved = cache::read_spec(&cache::spec_path(cache, loader.sandbox.engine(), embedded.sha256));
+                let described = serde_json::to_value(saved.unwrap()).unwrap();
+                if file.get(embedded.crate_dir) != Some(&described) {
+                    stale.push(embedded.crate_dir);
+                    file.insert(embedded.crate_dir.to_string(), described);
+                }
             }
-        }
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/registry/builtins.json");
-        if std::env::var_os("TOOLHOST_BLESS").is_some() {
-            let text = serde_json::to_string_pretty(&serde_json::Value::Object(file)).unwrap();
-            std::fs::write(&path, text + "\n").unwrap();
-            return;
-        }
-        assert!(
-            stale.is_empty(),
-            "{} does not hold what {stale:?} describe now: run `TOOLHOST_BLESS=1 cargo test --release -p toolhost \
-             --features http --lib the_built_in_descriptions` and commit it",
-            path.display()
-        );
-        for embedded in builtins::EMBEDDED {
-            assert!(builtins::description(embedded.crate_dir).is_some(), "{} reads", embedded.crate_dir);
-        }
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/registry/builtins.json");
+            if std::env::var_os("TOOLHOST_BLESS").is_some() {
+                let text = serde_json::to_string_pretty(&serde_json::Value::Object(file)).unwrap();
+                std::fs::write(&path, text + "\n").unwrap();
+                return;
+            }
+            assert!(
+                stale.is_empty(),
+                "{} does not hold what {stale:?} describe now: run `TOOLHOST_BLESS=1 cargo test --release -p toolhost \
+                 --features http --lib the_built_in_descriptions` and commit it",
+                path.display()
+            );
+            for embedded in builtins::EMBEDDED {
+                assert!(builtins::description(embedded.crate_dir).is_some(), "{} reads", embedded.crate_dir);
+            }
+        });
     }
 
     #[test]
