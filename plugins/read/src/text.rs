@@ -206,33 +206,63 @@ impl<'s> Renderer<'s> {
         // adds at most one code unit per byte.
         let may_flush = self.may_flush();
         self.consumed += bytes.len() as u64;
-        // Cut at `\n`, so no UTF-8 sequence is split; SIMD validation, and only
-        // invalid text pays for a lossy copy (U+FFFD for each maximal invalid
-        // subpart, as Node decodes it).
-        let text = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(bytes),
-        };
-        let b = text.as_bytes();
-        let mut pos = 0;
+        // Lines are found in the bytes as read: a `\n` is never part of an
+        // invalid sequence, so decoding moves no line boundary, and only the
+        // lines shown are decoded.
+        let mut from = 0;
 
         // Lines before the selection are only counted.
         if self.index < self.start {
             let need = self.start - self.index;
-            let mut seen = 0;
-            for newline in memchr::memchr_iter(b'\n', b) {
-                seen += 1;
-                if seen == need {
-                    pos = newline + 1;
-                    break;
+            match after_nth_line(bytes, need) {
+                Ok(end) => from = end,
+                Err(seen) => {
+                    self.index += seen + u64::from(at_end);
+                    return if at_end { Flow::Done } else { Flow::More };
                 }
-            }
-            if seen < need {
-                self.index += seen + u64::from(at_end);
-                return if at_end { Flow::Done } else { Flow::More };
             }
             self.index = self.start;
         }
+
+        // Over the cap, selected lines are only measured, piece by piece.
+        if self.over && self.index < self.end {
+            let rest = &bytes[from..];
+            let (len, lines, last_line) = match after_nth_line(rest, self.end - self.index) {
+                Ok(end) => (end, self.end - self.index, false),
+                Err(seen) => (rest.len(), seen + u64::from(at_end), at_end),
+            };
+            let region = &rest[..len];
+            let counts = measure(region);
+            // Text with no byte over 127 is ASCII, valid as it is; other text
+            // is checked, and invalid text measured as it decodes.
+            let units = if counts.high == 0 || simdutf8::basic::from_utf8(region).is_ok() {
+                counts.units
+            } else {
+                measure(String::from_utf8_lossy(region).as_bytes()).units
+            };
+            // One `\r` is dropped before each `\n`, and from the end of the file.
+            let stripped = if counts.carriage_returns == 0 {
+                0
+            } else {
+                memchr::memmem::find_iter(region, b"\r\n").count() as u64
+                    + u64::from(last_line && region.ends_with(b"\r"))
+            };
+            self.units += units - stripped + u64::from(last_line);
+            self.shown += lines;
+            self.index += lines;
+            // Either the selection ends in this piece or the piece was all selection.
+            return if last_line || self.index == self.end { Flow::Done } else { Flow::More };
+        }
+
+        // Cut at `\n`, so no UTF-8 sequence is split; SIMD validation, and only
+        // invalid text pays for a lossy copy (U+FFFD for each maximal invalid
+        // subpart, as Node decodes it).
+        let text = match simdutf8::basic::from_utf8(&bytes[from..]) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(&bytes[from..]),
+        };
+        let b = text.as_bytes();
+        let mut pos = 0;
 
         // The selected lines.
         if self.index < self.end {
@@ -347,11 +377,55 @@ pub fn empty_reminder(offset: u64, total_lines: u64) -> String {
 /// The length of `s` in UTF-16 code units, as JavaScript counts a string:
 /// one per character, one more for each of four bytes (a surrogate pair).
 pub fn utf16_len(s: &str) -> u64 {
-    // Counted in blocks small enough for byte counters, which the compiler
-    // turns into vector code (a count per byte is three times slower).
-    let pairs: u64 =
-        s.as_bytes().chunks(255).map(|block| u64::from(block.iter().fold(0u8, |n, &b| n + u8::from(b >= 0xF0)))).sum();
-    s.chars().count() as u64 + pairs
+    measure(s.as_bytes()).units
+}
+
+/// What one pass over some bytes finds.
+struct Counts {
+    /// Their length in UTF-16 code units, if they are valid UTF-8.
+    units: u64,
+    /// How many are over 127 (none: the text is ASCII).
+    high: u64,
+    carriage_returns: u64,
+}
+
+/// Measures `bytes` in one pass: every byte but a continuation byte starts a
+/// character, and the lead byte of a four-byte character starts a surrogate
+/// pair. Counted in blocks small enough for byte counters and a whole number
+/// of vectors long, which the compiler turns into vector code (a count per
+/// byte is three times slower).
+fn measure(bytes: &[u8]) -> Counts {
+    let (mut continuations, mut pairs, mut high, mut carriage_returns) = (0u64, 0u64, 0u64, 0u64);
+    for block in bytes.chunks(240) {
+        let (mut c, mut p, mut h, mut r) = (0u8, 0u8, 0u8, 0u8);
+        for &b in block {
+            c += u8::from((b as i8) < -0x40);
+            p += u8::from(b >= 0xF0);
+            h += u8::from(b >= 0x80);
+            r += u8::from(b == b'\r');
+        }
+        continuations += u64::from(c);
+        pairs += u64::from(p);
+        high += u64::from(h);
+        carriage_returns += u64::from(r);
+    }
+    Counts { units: bytes.len() as u64 - continuations + pairs, high, carriage_returns }
+}
+
+/// Where the `n`th line of `bytes` ends (just past its `\n`), or, when
+/// `bytes` holds fewer than `n` newlines, how many it holds. Counting
+/// first keeps the common case (the line is in a later piece) to one
+/// vectorised pass.
+fn after_nth_line(bytes: &[u8], n: u64) -> Result<usize, u64> {
+    if n == 0 {
+        return Ok(0);
+    }
+    let count = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    if count < n {
+        return Err(count);
+    }
+    let newline = memchr::memchr_iter(b'\n', bytes).nth((n - 1) as usize).expect("counted");
+    Ok(newline + 1)
 }
 
 /// Appends `number` in decimal, without the formatting machinery: this runs
@@ -486,6 +560,76 @@ mod tests {
         // Over the cap, nothing leaves, and the estimate counts the whole selection.
         let (streamed, out) = run(Some(TokenCap { max_tokens: 100, bytes_per_token: 4 }), size, 16);
         assert_eq!((streamed.as_str(), out), ("", Outcome::TooManyTokens((units + 2) / 4)));
+    }
+
+    /// The estimate as Claude Code makes it, from the whole text at once:
+    /// lines cut at `\n`, one `\r` dropped from each, the selection joined
+    /// with `\n`, measured in UTF-16.
+    fn reference_estimate(bytes: &[u8], selection: Selection, cap: TokenCap) -> u64 {
+        let text = String::from_utf8_lossy(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes));
+        let lines: Vec<&str> = text.split('\n').collect();
+        let start = usize::try_from(selection.offset.unwrap_or(1).saturating_sub(1)).unwrap().min(lines.len());
+        let end = selection.limit.map_or(lines.len(), |l| (start + l as usize).min(lines.len()));
+        let joined: Vec<&str> = lines[start..end].iter().map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+        cap.estimate(joined.join("\n").encode_utf16().count() as u64)
+    }
+
+    #[test]
+    fn estimates_over_the_cap_match_the_whole_text_across_pieces() {
+        // Texts of several 256 KiB pieces, with CRLF, stray `\r`s, characters
+        // of every width, invalid bytes and long lines; a cap small enough to
+        // be passed in the first piece, so later pieces are only measured.
+        const PARTS: [&[u8]; 9] = [
+            b"plain words ",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"\xC3\xA9",
+            b"\xE2\x82\xAC",
+            b"\xF0\x9F\x98\x80",
+            b"\xFF\xC3",
+            b"\r\r\n",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..12 {
+            let size = 300_000 + (next() % 500_000) as usize;
+            let mut bytes = if round % 3 == 0 { b"\xEF\xBB\xBF".to_vec() } else { Vec::new() };
+            while bytes.len() < size {
+                let part = PARTS[(next() % PARTS.len() as u64) as usize];
+                if round % 2 == 0 && part.contains(&b'\r') {
+                    continue; // half the texts have no `\r` at all
+                }
+                let times = if next() % 50 == 0 { 2000 } else { 1 + next() % 4 };
+                for _ in 0..times {
+                    bytes.extend_from_slice(part);
+                }
+            }
+            if round % 4 == 1 {
+                bytes.push(b'\r'); // a last line that ends in `\r`
+            }
+            let total = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            // One byte per token: the estimate is the exact count of units.
+            let cap = TokenCap { max_tokens: 4000, bytes_per_token: 1 };
+            for selection in [
+                Selection::default(),
+                Selection { offset: Some(2), limit: Some(total / 2) },
+                Selection { offset: Some(total / 3), limit: None },
+                Selection { offset: Some(10), limit: Some(total - 10) },
+                Selection { offset: Some(10), limit: Some(total - 9) },
+            ] {
+                let got =
+                    render(&bytes[..], selection, Some(cap), Some(bytes.len() as u64), 4096, &mut |_| {}).unwrap();
+                let expected = reference_estimate(&bytes, selection, cap);
+                assert!(expected > cap.max_tokens, "round {round}: the cap is passed");
+                assert_eq!(got, Outcome::TooManyTokens(expected), "round {round}, {selection:?}");
+            }
+        }
     }
 
     #[test]
