@@ -40,9 +40,8 @@ fn the_pooling_allocator_falls_back_when_address_space_is_short() {
     let input = json!({"file_path": p(&file)}).to_string();
     // 16 GB of address space: too little for the pool's reservation, plenty
     // for on-demand instances.
-    let run = |allocator: &str| {
-        let script =
-            format!("ulimit -v 16000000; exec \"$0\" --workspace \"$1\" --allocator {allocator} call Read \"$2\"");
+    let run = |args: &str| {
+        let script = format!("ulimit -v 16000000; exec \"$0\" --workspace \"$1\" {args}");
         sb.command("sh")
             .args(["-c", &script, env!("CARGO_BIN_EXE_toolhost")])
             .arg(&sb.workspace)
@@ -50,15 +49,22 @@ fn the_pooling_allocator_falls_back_when_address_space_is_short() {
             .output()
             .unwrap()
     };
-    let auto = run("auto");
+    let auto = run("--allocator auto tools");
     assert!(auto.status.success(), "{auto:?}");
-    assert_eq!(String::from_utf8_lossy(&auto.stdout), "1\tfine\n2\t\n");
     assert!(
         String::from_utf8_lossy(&auto.stderr).contains("pooling allocator unavailable; using the on-demand allocator")
     );
-    let pooling = run("pooling");
+    let pooling = run("--allocator pooling tools");
     assert_eq!(pooling.status.code(), Some(2), "{pooling:?}");
     assert!(String::from_utf8_lossy(&pooling.stderr).contains("could not create the wasm engine"));
+    // `call` makes one call, with no pool under `auto`; a pool asked for is
+    // still set up (and fails here).
+    let one = run("--allocator auto call Read \"$2\"");
+    assert!(one.status.success(), "{one:?}");
+    assert_eq!(String::from_utf8_lossy(&one.stdout), "1\tfine\n2\t\n");
+    assert!(!String::from_utf8_lossy(&one.stderr).contains("pooling allocator unavailable"), "{one:?}");
+    let pooled = run("--allocator pooling call Read \"$2\"");
+    assert_eq!(pooled.status.code(), Some(2), "{pooled:?}");
 }
 
 #[test]

@@ -335,11 +335,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             toolhost::settings::load(&sources, &workspace).map(|s| s.tool_grants).map_err(|e| e.to_string())
         })
     };
+    // `call` makes one call: a pool of instance slots would be set up for
+    // nothing (its stacks' guard pages alone are a system call per slot), so
+    // `auto` instantiates on demand there.
+    let allocator = match (cli.allocator, &cli.command) {
+        (Allocator::Auto, Command::Call { .. }) => Allocator::OnDemand,
+        (chosen, _) => chosen,
+    };
     let mut builder = Host::builder()
         .tool_grants_source(grants_source)
         .plugins_dir(plugins)
         .settings(settings.clone())
-        .allocator(cli.allocator)
+        .allocator(allocator)
         .timeout(Duration::from_millis(cli.timeout_ms))
         .memory_limit(cli.memory_mib << 20)
         .child_confinement(cli.child_confinement);
