@@ -488,9 +488,12 @@ impl Pipeline {
             let (pre, grants) = (pre.clone(), grants.clone());
             let placeholder = self.scope(tool, String::new(), &self.scratch_session, Arc::clone(&dirs));
             let running = self.sandbox.running();
+            // Bounded far below a call's deadline: a guest whose start
+            // function spins is stopped there, and its tool gets no more.
+            let making = CallLimits { timeout: limits.timeout.min(spare::MAKING_TIMEOUT), ..limits };
             let make: spare::Make<Instance> = Box::new(move || {
                 let _running = running;
-                Instance::new(pre.engine(), &pre, &grants, placeholder, limits)
+                Instance::new(pre.engine(), &pre, &grants, placeholder, making)
             });
             *next = Some((key, make));
         }

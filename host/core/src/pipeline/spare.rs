@@ -17,6 +17,9 @@
 //! before the guest runs any export. What a guest's start function saw
 //! (the clock) is from when the spare was made.
 //!
+//! Making a spare is bounded by [`MAKING_TIMEOUT`] and the call's memory
+//! limit.
+//!
 //! Only tools whose last instantiation took at least the threshold get
 //! spares (ordering one costs a thread hand-off, more than making a small
 //! Rust tool's instance); a tool whose spare failed to instantiate gets no
@@ -38,6 +41,11 @@ pub(crate) const SPARE_INSTANCES: u32 = 2;
 pub(crate) const SPARE_ABOVE: Duration = Duration::from_micros(250);
 /// How long a spare nobody took is kept.
 const IDLE: Duration = Duration::from_secs(60);
+/// Longest the making of one spare may take (the call's own timeout if
+/// shorter): a thousand times what an interpreter's instance takes. A guest
+/// that runs longer while being made (a start function that spins) is
+/// stopped there, and its tool gets no more spares.
+pub(super) const MAKING_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What a spare is made for.
 pub(super) use super::warm::Made as Key;
@@ -285,5 +293,66 @@ mod tests {
     fn no_threshold_no_spares() {
         let spares: Spares<u32> = Spares::new(None, idle());
         assert!(!spares.wants("Slow", Some(Duration::from_secs(1))));
+    }
+
+    /// A component whose core module's start function never returns:
+    /// guest code that runs while an instance is being made (toolchains'
+    /// components run none; a hand-made one can).
+    fn spinning_at_start() -> Vec<u8> {
+        use wasm_encoder::{
+            BlockType, CodeSection, Component, Function, FunctionSection, Instruction, Module, ModuleSection,
+            StartSection, TypeSection,
+        };
+        let mut module = Module::new();
+        let mut types = TypeSection::new();
+        types.ty().function([], []);
+        module.section(&types);
+        let mut functions = FunctionSection::new();
+        functions.function(0);
+        module.section(&functions);
+        module.section(&StartSection { function_index: 0 });
+        let mut code = CodeSection::new();
+        let mut spin = Function::new([]);
+        spin.instruction(&Instruction::Loop(BlockType::Empty));
+        spin.instruction(&Instruction::Br(0));
+        spin.instruction(&Instruction::End);
+        spin.instruction(&Instruction::End);
+        code.function(&spin);
+        module.section(&code);
+        let mut component = Component::new();
+        component.section(&ModuleSection(&module));
+        let mut instances = wasm_encoder::InstanceSection::new();
+        instances.instantiate(0, Vec::<(&str, wasm_encoder::ModuleArg)>::new());
+        component.section(&instances);
+        component.finish()
+    }
+
+    #[test]
+    fn making_a_spare_whose_start_function_spins_is_stopped_at_the_making_timeout() {
+        use crate::imports::{CallScope, Namespace};
+        use crate::sandbox::{Allocator, CallLimits, GuestFault, Sandbox};
+        let limits = CallLimits { memory: 64 << 20, timeout: Duration::from_secs(120) };
+        let sandbox = Sandbox::new(Allocator::OnDemand, limits, 0, 1, 0).unwrap();
+        let component = wasmtime::component::Component::new(sandbox.engine(), spinning_at_start()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let scope = CallScope::new(
+            "Spinner".into(),
+            String::new(),
+            Arc::new(crate::session::Session::ephemeral(dir.path())),
+            Namespace::Private("spare/".into()),
+            Arc::new(Dirs::default()),
+            Arc::default(),
+        );
+        // As the pipeline makes a spare: the call's limits, the timeout
+        // cut to the making's, the epoch ticker running.
+        let making = CallLimits { timeout: limits.timeout.min(MAKING_TIMEOUT), ..limits };
+        let (mut store, _) = crate::sandbox::store(sandbox.engine(), &Grants::default(), scope, making);
+        let _running = sandbox.running();
+        let started = Instant::now();
+        let made = wasmtime::component::Linker::new(sandbox.engine()).instantiate(&mut store, &component);
+        let took = started.elapsed();
+        let e = made.expect_err("a start function that spins never makes an instance");
+        assert!(matches!(GuestFault::of(&e), GuestFault::Timeout(t) if t == MAKING_TIMEOUT), "{e:#}");
+        assert!(took >= MAKING_TIMEOUT && took < MAKING_TIMEOUT * 5, "stopped after {took:?}");
     }
 }
