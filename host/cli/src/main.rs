@@ -69,13 +69,13 @@ struct Cli {
     /// `serve` then compile it optimized (Cranelift) in the background and
     /// switch to that. `off`: always compile optimized, at once
     #[arg(long, global = true, env = "TOOLHOST_QUICK_COMPILE_ABOVE", default_value = "1024", value_name = "KIB|off")]
-    quick_compile_above: QuickAbove,
+    quick_compile_above: OrOff,
     /// A tool whose fresh instance took at least this many microseconds to
     /// make (an interpreter's) gets the instance of its next call made
     /// ahead, while no call runs; each call still gets a fresh instance.
     /// `off`: each call makes its own
     #[arg(long, global = true, env = "TOOLHOST_SPARE_INSTANCES_ABOVE", default_value = "250", value_name = "US|off")]
-    spare_instances_above: SpareAbove,
+    spare_instances_above: OrOff,
     /// Keep tools loaded quick on their quick code, even in `run` and
     /// `serve` (for measuring that code)
     #[arg(long, global = true, hide = true)]
@@ -94,36 +94,17 @@ struct Cli {
     command: Command,
 }
 
-/// `--quick-compile-above`.
+/// A threshold given as a number, or `off` (`--quick-compile-above`,
+/// `--spare-instances-above`).
 #[derive(Clone, Copy, Debug)]
-struct QuickAbove(Option<usize>);
+struct OrOff(Option<u64>);
 
-impl std::str::FromStr for QuickAbove {
+impl std::str::FromStr for OrOff {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "off" => Ok(QuickAbove(None)),
-            kib => kib
-                .parse::<usize>()
-                .map(|kib| QuickAbove(Some(kib.saturating_mul(1024))))
-                .map_err(|_| format!("`{kib}` is neither a size in KiB nor `off`")),
-        }
-    }
-}
-
-/// `--spare-instances-above`: microseconds, or `off`.
-#[derive(Clone, Copy)]
-struct SpareAbove(Option<Duration>);
-
-impl std::str::FromStr for SpareAbove {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "off" => Ok(SpareAbove(None)),
-            us => us
-                .parse::<u64>()
-                .map(|us| SpareAbove(Some(Duration::from_micros(us))))
-                .map_err(|_| format!("`{us}` is neither a number of microseconds nor `off`")),
+            "off" => Ok(OrOff(None)),
+            n => n.parse::<u64>().map(|n| OrOff(Some(n))).map_err(|_| format!("`{n}` is neither a number nor `off`")),
         }
     }
 }
@@ -371,9 +352,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     builder = builder.watch_plugins(watch).link_in_background(long_running);
     // A tool loaded quick is optimized in the background only by a front
     // that lives to use it.
-    builder =
-        builder.quick_compile_above(cli.quick_compile_above.0).optimize_in_background(long_running && !cli.no_optimize);
-    builder = builder.spare_instances_above(cli.spare_instances_above.0);
+    builder = builder.quick_compile_above(
+        cli.quick_compile_above.0.map(|kib| usize::try_from(kib.saturating_mul(1024)).unwrap_or(usize::MAX)),
+    );
+    builder = builder.optimize_in_background(long_running && !cli.no_optimize);
+    builder = builder.spare_instances_above(cli.spare_instances_above.0.map(Duration::from_micros));
     if std::io::stderr().is_terminal() {
         builder = builder.compile_progress(Arc::new(show_compile));
     }
