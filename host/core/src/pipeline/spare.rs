@@ -163,13 +163,23 @@ impl<I: Send + 'static> Spares<I> {
         let spawned = std::thread::Builder::new().name("toolhost-spare".into()).spawn(move || {
             for order in rx {
                 // A call started meanwhile: the next call's end orders again.
+                let began = Instant::now();
                 let made = (!busy()).then(order.make);
+                let took = began.elapsed();
                 let Some(state) = state.upgrade() else { return };
                 let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
                 state.pending.retain(|(n, _)| *n != order.number);
                 match made {
                     None => {}
-                    Some(Ok(instance)) => state.ready.push(Ready { key: order.key, instance, since: Instant::now() }),
+                    Some(Ok(instance)) => {
+                        // What it cost decides the next order: a tool whose
+                        // instance was slow once (a cold first start) and is
+                        // quick since gets no more.
+                        if let Some(cost) = state.costs.get_mut(&order.key.tool) {
+                            *cost = took;
+                        }
+                        state.ready.push(Ready { key: order.key, instance, since: Instant::now() });
+                    }
                     Some(Err(e)) => {
                         tracing::debug!(tool = %order.key.tool, error = %format!("{e:#}"), "no spare instances");
                         state.refused.insert(order.key.tool);
@@ -236,6 +246,29 @@ mod tests {
         assert_eq!(spares.take(&key(&registry, "Slow"), &registry), Some(1));
         assert_eq!(spares.take(&key(&registry, "Slow"), &registry), None, "a spare serves one call");
         assert_eq!(spares.take(&key(&registry, "Other"), &registry), None);
+    }
+
+    #[test]
+    fn a_tool_slow_to_instantiate_once_gets_no_more_spares_once_they_are_quick_to_make() {
+        let spares: Spares<u32> = Spares::new(Some(Duration::from_millis(5)), idle());
+        let registry = Arc::new(Registry::default());
+        // A cold first start was slow; every spare since took microseconds.
+        assert!(spares.wants("Read", Some(Duration::from_millis(20))));
+        spares.order(key(&registry, "Read"), &registry, Box::new(|| Ok(1)));
+        settle(&spares);
+        assert!(!spares.wants("Read", None), "the spare's own cost counts");
+        // One that stays slow keeps them.
+        assert!(spares.wants("Python", Some(Duration::from_millis(20))));
+        spares.order(
+            key(&registry, "Python"),
+            &registry,
+            Box::new(|| {
+                std::thread::sleep(Duration::from_millis(10));
+                Ok(2)
+            }),
+        );
+        settle(&spares);
+        assert!(spares.wants("Python", None));
     }
 
     #[test]
