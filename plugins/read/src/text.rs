@@ -264,10 +264,10 @@ impl<'s> Renderer<'s> {
         let b = text.as_bytes();
         let mut pos = 0;
 
-        // The selected lines.
+        // The selected lines (not over the cap: that returned above).
         if self.index < self.end {
             let region = pos;
-            if self.out.capacity() == 0 && !self.over {
+            if self.out.capacity() == 0 {
                 // Room for this piece's lines and their numbers, within reason.
                 let rest = b.len() - pos;
                 let lines = usize::try_from(self.end - self.index).unwrap_or(usize::MAX);
@@ -293,12 +293,10 @@ impl<'s> Renderer<'s> {
                 if self.shown == 0 {
                     self.first_line_empty = line.is_empty();
                 }
-                if !self.over {
-                    self.push_line(line);
-                    if may_flush && self.out.len() >= self.flush_at && !self.pending_cr && !self.content_empty() {
-                        (self.sink)(&self.out);
-                        self.out.clear();
-                    }
+                self.push_line(line);
+                if may_flush && self.out.len() >= self.flush_at && !self.pending_cr && !self.content_empty() {
+                    (self.sink)(&self.out);
+                    self.out.clear();
                 }
                 self.shown += 1;
                 self.index += 1;
@@ -310,7 +308,7 @@ impl<'s> Renderer<'s> {
             }
             if let Some(cap) = self.cap {
                 self.units += utf16_len(&text[region..pos]) - stripped + u64::from(last_line);
-                if !self.over && cap.exceeded_by(self.units.saturating_sub(1)) {
+                if cap.exceeded_by(self.units.saturating_sub(1)) {
                     self.over = true;
                     self.out = String::new();
                 }
