@@ -125,3 +125,39 @@ impl Sandbox {
         Instance::new(pre.engine(), pre, grants, scope, limits)
     }
 }
+
+/// A component holding one core module of `bodies`, functions of no
+/// parameters and no results (each body ends with its own `End`). With
+/// `start`, the first is the module's start function and the component
+/// instantiates the module, so it runs while the component is instantiated.
+#[cfg(test)]
+pub(crate) fn core_component(bodies: &[&[wasm_encoder::Instruction<'_>]], start: bool) -> Vec<u8> {
+    use wasm_encoder::{CodeSection, Function, FunctionSection, Module, ModuleArg, TypeSection};
+    let mut module = Module::new();
+    let mut types = TypeSection::new();
+    types.ty().function([], []);
+    module.section(&types);
+    let mut functions = FunctionSection::new();
+    let mut code = CodeSection::new();
+    for body in bodies {
+        functions.function(0);
+        let mut f = Function::new([]);
+        for instruction in *body {
+            f.instruction(instruction);
+        }
+        code.function(&f);
+    }
+    module.section(&functions);
+    if start {
+        module.section(&wasm_encoder::StartSection { function_index: 0 });
+    }
+    module.section(&code);
+    let mut component = wasm_encoder::Component::new();
+    component.section(&wasm_encoder::ModuleSection(&module));
+    if start {
+        let mut instances = wasm_encoder::InstanceSection::new();
+        instances.instantiate(0, Vec::<(&str, ModuleArg)>::new());
+        component.section(&instances);
+    }
+    component.finish()
+}

@@ -332,32 +332,8 @@ mod tests {
     /// guest code that runs while an instance is being made (toolchains'
     /// components run none; a hand-made one can).
     fn spinning_at_start() -> Vec<u8> {
-        use wasm_encoder::{
-            BlockType, CodeSection, Component, Function, FunctionSection, Instruction, Module, ModuleSection,
-            StartSection, TypeSection,
-        };
-        let mut module = Module::new();
-        let mut types = TypeSection::new();
-        types.ty().function([], []);
-        module.section(&types);
-        let mut functions = FunctionSection::new();
-        functions.function(0);
-        module.section(&functions);
-        module.section(&StartSection { function_index: 0 });
-        let mut code = CodeSection::new();
-        let mut spin = Function::new([]);
-        spin.instruction(&Instruction::Loop(BlockType::Empty));
-        spin.instruction(&Instruction::Br(0));
-        spin.instruction(&Instruction::End);
-        spin.instruction(&Instruction::End);
-        code.function(&spin);
-        module.section(&code);
-        let mut component = Component::new();
-        component.section(&ModuleSection(&module));
-        let mut instances = wasm_encoder::InstanceSection::new();
-        instances.instantiate(0, Vec::<(&str, wasm_encoder::ModuleArg)>::new());
-        component.section(&instances);
-        component.finish()
+        use wasm_encoder::{BlockType, Instruction::*};
+        crate::sandbox::core_component(&[&[Loop(BlockType::Empty), Br(0), End, End]], true)
     }
 
     #[test]

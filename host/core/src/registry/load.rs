@@ -401,27 +401,8 @@ mod tests {
     /// A component whose core module makes a tail call: Cranelift compiles
     /// it, Winch does not.
     fn with_a_tail_call() -> Vec<u8> {
-        use wasm_encoder::{CodeSection, Function, FunctionSection, Instruction, Module, TypeSection};
-        let mut module = Module::new();
-        let mut types = TypeSection::new();
-        types.ty().function([], []);
-        module.section(&types);
-        let mut functions = FunctionSection::new();
-        functions.function(0);
-        functions.function(0);
-        module.section(&functions);
-        let mut code = CodeSection::new();
-        let mut f = Function::new([]);
-        f.instruction(&Instruction::ReturnCall(1));
-        f.instruction(&Instruction::End);
-        code.function(&f);
-        let mut g = Function::new([]);
-        g.instruction(&Instruction::End);
-        code.function(&g);
-        module.section(&code);
-        let mut component = wasm_encoder::Component::new();
-        component.section(&wasm_encoder::ModuleSection(&module));
-        component.finish()
+        use wasm_encoder::Instruction::{End, ReturnCall};
+        crate::sandbox::core_component(&[&[ReturnCall(1), End], &[End]], false)
     }
 
     /// `f` with a loader that links now, over a sandbox and an empty cache
