@@ -20,6 +20,7 @@ mod in_process;
 mod install;
 mod js;
 mod limits;
+mod linking;
 mod mcp;
 mod modes;
 mod network;
