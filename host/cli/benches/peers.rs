@@ -95,11 +95,21 @@ fn toolhost(workspace: &Path) -> Command {
 }
 
 /// Compiles the built-ins into the shared cache if they are not there yet
-/// (after a rebuild of toolhost), so that no measured process compiles them.
+/// (after a rebuild of toolhost), so that no measured process compiles them:
+/// `tools` lists them from their saved descriptions without compiling, so
+/// Read, which every MCP round calls, is also called once, compiled
+/// optimized at once (a server would otherwise compile it at its first call
+/// and its RSS would carry the compile).
 fn warm_compile_cache() {
     let started = Instant::now();
     let out = toolhost(&bench_dir("peers-ws")).arg("tools").output().expect("toolhost tools");
     succeeded("toolhost tools", &out);
+    let read = json!({ "file_path": small_file() }).to_string();
+    let out = toolhost(&bench_dir("peers-ws"))
+        .args(["--quick-compile-above", "off", "call", "Read", &read])
+        .output()
+        .expect("toolhost call Read");
+    succeeded("toolhost call Read", &out);
     eprintln!("compile cache warm ({:.1} s)", started.elapsed().as_secs_f64());
 }
 
@@ -498,7 +508,7 @@ fn rows() -> Vec<Row> {
         target,
     };
     let mut rows = vec![
-        row("round trip p50, one at a time".into(), Box::new(|r| r.p50), 1, "µs", Target::AtMost(250.0)),
+        row("round trip p50, one at a time".into(), Box::new(|r| r.p50), 1, "µs", Target::AtMost(200.0)),
         row("round trip p99, one at a time".into(), Box::new(|r| r.p99), 1, "µs", Target::None),
         row("server CPU per call, one at a time".into(), Box::new(|r| r.cpu_one_us), 1, "µs", Target::AtMost(60.0)),
     ];
@@ -507,7 +517,7 @@ fn rows() -> Vec<Row> {
         rows.push(row(format!("server CPU per call, {k} in flight"), figure, 1, "µs", Target::AtMost(60.0)));
     }
     for (i, k) in IN_FLIGHT.into_iter().enumerate() {
-        let target = if k == 32 { Target::PeerTimes(2.5) } else { Target::None };
+        let target = if k == 32 { Target::PeerTimes(4.0) } else { Target::None };
         rows.push(row(
             format!("throughput, {k} in flight"),
             Box::new(move |r| r.batches[i].rate),
