@@ -259,9 +259,12 @@ fn main() -> ExitCode {
     // again, and the threads that free the most (a compile's) then sit idle,
     // so a first start that compiled the built-ins kept ~30 MiB more for the
     // server's life. No cost per call measured (docs/benchmarks.md).
-    // SAFETY: sets one of mimalloc's options, a plain integer it reads when
-    // it purges; any value is valid.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    // mimalloc's own `MIMALLOC_PURGE_DELAY` still decides when set.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one of mimalloc's options, a plain integer it reads
+        // when it purges; any value is valid.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
