@@ -84,6 +84,45 @@ fn a_long_session_keeps_only_what_is_going_on() {
     }
 }
 
+/// Calls one at a time, each added the moment the previous result is out
+/// (as an MCP client's are): the worker that ran the last one runs the next,
+/// and no thread is started beside it. A worker used to count itself free
+/// only after its result was out, so such a call often started a thread:
+/// an MCP server reached 22 worker threads at 10 calls at once.
+#[test]
+fn calls_added_as_each_result_comes_out_reuse_the_one_worker() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let file = sb.workspace.join("one.txt");
+    std::fs::write(&file, "one line\n").unwrap();
+    let config = toolhost::SchedulerConfig { max_concurrency: 4, calls: Calls::Independent, approver: None };
+    let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+    for k in 0..300 {
+        let id = format!("r{k}");
+        executor.add_tool(ToolUse { id: id.clone(), name: "Read".into(), input: json!({"file_path": file}) });
+        loop {
+            if let Some(Update::Result(r)) = executor.next_blocking() {
+                assert!(!r.is_error, "{}", r.text());
+                assert_eq!(r.tool_use_id, id);
+                break;
+            }
+        }
+    }
+    assert_eq!(executor.worker_threads(), 1, "worker threads after 300 calls one at a time");
+    // At most one per call that can run at once and per concurrency check
+    // that can (a queued call's is asked on a worker too).
+    let handles: Vec<_> = (0..40)
+        .map(|k| {
+            executor.add_tool(ToolUse { id: format!("b{k}"), name: "Read".into(), input: json!({"file_path": file}) })
+        })
+        .collect();
+    drop(handles);
+    let results = drain(&executor);
+    assert_eq!(results.len(), 40);
+    assert!(results.iter().all(|r| !r.is_error));
+    assert!(executor.worker_threads() <= 8, "{} worker threads at 4 calls at once", executor.worker_threads());
+}
+
 /// Every result of `executor` once closed, in the order handed out.
 fn drain(executor: &Executor) -> Vec<ToolResult> {
     executor.close();

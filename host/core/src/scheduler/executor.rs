@@ -96,11 +96,25 @@ struct Shared {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// Held by a worker thread: its end is counted.
+struct Leaving(std::sync::Weak<Shared>);
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.lock().workers -= 1;
+        }
+    }
+}
+
 thread_local! {
     /// Set while a worker records the end of its call: a call that this
     /// starts runs next on the same thread (no hand-off to another worker).
     static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static CARRIED: std::cell::RefCell<Option<Job>> = const { std::cell::RefCell::new(None) };
+    /// Set when a worker counted itself idle as its job recorded its end
+    /// (see [`Executor::counted_idle`]).
+    static COUNTED_IDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[derive(Default)]
@@ -132,8 +146,12 @@ struct State {
     /// for a worker to ask.
     classifying: usize,
     to_classify: VecDeque<usize>,
-    /// Workers waiting for a job.
+    /// Workers waiting for a job, or about to: a worker counts itself idle
+    /// under the same lock that records its job's end, so a call added as
+    /// soon as that result is out finds it (rather than starting a thread).
     idle: usize,
+    /// Worker threads alive.
+    workers: usize,
 }
 
 impl State {
@@ -431,6 +449,14 @@ impl Executor {
         self.shared.lock().tools.len()
     }
 
+    /// How many worker threads the executor has: at most one per call that
+    /// can run at once and per concurrency check that can (each up to
+    /// `max_concurrency`). For tests.
+    #[doc(hidden)]
+    pub fn worker_threads(&self) -> usize {
+        self.shared.lock().workers
+    }
+
     /// Cancels every call `id` names (running or queued), whatever its
     /// interrupt behavior: its result becomes an error saying `why`. Nothing
     /// happens to calls that have ended.
@@ -625,6 +651,7 @@ impl Shared {
                 let mut state = shared.lock();
                 state.classifying -= 1;
                 Self::learned(&shared, &mut state, number, safe);
+                Self::counted_idle(&mut state);
             });
             Self::submit(this, state, job);
         }
@@ -689,6 +716,7 @@ impl Shared {
             FINISHING.set(true);
             Self::finish(&shared, &mut state, number, result);
             FINISHING.set(false);
+            Self::counted_idle(&mut state);
             drop(state);
             shared.wake();
         });
@@ -727,6 +755,8 @@ impl Shared {
         let rx = Arc::clone(&this.job_rx);
         let shared = Arc::downgrade(this);
         let spawned = std::thread::Builder::new().name("toolhost-call".into()).spawn(move || {
+            // However the thread ends (a job that panics too).
+            let _leaving = Leaving(shared.clone());
             loop {
                 let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok(job) = job else { return };
@@ -734,13 +764,28 @@ impl Shared {
                 while let Some(next) = CARRIED.with(|slot| slot.borrow_mut().take()) {
                     next();
                 }
-                // Back to idle; gone when the executor is.
+                // Back to idle (if the job's end did not count it); gone
+                // when the executor is.
                 let Some(shared) = shared.upgrade() else { return };
-                shared.lock().idle += 1;
+                if !COUNTED_IDLE.replace(false) {
+                    shared.lock().idle += 1;
+                }
             }
         });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "could not start a worker thread");
+        match spawned {
+            Ok(_) => state.workers += 1,
+            Err(e) => tracing::error!(error = %e, "could not start a worker thread"),
+        }
+    }
+
+    /// Counts the worker running this job's end idle, unless it has a call
+    /// to run next: it is, once it returns to the job channel, and a call
+    /// added meanwhile (an MCP client's next request, sent as soon as this
+    /// result reached it) then goes to it instead of starting a thread.
+    fn counted_idle(state: &mut State) {
+        if CARRIED.with(|slot| slot.borrow().is_none()) {
+            state.idle += 1;
+            COUNTED_IDLE.set(true);
         }
     }
 
