@@ -449,9 +449,7 @@ impl Executor {
         self.shared.lock().tools.len()
     }
 
-    /// How many worker threads the executor has: at most one per call that
-    /// can run at once and per concurrency check that can (each up to
-    /// `max_concurrency`). For tests.
+    /// How many worker threads the executor has. For tests.
     #[doc(hidden)]
     pub fn worker_threads(&self) -> usize {
         self.shared.lock().workers
@@ -650,7 +648,10 @@ impl Shared {
                 let safe = shared.host.is_concurrency_safe_in(&shared.session, &tool_use);
                 let mut state = shared.lock();
                 state.classifying -= 1;
+                // A call this lets start runs next on this worker.
+                FINISHING.set(true);
                 Self::learned(&shared, &mut state, number, safe);
+                FINISHING.set(false);
                 Self::counted_idle(&mut state);
             });
             Self::submit(this, state, job);
