@@ -147,6 +147,20 @@ fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
     base.join("toolhost")
 }
 
+/// Runs `compile` (a wasmtime compile) on compile threads of its own that
+/// end with it. Cranelift's working memory (tens of MiB for a large
+/// component) is allocated on those threads; the allocator gives a thread's
+/// free memory back to the system when the thread ends, while rayon's
+/// global pool, kept for the process's life, would hold it for good.
+pub(crate) fn compile_apart<T: Send>(compile: impl FnOnce() -> T + Send) -> T {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("toolhost-compile-{i}")).build()
+    {
+        Ok(pool) => pool.install(compile),
+        Err(_) => compile(),
+    }
+}
+
 /// The name a compiled artifact is cached under: SHA-256, in hex, of `kind`,
 /// toolhost's version, `engine`'s compatibility hash and `content` (the
 /// source's own hash), so an entry is only ever read by an engine that can

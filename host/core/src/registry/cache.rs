@@ -53,11 +53,12 @@ pub(super) fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Compo
 /// missing, unreadable or stale entry is compiled afresh; an unwritable cache
 /// directory means compiling at every start.
 pub(super) fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
-    let Some(dir) = dir else { return Component::new(engine, wasm) };
+    let compile = || crate::fsx::compile_apart(|| Component::new(engine, wasm));
+    let Some(dir) = dir else { return compile() };
     if let Some(component) = cached(engine, content, dir) {
         return Ok(component);
     }
-    let component = compile_apart(engine, wasm)?;
+    let component = compile()?;
     let path = component_path(dir, engine, content);
     if let Err(e) = store(&path, &component) {
         tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
@@ -67,20 +68,6 @@ pub(super) fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&
     // mapped file, shared with every toolhost process and reclaimable,
     // rather than the compile's anonymous memory held for the process's life.
     Ok(cached(engine, content, dir).unwrap_or(component))
-}
-
-/// Compiles `wasm` on compile threads of its own that end with the compile.
-/// Cranelift's working memory (tens of MiB for a large component) is
-/// allocated on those threads; the allocator gives a thread's free memory
-/// back to the system when the thread ends, while a pool kept for the
-/// process's life would hold it for good.
-fn compile_apart(engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Component> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("toolhost-compile-{i}")).build()
-    {
-        Ok(pool) => pool.install(|| Component::new(engine, wasm)),
-        Err(_) => Component::new(engine, wasm),
-    }
 }
 
 /// The shape of a saved description: raised whenever [`ToolSpec`] gains or

@@ -113,7 +113,7 @@ thread_local! {
     static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static CARRIED: std::cell::RefCell<Option<Job>> = const { std::cell::RefCell::new(None) };
     /// Set when a worker counted itself idle as its job recorded its end
-    /// (see [`Executor::counted_idle`]).
+    /// (see `Shared::counted_idle`).
     static COUNTED_IDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 

@@ -281,7 +281,8 @@ fn config(pooling: bool) -> Config {
 /// compiled and cached. A cache that cannot be read or written only costs
 /// the compile.
 fn compile(engine: &Engine, cache: Option<&Path>) -> wasmtime::Result<Module> {
-    let Some(dir) = cache else { return Module::new(engine, embedded::WASM) };
+    let compile = || crate::fsx::compile_apart(|| Module::new(engine, embedded::WASM));
+    let Some(dir) = cache else { return compile() };
     let path = dir.join("shell-parser").join(format!("{}.cwasm", cache_key(engine)));
     if path.exists() {
         // SAFETY: the file is one this host wrote into its own cache
@@ -292,7 +293,7 @@ fn compile(engine: &Engine, cache: Option<&Path>) -> wasmtime::Result<Module> {
             Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached parser"),
         }
     }
-    let module = Module::new(engine, embedded::WASM)?;
+    let module = compile()?;
     let saved =
         module.serialize().map_err(std::io::Error::other).and_then(|bytes| crate::fsx::replace_file(&path, &bytes));
     if let Err(e) = saved {
