@@ -111,6 +111,39 @@ fn calls_added_as_each_result_comes_out_reuse_the_one_worker() {
     assert_eq!(executor.worker_threads(), 1, "worker threads after 300 calls one at a time");
 }
 
+/// Calls of a tool that declares itself concurrency-safe for every input
+/// (Read) are classified without a worker: with 40 calls added at once and 4
+/// allowed to run, no more than 4 worker threads are started. A worker used
+/// to ask each call's safety beside the calls running, up to 4 more threads
+/// (an MCP server at 32 requests in flight had 21 worker threads at a
+/// maximum of 10).
+#[test]
+fn declared_concurrency_safe_calls_use_no_more_workers_than_may_run() {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let file = sb.workspace.join("one.txt");
+    std::fs::write(&file, "one line\n").unwrap();
+    let config = toolhost::SchedulerConfig { max_concurrency: 4, calls: Calls::Independent, approver: None };
+    let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+    for round in 0..5 {
+        for k in 0..40 {
+            executor.add_tool(ToolUse {
+                id: format!("r{round}-{k}"),
+                name: "Read".into(),
+                input: json!({"file_path": file}),
+            });
+        }
+        let mut seen = 0;
+        while seen < 40 {
+            if let Some(Update::Result(r)) = executor.next_blocking() {
+                assert!(!r.is_error, "{}", r.text());
+                seen += 1;
+            }
+        }
+    }
+    assert!(executor.worker_threads() <= 4, "{} worker threads for 4 calls at a time", executor.worker_threads());
+}
+
 /// Every result of `executor` once closed, in the order handed out.
 fn drain(executor: &Executor) -> Vec<ToolResult> {
     executor.close();

@@ -76,6 +76,13 @@ impl Host {
         self.inner.pipeline.is_concurrency_safe_in(session, tool_use)
     }
 
+    /// Whether `tool_use` is concurrency-safe when no instance needs to be
+    /// asked ([`Host::is_concurrency_safe_in`] is then not needed): its tool
+    /// declares it for every input, or the call is refused before it starts.
+    pub fn declared_concurrency_safe(&self, tool_use: &ToolUse) -> Option<bool> {
+        self.inner.pipeline.declared_concurrency_safe(tool_use)
+    }
+
     /// Whether a user interrupt cancels calls of `tool` (its interrupt
     /// behavior is `cancel`); unknown tools: yes.
     pub fn cancels_on_interrupt(&self, tool: &str) -> bool {

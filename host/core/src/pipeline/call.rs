@@ -299,17 +299,27 @@ impl Pipeline {
         self.classify(Some(session), tool_use)
     }
 
-    pub(super) fn classify(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
+    /// Whether `tool_use` is concurrency-safe, when that needs no instance:
+    /// its tool declares the answer for every input, or the call is refused
+    /// before it starts (unknown or disabled tool, input its schema rejects).
+    /// `None`: its tool answers per input.
+    pub(crate) fn declared_concurrency_safe(&self, tool_use: &ToolUse) -> Option<bool> {
         let registry = self.registry();
         let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
-            return false;
+            return Some(false);
         };
         if tool.input_schema().check(&tool.spec.name, &tool_use.input).is_err() {
-            return false;
+            return Some(false);
         }
-        if let Some(declared) = tool.spec.hints.concurrency_safe {
+        tool.spec.hints.concurrency_safe
+    }
+
+    pub(super) fn classify(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
+        if let Some(declared) = self.declared_concurrency_safe(tool_use) {
             return declared;
         }
+        let registry = self.registry();
+        let Some(tool) = registry.resolve(&tool_use.name) else { return false };
         let _running = self.sandbox.running();
         let since = self.granted_since_start(&tool.spec.name);
         let grants = since.as_deref().unwrap_or(&tool.grants);

@@ -361,7 +361,11 @@ impl Executor {
             tracked.stage = Stage::Done;
             tracked.result = Some(ToolResult::error(&handle.id, sibling_error(&what)));
         } else if !alone {
-            state.to_classify.push_back(number);
+            // A tool that declares the answer is not asked on a worker.
+            match shared.host.declared_concurrency_safe(&tracked.tool_use) {
+                Some(safe) => tracked.safe = Some(safe),
+                None => state.to_classify.push_back(number),
+            }
         }
         state.tools.push_back(tracked);
         Shared::process_queue(shared, &mut state);
