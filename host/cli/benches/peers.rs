@@ -6,7 +6,10 @@
 //! the same raw JSON-RPC client over stdio, reading a small file: latency one
 //! call at a time, throughput with 1, 8 and 32 requests in flight, the
 //! server's CPU time per call (from `/proc`), and its RSS as the calls add
-//! up. Three rounds, alternating the servers, each with a fresh server
+//! up. Beside them, the floor: a server of a few lines in this benchmark's
+//! own executable (one thread, no SDK) that reads the file and answers, for
+//! what this machine charges for a stdio exchange whatever the server does.
+//! Three rounds, alternating the servers, each with a fresh server
 //! process; the median of the rounds and their spread (min–max). The
 //! reference server is installed with npm into `target/tools/npm` on first
 //! use; if that fails its columns stay empty.
@@ -51,6 +54,10 @@ const RSS_EVERY: usize = 10_000;
 const RSS_MARKS: usize = 4;
 
 fn main() {
+    if std::env::args().any(|a| a == FLOOR_SERVER) {
+        floor_server();
+        return;
+    }
     // `cargo bench` passes `--bench`; other arguments name the parts.
     let parts: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     if let Some(unknown) = parts.iter().find(|p| !["mcp", "process"].contains(&p.as_str())) {
@@ -185,22 +192,35 @@ struct Server {
     arguments: fn(&Path) -> Value,
 }
 
-/// toolhost, and the reference server unless it cannot be run (then why).
+/// toolhost, the floor, and the reference server unless it cannot be run
+/// (then why).
 fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
     let ws = file.parent().expect("workspace").to_path_buf();
-    let mut servers = vec![Server {
-        name: "toolhost",
-        command: Box::new({
-            let ws = ws.clone();
-            move || {
-                let mut cmd = toolhost(&ws);
-                cmd.arg("serve");
+    let mut servers = vec![
+        Server {
+            name: "toolhost",
+            command: Box::new({
+                let ws = ws.clone();
+                move || {
+                    let mut cmd = toolhost(&ws);
+                    cmd.arg("serve");
+                    cmd
+                }
+            }),
+            pick_tool: |_| "Read",
+            arguments: |file| json!({"file_path": file}),
+        },
+        Server {
+            name: "floor",
+            command: Box::new(|| {
+                let mut cmd = Command::new(std::env::current_exe().expect("bench executable"));
+                cmd.arg(FLOOR_SERVER);
                 cmd
-            }
-        }),
-        pick_tool: |_| "Read",
-        arguments: |file| json!({"file_path": file}),
-    }];
+            }),
+            pick_tool: |_| "read",
+            arguments: |file| json!({"path": file}),
+        },
+    ];
     let missing = match server_filesystem() {
         Err(why) => Some(why),
         Ok(entry) => {
@@ -219,6 +239,42 @@ fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
         }
     };
     (servers, missing)
+}
+
+/// The argument that makes this benchmark's executable the floor server.
+const FLOOR_SERVER: &str = "--floor-server";
+
+/// The floor: the least a stdio MCP server can do for the benchmark's call,
+/// as a measure of what this machine charges for the exchange itself. One
+/// thread, blocking reads and writes, no SDK, no sandbox: each `tools/call`
+/// opens and reads the file it names and answers with its text.
+fn floor_server() {
+    let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout());
+    let mut out = stdout.lock();
+    for line in stdin.lines() {
+        let Ok(line) = line else { return };
+        let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = request.get("id") else { continue };
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "floor", "version": "1.0.0"},
+            }),
+            "tools/list" => json!({"tools": [{"name": "read", "inputSchema": {"type": "object"}}]}),
+            "tools/call" => {
+                match std::fs::read_to_string(request["params"]["arguments"]["path"].as_str().unwrap_or("")) {
+                    Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
+                    Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
+                }
+            }
+            _ => json!({}),
+        };
+        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(out, "{response}").and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
 }
 
 /// An MCP server in a child process and the raw JSON-RPC 2.0 client talking
@@ -557,15 +613,15 @@ fn mcp() {
         }
     }
 
-    let toolhost = &rounds[0];
-    let peer = rounds.get(1);
+    let (toolhost, floor, peer) = (&rounds[0], &rounds[1], rounds.get(2));
     let not_run = if peer.is_some() { "" } else { " (not run)" };
     println!(
-        "| read a 1 KB file over MCP stdio ({ROUNDS} rounds: median (min–max)) | toolhost | server-filesystem {SERVER_FILESYSTEM_VERSION}{not_run} | ratio | target |"
+        "| read a 1 KB file over MCP stdio ({ROUNDS} rounds: median (min–max)) | toolhost | floor (one thread, no SDK) | server-filesystem {SERVER_FILESYSTEM_VERSION}{not_run} | toolhost / server-filesystem | target |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for row in rows() {
         let t = Spread::of(toolhost.iter().map(&row.figure).collect());
+        let f = Spread::of(floor.iter().map(&row.figure).collect());
         let p = peer.map(|p| Spread::of(p.iter().map(&row.figure).collect()));
         let ratio = p.map_or("—".into(), |p| {
             let ratio = times(t.median / p.median);
@@ -587,9 +643,10 @@ fn mcp() {
             }
         };
         println!(
-            "| {} | {} | {} | {ratio} | {target} |",
+            "| {} | {} | {} | {} | {ratio} | {target} |",
             row.label,
             t.show(row.decimals, row.unit),
+            f.show(row.decimals, row.unit),
             p.map_or("—".into(), |p| p.show(row.decimals, row.unit))
         );
     }

@@ -175,12 +175,47 @@ fn latency(allocator: Allocator) -> Value {
     }
     let bare = time(20_000, || host.bare_call("Echo"));
     let native = time(20_000, || echo_native(&call.input));
+    // The call the MCP benchmark makes (peers.rs: Read of a 1 KB file), here
+    // on the calling thread: what a front's per-call figure adds is its own.
+    let file = bench_dir("calls-ws").join("small.txt");
+    let text: String =
+        (1..=20).map(|i| format!("line {i:02}: the quick brown fox jumps over the lazy dog {:04}\n", i * 37)).collect();
+    std::fs::write(&file, text).expect("small file");
+    let read = ToolUse { id: "toolu_read".into(), name: "Read".into(), input: json!({"file_path": file}) };
+    let read_one = || {
+        let r = host.call(&session, &read, &options);
+        assert!(!r.is_error, "{r:?}");
+        r
+    };
+    for _ in 0..2000 {
+        read_one();
+    }
+    let small_read = time(20_000, read_one);
+    // The same call after the thread slept (as a server's does between one
+    // client's requests): the CPU it takes, caches and predictors cold.
+    let mut after_pause = Vec::with_capacity(3000);
+    for _ in 0..3000 {
+        std::thread::sleep(Duration::from_micros(300));
+        let start = thread_cpu_micros();
+        read_one();
+        after_pause.push(thread_cpu_micros() - start);
+    }
+    let after_pause = common::stats(after_pause);
     json!({
+        "read_p50": small_read.p50, "read_p99": small_read.p99, "read_paused_cpu_p50": after_pause.p50,
         "allocator": format!("{:?}", host.allocator()),
         "pipeline_p50": pipeline.p50, "pipeline_p99": pipeline.p99,
         "bare_p50": bare.p50, "bare_p99": bare.p99,
         "native_p50": native.p50, "native_p99": native.p99,
     })
+}
+
+/// The CPU time the calling thread has used, in microseconds.
+fn thread_cpu_micros() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec for the call to fill in.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
 }
 
 fn throughput(allocator: Allocator) -> Value {
@@ -386,6 +421,15 @@ impl Report {
                 f("native_p50"),
                 f("native_p99"),
                 f("pipeline_p50") / f("native_p50")
+            );
+            println!(
+                "| Read of a 1 KB file through the pipeline, on the calling thread, p50 / p99 ({alloc}) | {:.1} / {:.1} µs | | | |",
+                f("read_p50"),
+                f("read_p99")
+            );
+            println!(
+                "| the same Read, each after the thread slept 300 µs: its CPU time, p50 ({alloc}) | {:.1} µs | | | |",
+                f("read_paused_cpu_p50")
             );
             println!(
                 "| bare instantiate + call + drop, p50 / p99 ({alloc}) | {:.1} / {:.1} µs | | | ≤ 12 µs |",
