@@ -72,8 +72,9 @@ struct Cli {
     quick_compile_above: OrOff,
     /// A tool whose fresh instance took at least this many microseconds to
     /// make (an interpreter's) gets the instance of its next call made
-    /// ahead, while no call runs; each call still gets a fresh instance.
-    /// `off`: each call makes its own
+    /// ahead, while no call runs; each call still gets a fresh instance
+    /// (`run` and `serve`; a one-shot command makes none). `off`: each call
+    /// makes its own
     #[arg(long, global = true, env = "TOOLHOST_SPARE_INSTANCES_ABOVE", default_value = "250", value_name = "US|off")]
     spare_instances_above: OrOff,
     /// Keep tools loaded quick on their quick code, even in `run` and
@@ -371,7 +372,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         cli.quick_compile_above.0.map(|kib| usize::try_from(kib.saturating_mul(1024)).unwrap_or(usize::MAX)),
     );
     builder = builder.optimize_in_background(long_running && !cli.no_optimize);
-    builder = builder.spare_instances_above(cli.spare_instances_above.0.map(Duration::from_micros));
+    // Spares serve a next call: a one-shot command makes none.
+    let spares_above = cli.spare_instances_above.0.filter(|_| long_running).map(Duration::from_micros);
+    builder = builder.spare_instances_above(spares_above);
     if std::io::stderr().is_terminal() {
         builder = builder.compile_progress(Arc::new(show_compile));
     }
