@@ -255,17 +255,6 @@ enum Command {
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    // Memory freed is given back to the system at once rather than after
-    // 10 ms: the delay is only ever honoured by a thread that allocates
-    // again, and the threads that free the most (a compile's) then sit idle,
-    // so a first start that compiled the built-ins kept ~30 MiB more for the
-    // server's life. No cost per call measured (docs/benchmarks.md).
-    // mimalloc's own `MIMALLOC_PURGE_DELAY` still decides when set.
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets one of mimalloc's options, a plain integer it reads
-        // when it purges; any value is valid.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -275,6 +264,22 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
+    // A front that lives on (`run`, `serve`) gives memory it freed back to
+    // the system at once rather than after 10 ms: the delay is only ever
+    // honoured by a thread that allocates again, and the threads that free
+    // the most (a compile's) then sit idle, so a first start that compiled
+    // the built-ins kept ~30 MiB more for the server's life. No cost per
+    // call measured (docs/benchmarks.md). A one-shot command keeps the
+    // delay: it would only pay for giving back (a `madvise` per page freed,
+    // and the faults of taking it again) before it exits anyway.
+    // mimalloc's own `MIMALLOC_PURGE_DELAY` still decides when set.
+    if matches!(cli.command, Command::Run { .. } | Command::Serve { .. })
+        && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none()
+    {
+        // SAFETY: sets one of mimalloc's options, a plain integer it reads
+        // when it purges; any value is valid.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
