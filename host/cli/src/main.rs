@@ -264,6 +264,11 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
+    // A one-shot call checks its input against its tool's schema soon after
+    // start: what that first check needs is built beside the start-up.
+    if matches!(cli.command, Command::Call { .. }) {
+        toolhost::prepare_schema_checks();
+    }
     // A front that lives on (`run`, `serve`) gives memory it freed back to
     // the system at once rather than after 10 ms: the delay is only ever
     // honoured by a thread that allocates again, and the threads that free

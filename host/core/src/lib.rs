@@ -65,7 +65,7 @@ pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::Confinement;
 pub use registry::{
     CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, TOOL_SEARCH, ToolSpec,
-    ToolsChanged, content_hash, portability_problems,
+    ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
 };
 pub use sandbox::Allocator;
 pub use scheduler::{

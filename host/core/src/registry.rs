@@ -23,7 +23,7 @@ pub use plugins::ToolsChanged;
 pub(crate) use plugins::{PluginSet, diff, is_component_file};
 pub use pool::TOOL_SEARCH;
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
-pub use schema::{Schema, portability_problems};
+pub use schema::{Schema, portability_problems, prepare_schema_checks};
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 
 /// A built-in component's bytes, for unit tests elsewhere in the crate.

@@ -12,6 +12,21 @@ pub struct Schema {
     broken: Option<String>,
 }
 
+/// Starts building, on a thread of its own, what the first
+/// [`Schema::compile`] of the process needs before anything else: the
+/// validator of the meta-schema (JSON Schema 2020-12's, with its
+/// vocabularies), which every schema is checked against. That is about
+/// a fifth of a one-shot `toolhost call`'s own work; started at once, it
+/// overlaps loading the tools and the called one's component.
+pub fn prepare_schema_checks() {
+    let spawned = std::thread::Builder::new().name("toolhost-schemas".into()).spawn(|| {
+        let _ = jsonschema::meta::is_valid(&serde_json::json!({"type": "object"}));
+    });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "could not start the meta-schema's thread; it is built at first use");
+    }
+}
+
 impl Schema {
     /// Compiles `json`; an invalid schema is an error naming what is wrong.
     pub fn compile(json: Value) -> Result<Schema, String> {
