@@ -155,6 +155,11 @@ struct State {
 }
 
 impl State {
+    /// Whether a call added now would be alone: nothing runs or waits.
+    fn alone(&self) -> bool {
+        self.running == 0 && self.queue_from >= self.end()
+    }
+
     /// Call number `number`, which is still kept.
     fn at(&mut self, number: usize) -> &mut Tracked {
         let base = self.base;
@@ -328,6 +333,14 @@ impl Executor {
         let shared = &self.shared;
         let cancel_on_interrupt = shared.host.cancels_on_interrupt(&tool_use.name);
         let id = tool_use.id.clone();
+        // Whether its tool declares the call concurrency-safe, asked outside
+        // the lock (a schema check, at a tool's first call its compile), and
+        // only when it will likely matter (see `alone` below); a call found
+        // alone after all does not use it, and one found not alone without
+        // it is asked on a worker.
+        let declared = (shared.max > 1 && !shared.lock().alone())
+            .then(|| shared.host.declared_concurrency_safe(&tool_use))
+            .flatten();
         let mut state = shared.lock();
         let number = state.end();
         let handle = CallHandle { shared: Arc::clone(shared), number, id, slot: std::sync::OnceLock::new() };
@@ -337,7 +350,7 @@ impl Executor {
         // Whether the call is concurrency-safe matters only if it could run
         // beside another: not when nothing runs or waits (it starts at once
         // and its own instance tells), nor with one call at a time.
-        let alone = shared.max == 1 || (state.running == 0 && state.queue_from >= state.end());
+        let alone = shared.max == 1 || state.alone();
         // A failed call cancels what runs or waits beside it; once all of
         // that has ended, a new call starts a new group (the next turn of a
         // long `toolhost run`).
@@ -362,7 +375,7 @@ impl Executor {
             tracked.result = Some(ToolResult::error(&handle.id, sibling_error(&what)));
         } else if !alone {
             // A tool that declares the answer is not asked on a worker.
-            match shared.host.declared_concurrency_safe(&tracked.tool_use) {
+            match declared {
                 Some(safe) => tracked.safe = Some(safe),
                 None => state.to_classify.push_back(number),
             }
