@@ -91,12 +91,7 @@ fn a_long_session_keeps_only_what_is_going_on() {
 /// an MCP server reached 22 worker threads at 10 calls at once.
 #[test]
 fn calls_added_as_each_result_comes_out_reuse_the_one_worker() {
-    let sb = Sandbox::new();
-    let host = host(&sb);
-    let file = sb.workspace.join("one.txt");
-    std::fs::write(&file, "one line\n").unwrap();
-    let config = toolhost::SchedulerConfig { max_concurrency: 4, calls: Calls::Independent, approver: None };
-    let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+    let (_sb, file, executor) = read_executor(4);
     for k in 0..300 {
         let id = format!("r{k}");
         executor.add_tool(ToolUse { id: id.clone(), name: "Read".into(), input: json!({"file_path": file}) });
@@ -119,12 +114,7 @@ fn calls_added_as_each_result_comes_out_reuse_the_one_worker() {
 /// maximum of 10).
 #[test]
 fn declared_concurrency_safe_calls_use_no_more_workers_than_may_run() {
-    let sb = Sandbox::new();
-    let host = host(&sb);
-    let file = sb.workspace.join("one.txt");
-    std::fs::write(&file, "one line\n").unwrap();
-    let config = toolhost::SchedulerConfig { max_concurrency: 4, calls: Calls::Independent, approver: None };
-    let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+    let (_sb, file, executor) = read_executor(4);
     for round in 0..5 {
         for k in 0..40 {
             executor.add_tool(ToolUse {
@@ -142,6 +132,18 @@ fn declared_concurrency_safe_calls_use_no_more_workers_than_may_run() {
         }
     }
     assert!(executor.worker_threads() <= 4, "{} worker threads for 4 calls at a time", executor.worker_threads());
+}
+
+/// An executor running at most `max` calls at once, and a one-line file in
+/// its workspace for Read (the sandbox keeps the workspace while held).
+fn read_executor(max: usize) -> (Sandbox, std::path::PathBuf, Executor) {
+    let sb = Sandbox::new();
+    let host = host(&sb);
+    let file = sb.workspace.join("one.txt");
+    std::fs::write(&file, "one line\n").unwrap();
+    let config = toolhost::SchedulerConfig { max_concurrency: max, calls: Calls::Independent, approver: None };
+    let executor = Executor::with_config(host.clone(), host.ephemeral_session(), config);
+    (sb, file, executor)
 }
 
 /// Every result of `executor` once closed, in the order handed out.

@@ -250,6 +250,14 @@ enum Command {
     },
 }
 
+impl Command {
+    /// A front that lives on, serving call after call (`run`, `serve`),
+    /// rather than a one-shot command.
+    fn long_running(&self) -> bool {
+        matches!(self, Command::Run { .. } | Command::Serve { .. })
+    }
+}
+
 /// mimalloc's `mi_option_purge_delay` (the same place in v2's and v3's
 /// option enum, which keeps retired entries for a stable ABI).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
@@ -278,9 +286,7 @@ fn main() -> ExitCode {
     // delay: it would only pay for giving back (a `madvise` per page freed,
     // and the faults of taking it again) before it exits anyway.
     // mimalloc's own `MIMALLOC_PURGE_DELAY` still decides when set.
-    if matches!(cli.command, Command::Run { .. } | Command::Serve { .. })
-        && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none()
-    {
+    if cli.command.long_running() && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one of mimalloc's options, a plain integer it reads
         // when it purges; any value is valid.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
@@ -369,9 +375,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         builder = builder.instance(name);
     }
     // The long-running fronts pick up plugins as they come and go.
-    let (watch, long_running) = match cli.command {
-        Command::Run { no_watch, .. } | Command::Serve { no_watch, .. } => (!no_watch, true),
-        _ => (false, false),
+    let long_running = cli.command.long_running();
+    let watch = match cli.command {
+        Command::Run { no_watch, .. } | Command::Serve { no_watch, .. } => !no_watch,
+        _ => false,
     };
     // They also link the tools while waiting for their first calls; a
     // one-shot command links only the tool it calls.
