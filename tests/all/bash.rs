@@ -343,7 +343,8 @@ fn exit_codes_as_claude_code_reads_them() {
 fn a_child_cannot_write_outside_the_working_directories() {
     let sb = Sandbox::new();
     let outside = sb.root.join("outside.txt");
-    let command = format!("touch {0}; echo pwned > {0}; touch inside.txt; mktemp", outside.display());
+    // One stream for both, so mktemp's path is the last line: over two pipes a busy machine can deliver stdout first.
+    let command = format!("exec 2>&1; touch {0}; echo pwned > {0}; touch inside.txt; mktemp", outside.display());
     let text = bash(&sb, &command, &["--mode", "bypassPermissions"]).assert_ok();
     assert!(text.contains("Permission denied"), "{text}");
     assert!(!outside.exists(), "Landlock kept the child inside the workspace");
