@@ -52,6 +52,10 @@ const MAX_BATCH: usize = 20_000;
 /// last runs are topped up to reach them).
 const RSS_EVERY: usize = 10_000;
 const RSS_MARKS: usize = 4;
+/// After the throughput runs, this many more calls at 32 in flight, the RSS
+/// read before and after: growth at a steady load, apart from the step a
+/// change of load makes (more threads, more instance slots).
+const STEADY: usize = 20_000;
 
 fn main() {
     if std::env::args().any(|a| a == FLOOR_SERVER) {
@@ -488,6 +492,8 @@ struct Round {
     batches: Vec<Batch>,
     /// RSS in MiB after each `RSS_EVERY` calls.
     rss: Vec<f64>,
+    /// RSS in MiB before and after `STEADY` calls at 32 in flight, at the end.
+    steady: [f64; 2],
 }
 
 /// One round against a fresh server process.
@@ -506,7 +512,10 @@ fn round(server: &Server, file: &Path) -> Round {
         client.in_flight(32, None, total - client.calls);
     }
     assert_eq!(client.rss.len(), RSS_MARKS);
-    Round { p50: latency.p50, p99: latency.p99, cpu_one_us, batches, rss: std::mem::take(&mut client.rss) }
+    let before = client.rss_mib();
+    client.in_flight(32, None, STEADY);
+    let steady = [before, client.rss_mib()];
+    Round { p50: latency.p50, p99: latency.p99, cpu_one_us, batches, rss: std::mem::take(&mut client.rss), steady }
 }
 
 /// A figure over the rounds: their median and range.
@@ -537,6 +546,8 @@ enum Target {
     PeerTimes(f64),
     /// At most this many MiB after the last calls, and flat.
     FlatRss(f64),
+    /// Flat over the `STEADY` calls at one load.
+    SteadyRss,
 }
 
 /// RSS is "flat" if it grew by at most this many MiB between the first and
@@ -586,6 +597,13 @@ fn rows() -> Vec<Row> {
         let label = format!("server RSS after {},000 calls", (mark + 1) * RSS_EVERY / 1000);
         rows.push(row(label, Box::new(move |r| r.rss[mark]), 1, "MiB", target));
     }
+    rows.push(row(
+        format!("server RSS after {},000 more calls at 32 in flight", STEADY / 1000),
+        Box::new(|r| r.steady[1]),
+        1,
+        "MiB",
+        Target::SteadyRss,
+    ));
     rows
 }
 
@@ -600,14 +618,15 @@ fn mcp() {
         for (server, results) in servers.iter().zip(&mut rounds) {
             let m = round(server, &file);
             eprintln!(
-                "round {r}, {}: p50 {:.1} µs, p99 {:.1} µs, CPU/call {:.1} µs; {} calls/s at {:?} in flight; RSS {:.1?} MiB",
+                "round {r}, {}: p50 {:.1} µs, p99 {:.1} µs, CPU/call {:.1} µs; {} calls/s at {:?} in flight; RSS {:.1?} MiB, at a steady 32 in flight {:.1?} MiB",
                 server.name,
                 m.p50,
                 m.p99,
                 m.cpu_one_us,
                 m.batches.iter().map(|b| format!("{:.0}", b.rate)).collect::<Vec<_>>().join(" / "),
                 IN_FLIGHT,
-                m.rss
+                m.rss,
+                m.steady
             );
             results.push(m);
         }
@@ -641,6 +660,10 @@ fn mcp() {
                     tick(t.median <= limit && flat)
                 )
             }
+            Target::SteadyRss => {
+                let grew = Spread::of(toolhost.iter().map(|r| r.steady[1] - r.steady[0]).collect()).median;
+                format!("flat at one load {} (grew {grew:+.1} MiB)", tick(grew <= FLAT_MIB))
+            }
         };
         println!(
             "| {} | {} | {} | {} | {ratio} | {target} |",
@@ -668,8 +691,9 @@ fn mcp() {
     println!(
         "\nOne client for both (raw JSON-RPC over stdio, one thread); each round a fresh server process: \
          {WARM_UP} warm-up + {TIMED} timed calls one at a time, then {} s (or {MAX_BATCH} calls) at each of \
-         {IN_FLIGHT:?} in flight, topped up to {} calls at 32 in flight. \"Flat\": RSS grew ≤ {FLAT_MIB} MiB \
-         from the first reading to the last.",
+         {IN_FLIGHT:?} in flight, topped up to {} calls at 32 in flight; then {STEADY} more at 32 in flight, \
+         the RSS read before and after them. \"Flat\": RSS grew ≤ {FLAT_MIB} MiB from the first reading to the \
+         last.",
         WINDOW.as_secs(),
         RSS_EVERY * RSS_MARKS
     );
