@@ -494,6 +494,59 @@ fn a_2026_07_28_request_stream_over_stdio() {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
+/// A client that writes requests far faster than calls are answered (here
+/// 20,000 at once, read on another thread) is read only as fast as it is
+/// answered: every call is answered, and the server does not hold the
+/// requests it has not reached (unbounded, it peaked at 350 MB for these).
+#[test]
+fn a_client_writing_faster_than_it_is_answered_is_read_as_fast_as_it_is_answered() {
+    const CALLS: u64 = 20_000;
+    let sb = Sandbox::new();
+    sb.write("a.txt", "hello\n");
+    let path = sb.ws("a.txt").display().to_string();
+    let mut child = {
+        let mut cmd = toolhost_command(&sb);
+        cmd.arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.spawn().expect("start toolhost serve")
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}});
+        let mut all = format!("{init}\n{}\n", r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        for id in 1..=CALLS {
+            let call = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "Read", "arguments": {"file_path": path}}});
+            all.push_str(&format!("{call}\n"));
+        }
+        stdin.write_all(all.as_bytes()).expect("write the requests");
+        stdin
+    });
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answered = vec![false; CALLS as usize + 1];
+    let mut line = String::new();
+    for _ in 0..=CALLS {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut stdout, &mut line).expect("read an answer") > 0, "serve ended early");
+        let answer: serde_json::Value = serde_json::from_str(&line).expect("an answer is JSON");
+        let id = answer["id"].as_u64().expect("an answer to a request");
+        if id > 0 {
+            assert_eq!(answer["result"]["isError"], false, "{line}");
+            assert!(!std::mem::replace(&mut answered[id as usize], true), "answered twice: {line}");
+        }
+    }
+    assert!(answered[1..].iter().all(|a| *a));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("status");
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    drop(writer.join().expect("writer"));
+    assert!(child.wait().expect("serve ends with its input").success());
+    assert!(peak_kib < 128 * 1024, "the server held {peak_kib} KiB at its peak");
+}
+
 #[test]
 fn http_guards_token_host_and_origin() {
     let sb = Sandbox::new();

@@ -23,6 +23,7 @@
 //! protocol thread never waits on a tool.
 
 mod asks;
+mod flow;
 pub mod handles;
 mod http;
 mod tools;
@@ -39,6 +40,8 @@ use rmcp::model::{
     SubscriptionFilter,
 };
 use rmcp::service::{ElicitationMode, RequestContext, SubscriptionContext};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::{StdioReader, StdioWriter};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -591,6 +594,13 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+/// Standard input and output as an MCP transport, read only as fast as the
+/// calls are answered ([`flow::Bounded`]).
+fn stdio_transport() -> flow::Bounded<AsyncRwTransport<RoleServer, StdioReader, StdioWriter>> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    flow::Bounded::new(AsyncRwTransport::new_server(read, write), flow::MAX_UNANSWERED)
+}
+
 /// Serves one MCP client over standard input and output until it closes
 /// the connection: in `session` (a persistent one, from `Host::session`),
 /// else in a session of its own kept in memory.
@@ -598,7 +608,7 @@ pub async fn serve_stdio(host: Host, config: ServeConfig, session: Option<Arc<Se
     use rmcp::ServiceExt as _;
     let session = session.unwrap_or_else(|| host.ephemeral_session());
     let running = McpSession::over(host, config, session)
-        .serve(rmcp::transport::io::stdio_pipes())
+        .serve(stdio_transport())
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
