@@ -26,6 +26,7 @@ mod modes;
 mod network;
 mod new;
 mod notebook;
+mod oci;
 mod permissions;
 mod prompt;
 mod python;

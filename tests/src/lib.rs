@@ -12,6 +12,7 @@ pub mod haproxy;
 pub mod js;
 pub mod python;
 pub mod redis;
+pub mod registry;
 pub mod toolchain;
 
 /// The workspace root.

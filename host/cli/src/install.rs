@@ -1,8 +1,11 @@
-//! `toolhost install FILE` and `toolhost uninstall NAME`: putting a
-//! third-party component into the plugins directory once the operator has
-//! seen what it is and what it requests, and taking it out again.
+//! `toolhost install FILE|oci://REF`, `install --upgrade NAME` and
+//! `toolhost uninstall NAME`: putting a third-party component into the
+//! plugins directory once the operator has seen what it is and what it
+//! requests, following the registry tag it came from, and taking it out.
 //!
 //! Installing, in order; a refusal exits 1 with nothing copied or granted:
+//! 0. from a registry, the component is pulled and checked against its
+//!    layer's digest ([`oci`]);
 //! 1. the file's SHA-256 is compared with `--sha256`;
 //! 2. when trusted keys are configured, `FILE.minisig` must verify against
 //!    one of them;
@@ -18,6 +21,7 @@
 //!    atomic rename (a watcher never sees half a component), with the
 //!    signature beside them, replacing the tool's earlier component.
 
+mod oci;
 mod verify;
 
 pub use verify::parse_sha256;
@@ -33,6 +37,68 @@ use toolhost::grants::Allowance;
 use toolhost::settings::TrustStore;
 use toolhost::{FileAccess, Host, LoadedTool, Origin, Settings};
 use verify::TrustedKey;
+
+/// The extension of the record beside a component installed from a
+/// registry: where it came from, to upgrade it, and what it requested then.
+const RECORD: &str = "oci.json";
+
+/// Where a component installed from a registry came from.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    /// `oci://REGISTRY/REPOSITORY:TAG` (or `@sha256:…`), as installed.
+    source: String,
+    /// The digest of the manifest installed.
+    manifest: String,
+    /// `sha256:HEX` of the component.
+    component: String,
+    /// The capabilities it imports, and what it requested.
+    capabilities: Vec<String>,
+    requests: Allowance,
+}
+
+/// Says what an upgrade changes: the manifest, the capabilities imported,
+/// what is requested (each new request is asked again below).
+fn show_changes(old: &Record, new: &Record) {
+    println!("upgrading:       {} → {}", old.manifest, new.manifest);
+    if old.component == new.component {
+        println!("component:       the same bytes ({})", new.component);
+    }
+    let added: Vec<&str> =
+        new.capabilities.iter().filter(|c| !old.capabilities.contains(c)).map(|c| c.as_str()).collect();
+    let dropped: Vec<&str> =
+        old.capabilities.iter().filter(|c| !new.capabilities.contains(c)).map(|c| c.as_str()).collect();
+    if !added.is_empty() {
+        println!("new capability:  {}", added.join(", "));
+    }
+    if !dropped.is_empty() {
+        println!("no longer uses:  {}", dropped.join(", "));
+    }
+    let (old_items, new_items) = (items(&old.requests), items(&new.requests));
+    let mut more = Allowance::default();
+    for item in new_items.iter().filter(|i| !old_items.contains(i)) {
+        more.add(item);
+    }
+    let mut fewer = Allowance::default();
+    for item in old_items.iter().filter(|i| !new_items.contains(i)) {
+        fewer.add(item);
+    }
+    if !more.is_empty() {
+        println!("new requests:    {}", more.describe());
+    }
+    if !fewer.is_empty() {
+        println!("no longer asks:  {}", fewer.describe());
+    }
+    if added.is_empty() && dropped.is_empty() && more.is_empty() && fewer.is_empty() {
+        println!("changes:         the same capabilities and requests");
+    }
+}
+
+/// Refuses an install, saying why; exits 1.
+fn refuse(source: &str, why: String) -> anyhow::Result<ExitCode> {
+    eprintln!("toolhost: not installing {source}: {why}");
+    Ok(ExitCode::FAILURE)
+}
 
 /// The file beside the plugins' components that holds the operator's
 /// trusted keys, in the configuration directory.
@@ -55,24 +121,124 @@ struct Installed {
 }
 
 impl Installer<'_> {
-    /// `toolhost install FILE [--sha256 HEX] [--yes]`.
-    pub fn install(&self, file: &Path, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
-        let refuse = |why: String| -> anyhow::Result<ExitCode> {
-            eprintln!("toolhost: not installing {}: {why}", file.display());
-            Ok(ExitCode::FAILURE)
+    /// `toolhost install FILE|oci://REF [--sha256 HEX] [--yes]`.
+    pub fn install(&self, source: &str, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
+        match oci::parse(source) {
+            None => self.install_file(Path::new(source), pinned, yes),
+            Some(Err(why)) => refuse(source, why),
+            Some(Ok(reference)) => self.install_oci(source, &reference, pinned, yes, None),
+        }
+    }
+
+    /// `toolhost install --upgrade NAME`: pulls the tag NAME was installed
+    /// from again and, when it changed, reviews what changed as an install
+    /// does (what it newly requests is asked again).
+    pub fn upgrade(&self, name: &str, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
+        let installed = self.installed()?;
+        let Some(path) = installed.iter().find(|i| i.name.as_deref() == Ok(name)).map(|i| &i.path) else {
+            eprintln!("toolhost: no installed tool is called {name}");
+            return Ok(ExitCode::FAILURE);
         };
+        let record_file = beside(path, RECORD);
+        let record = match std::fs::read(&record_file) {
+            Ok(bytes) => serde_json::from_slice::<Record>(&bytes)
+                .with_context(|| format!("reading {}", record_file.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!(
+                    "toolhost: {name} was installed from a file, not a registry: install its new version with toolhost install FILE"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", record_file.display())),
+        };
+        let reference = match oci::parse(&record.source) {
+            Some(Ok(reference)) => reference,
+            _ => anyhow::bail!("{} names no OCI reference: {}", record_file.display(), record.source),
+        };
+        if reference.tag().is_none() {
+            eprintln!(
+                "toolhost: {name} was installed by digest ({}), which never changes: install a newer reference",
+                record.source
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        self.install_oci(&record.source.clone(), &reference, pinned, yes, Some(record))
+    }
+
+    fn install_file(&self, file: &Path, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
+        let label = file.display().to_string();
         let bytes = match std::fs::read(file) {
             Ok(bytes) => bytes,
-            Err(e) => return refuse(format!("cannot read it: {e}")),
+            Err(e) => return refuse(&label, format!("cannot read it: {e}")),
         };
-        println!("file:            {}", file.display());
+        println!("file:            {label}");
         let signature = match self.vouch(file, &bytes, pinned)? {
             Ok(signature) => signature,
-            Err(why) => return refuse(why),
+            Err(why) => return refuse(&label, why),
         };
-        let (tool, earlier) = match self.load(&bytes)? {
+        self.finish(&label, &bytes, signature.as_deref(), None, yes)
+    }
+
+    fn install_oci(
+        &self,
+        source: &str,
+        reference: &oci_client::Reference,
+        pinned: Option<&str>,
+        yes: bool,
+        previous: Option<Record>,
+    ) -> anyhow::Result<ExitCode> {
+        println!("source:          {source}");
+        let pulled = match oci::pull(source, reference) {
+            Ok(pulled) => pulled,
+            Err(why) => return refuse(source, why),
+        };
+        println!("manifest:        {} (pulled with {})", pulled.manifest, pulled.credentials);
+        if let Some(previous) = &previous
+            && previous.manifest == pulled.manifest
+        {
+            println!("up to date:      {source} is still {}; nothing changed", pulled.manifest);
+            return Ok(ExitCode::SUCCESS);
+        }
+        if let Err(why) = self.check_hash(&pulled.bytes, pinned) {
+            return refuse(source, why);
+        }
+        let keys = self.trusted_keys()?;
+        if !keys.is_empty() {
+            let keys: Vec<&str> = keys.iter().map(|k| k.origin.as_str()).collect();
+            return refuse(
+                source,
+                format!(
+                    "trusted keys are configured ({}), so a component is installed only signed by one of them, \
+                     and signatures of registry artifacts are not checked yet",
+                    keys.join("; ")
+                ),
+            );
+        }
+        println!("signature:       not checked: no trusted keys are configured");
+        let record = Record {
+            source: pulled.source.clone(),
+            manifest: pulled.manifest.clone(),
+            component: format!("sha256:{}", toolhost::content_hash(&pulled.bytes)),
+            capabilities: Vec::new(),
+            requests: Allowance::default(),
+        };
+        self.finish(source, &pulled.bytes, None, Some((record, previous)), yes)
+    }
+
+    /// The review, the grants and the copy into the plugins directory, for
+    /// `bytes` that passed their checks; `registry` carries the record of an
+    /// OCI install and the one it replaces.
+    fn finish(
+        &self,
+        label: &str,
+        bytes: &[u8],
+        signature: Option<&str>,
+        registry: Option<(Record, Option<Record>)>,
+        yes: bool,
+    ) -> anyhow::Result<ExitCode> {
+        let (tool, earlier) = match self.load(bytes)? {
             Ok(loaded) => loaded,
-            Err(why) => return refuse(why),
+            Err(why) => return refuse(label, why),
         };
         let name = &tool.spec().name;
         let target = self.dir.join(format!("{name}.wasm"));
@@ -87,30 +253,47 @@ impl Installer<'_> {
         for warning in tool.warnings() {
             println!("warning:         {warning}");
         }
+        let record = registry.map(|(mut record, previous)| {
+            record.capabilities = capabilities.iter().map(|c| c.to_string()).collect();
+            record.requests = tool.requests().clone();
+            if let Some(previous) = previous {
+                show_changes(&previous, &record);
+            }
+            record
+        });
         for e in &earlier {
             println!("replacing:       {} (the installed {name})", e.display());
         }
         self.grant(&tool, yes)?;
-        self.put(&bytes, signature.as_deref(), &target)?;
+        self.put(bytes, signature, record.as_ref(), &target)?;
         for e in earlier.iter().filter(|e| **e != target) {
             remove(e)?;
             remove(&beside(e, "minisig"))?;
+            remove(&beside(e, RECORD))?;
         }
         println!("installed:       {name} as {}", target.display());
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// Compares `bytes` with the pinned SHA-256, saying what it found.
+    fn check_hash(&self, bytes: &[u8], pinned: Option<&str>) -> Result<(), String> {
+        let hash = toolhost::content_hash(bytes);
+        match pinned {
+            Some(pinned) if pinned != hash => {
+                return Err(format!("its SHA-256 is {hash}, not {pinned} as --sha256 requires"));
+            }
+            Some(_) => println!("sha256:          {hash} (as pinned)"),
+            None => println!("sha256:          {hash} (not pinned: --sha256 HEX checks it)"),
+        }
+        Ok(())
     }
 
     /// Checks `bytes` (read from `file`) against the pinned hash and, with
     /// trusted keys, against the signature beside `file`; returns the
     /// signature's text (if any) or why the file is refused.
     fn vouch(&self, file: &Path, bytes: &[u8], pinned: Option<&str>) -> anyhow::Result<Result<Option<String>, String>> {
-        let hash = toolhost::content_hash(bytes);
-        match pinned {
-            Some(pinned) if pinned != hash => {
-                return Ok(Err(format!("its SHA-256 is {hash}, not {pinned} as --sha256 requires")));
-            }
-            Some(_) => println!("sha256:          {hash} (as pinned)"),
-            None => println!("sha256:          {hash} (not pinned: --sha256 HEX checks it)"),
+        if let Err(why) = self.check_hash(bytes, pinned) {
+            return Ok(Err(why));
         }
         let signature_file = beside(file, "minisig");
         let signature = match std::fs::read_to_string(&signature_file) {
@@ -273,6 +456,7 @@ impl Installer<'_> {
         for i in &matching {
             remove(&i.path)?;
             remove(&beside(&i.path, "minisig"))?;
+            remove(&beside(&i.path, RECORD))?;
             println!("removed {}: {}", i.name.as_deref().unwrap_or(name), i.path.display());
             if let Ok(tool) = &i.name
                 && !names.contains(tool)
@@ -333,7 +517,7 @@ impl Installer<'_> {
     /// Writes `bytes` as `target` (and the signature beside it, or removes a
     /// stale one): into a temporary file of the plugins directory whose name
     /// the host does not load, flushed to disk, then renamed over `target`.
-    fn put(&self, bytes: &[u8], signature: Option<&str>, target: &Path) -> anyhow::Result<()> {
+    fn put(&self, bytes: &[u8], signature: Option<&str>, record: Option<&Record>, target: &Path) -> anyhow::Result<()> {
         let written = |e: std::io::Error| anyhow::Error::new(e).context(format!("writing {}", target.display()));
         std::fs::create_dir_all(self.dir)
             .with_context(|| format!("creating the plugins directory {}", self.dir.display()))?;
@@ -342,6 +526,13 @@ impl Installer<'_> {
         match signature {
             Some(text) => toolhost::replace_file(&signature_target, text.as_bytes()).map_err(written)?,
             None => remove(&signature_target)?,
+        }
+        let record_target = beside(target, RECORD);
+        match record {
+            Some(record) => {
+                toolhost::replace_file(&record_target, &serde_json::to_vec_pretty(record)?).map_err(written)?
+            }
+            None => remove(&record_target)?,
         }
         let mut staged =
             tempfile::Builder::new().prefix(".installing-").suffix(".tmp").tempfile_in(self.dir).map_err(written)?;

@@ -202,12 +202,20 @@ enum Command {
         /// The component file
         file: PathBuf,
     },
-    /// Install a tool component into the plugins directory: check its
-    /// SHA-256 and signature, show what it requests, and grant what you
-    /// answer yes to (in the workspace's .toolhost/settings.local.json)
+    /// Install a tool component into the plugins directory, from a file or
+    /// an OCI registry: check its SHA-256 and signature, show what it
+    /// requests, and grant what you answer yes to (in the workspace's
+    /// .toolhost/settings.local.json)
     Install {
-        /// The component file; FILE.minisig beside it is its signature
-        file: PathBuf,
+        /// The component file (FILE.minisig beside it is its signature), or
+        /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST); with
+        /// --upgrade, the installed tool's name
+        #[arg(value_name = "FILE|oci://REF|NAME")]
+        source: String,
+        /// Pull the tag the tool NAME was installed from again, and review
+        /// what changed
+        #[arg(long)]
+        upgrade: bool,
         /// Refuse the file unless its SHA-256 is this (64 hex digits)
         #[arg(long, value_name = "HEX", value_parser = install::parse_sha256)]
         sha256: Option<String>,
@@ -410,7 +418,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
-        Command::Install { file, sha256, yes } => installer().install(&file, sha256.as_deref(), yes),
+        Command::Install { source, upgrade: false, sha256, yes } => {
+            installer().install(&source, sha256.as_deref(), yes)
+        }
+        Command::Install { source, upgrade: true, sha256, yes } => installer().upgrade(&source, sha256.as_deref(), yes),
         Command::Uninstall { name, keep_grants } => installer().uninstall(&name, keep_grants),
         Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))

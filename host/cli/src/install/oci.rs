@@ -1,0 +1,250 @@
+//! Pulling a tool component published as an OCI artifact, the way the
+//! Bytecode Alliance's wasm-pkg tools (`wkg oci push`) and Wassette publish
+//! them: an image manifest whose one wasm layer is the component.
+//!
+//! Credentials, first found wins: `TOOLHOST_OCI_USERNAME` and
+//! `TOOLHOST_OCI_PASSWORD`; the containers auth file (podman, skopeo:
+//! `REGISTRY_AUTH_FILE`, else `$XDG_RUNTIME_DIR/containers/auth.json`); the
+//! docker config (`$DOCKER_CONFIG/config.json`, else
+//! `~/.docker/config.json`, with its credential helpers); else anonymous.
+//! Registries on a loopback address are spoken to over plain HTTP (as
+//! docker does); every other over HTTPS.
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{OciDescriptor, OciManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// How an OCI reference is written on the command line.
+pub const SCHEME: &str = "oci://";
+
+/// The media types of a layer that is a wasm component: `application/wasm`
+/// (the CNCF wasm artifact layout, as wkg and Wassette push it), and the
+/// older layouts of wasm-to-oci and early wasm-pkg tools.
+const WASM_LAYERS: [&str; 3] = [
+    "application/wasm",
+    "application/vnd.wasm.content.layer.v1+wasm",
+    "application/vnd.bytecodealliance.wasm.component.layer.v0+wasm",
+];
+
+/// The largest component pulled: a registry cannot make the host hold more.
+const MAX_COMPONENT: u64 = 512 << 20;
+
+/// A component pulled from a registry.
+pub struct Pulled {
+    /// The component's bytes, checked against the layer's digest.
+    pub bytes: Vec<u8>,
+    /// `oci://REGISTRY/REPOSITORY[:TAG][@DIGEST]`, as given.
+    pub source: String,
+    /// The digest of the manifest pulled (what `@sha256:…` pins).
+    pub manifest: String,
+    /// Where the credentials came from ("anonymous" when none).
+    pub credentials: String,
+}
+
+/// The reference in `source` when it is an `oci://` one: `None` for a
+/// file, else the reference or why it does not parse.
+pub fn parse(source: &str) -> Option<Result<Reference, String>> {
+    let rest = source.strip_prefix(SCHEME)?;
+    Some(match rest.parse::<Reference>() {
+        // A reference without a registry would mean docker.io: say it.
+        Ok(_) if !rest.split('/').next().is_some_and(|first| first.contains(['.', ':']) || first == "localhost") => {
+            Err(format!(
+                "`{source}` names no registry: write oci://REGISTRY/REPOSITORY:TAG (e.g. oci://ghcr.io/OWNER/TOOL:1.0)"
+            ))
+        }
+        Ok(reference) => Ok(reference),
+        Err(e) => Err(format!(
+            "`{source}` is not an OCI reference ({e}): write oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:DIGEST"
+        )),
+    })
+}
+
+/// Pulls the component `reference` names, or says why it cannot.
+pub fn pull(source: &str, reference: &Reference) -> Result<Pulled, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the network client: {e}"))?;
+    runtime.block_on(pull_async(source, reference))
+}
+
+async fn pull_async(source: &str, reference: &Reference) -> Result<Pulled, String> {
+    // ring, as the host's other TLS client has it; already set is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let registry = reference.resolve_registry().to_string();
+    let (auth, credentials) = credentials(&registry)?;
+    let protocol =
+        if loopback(&registry) { ClientProtocol::HttpsExcept(vec![registry.clone()]) } else { ClientProtocol::Https };
+    let client = Client::new(ClientConfig {
+        protocol,
+        connect_timeout: Some(std::time::Duration::from_secs(30)),
+        read_timeout: Some(std::time::Duration::from_secs(60)),
+        ..ClientConfig::default()
+    });
+    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
+        format!("{what} from {registry} failed ({credentials}): {e}")
+    };
+    let (manifest, digest) =
+        client.pull_manifest(reference, &auth).await.map_err(|e| failed("pulling the manifest", e))?;
+    if let Some(pinned) = reference.digest()
+        && pinned != digest
+    {
+        return Err(format!("the registry answered a manifest of digest {digest}, not the {pinned} asked for"));
+    }
+    let image = match manifest {
+        OciManifest::Image(image) => image,
+        OciManifest::ImageIndex(_) => {
+            return Err(format!(
+                "{source} is an image index (a list of images for several platforms), not a wasm component's manifest"
+            ));
+        }
+    };
+    let layer = wasm_layer(&image.layers)?;
+    let size =
+        u64::try_from(layer.size).map_err(|_| format!("the component's layer has a negative size ({})", layer.size))?;
+    if size > MAX_COMPONENT {
+        return Err(format!("the component is {size} bytes, more than the {MAX_COMPONENT} toolhost pulls"));
+    }
+    let mut out = Capped { bytes: Vec::with_capacity(size as usize), cap: size };
+    client.pull_blob(reference, layer, &mut out).await.map_err(|e| failed("pulling the component", e))?;
+    let bytes = out.bytes;
+    let hash = format!("sha256:{}", toolhost::content_hash(&bytes));
+    if hash != layer.digest || bytes.len() as u64 != size {
+        return Err(format!(
+            "the component pulled ({} bytes, {hash}) is not the layer the manifest names ({size} bytes, {})",
+            bytes.len(),
+            layer.digest
+        ));
+    }
+    Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials })
+}
+
+/// The manifest's one wasm layer.
+fn wasm_layer(layers: &[OciDescriptor]) -> Result<&OciDescriptor, String> {
+    let wasm: Vec<&OciDescriptor> = layers.iter().filter(|l| WASM_LAYERS.contains(&l.media_type.as_str())).collect();
+    match wasm.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let types: Vec<&str> = layers.iter().map(|l| l.media_type.as_str()).collect();
+            Err(format!(
+                "it holds no wasm component: its layers are {} (a component's layer is `application/wasm`)",
+                if types.is_empty() { "none".into() } else { types.join(", ") }
+            ))
+        }
+        _ => Err(format!("it holds {} wasm layers, and a tool is one component", wasm.len())),
+    }
+}
+
+/// Whether `registry` (`HOST[:PORT]`) is on a loopback address.
+fn loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => registry.rsplit_once(':').map_or(registry, |(host, _)| host),
+    };
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The credentials for `registry`, and where they came from.
+fn credentials(registry: &str) -> Result<(RegistryAuth, String), String> {
+    let user = std::env::var("TOOLHOST_OCI_USERNAME").ok().filter(|v| !v.is_empty());
+    let password = std::env::var("TOOLHOST_OCI_PASSWORD").ok().filter(|v| !v.is_empty());
+    match (user, password) {
+        (Some(user), Some(password)) => {
+            return Ok((RegistryAuth::Basic(user, password), "credentials from TOOLHOST_OCI_USERNAME".into()));
+        }
+        (None, None) => {}
+        _ => return Err("set both TOOLHOST_OCI_USERNAME and TOOLHOST_OCI_PASSWORD, or neither".into()),
+    }
+    // Docker keeps Docker Hub's credentials under its old address.
+    let server = if matches!(registry, "docker.io" | "index.docker.io" | "registry-1.docker.io") {
+        "https://index.docker.io/v1/"
+    } else {
+        registry
+    };
+    let found = [
+        ("the containers auth file", docker_credential::get_podman_credential(server)),
+        ("the docker config", docker_credential::get_credential(server)),
+    ];
+    for (from, credential) in found {
+        use docker_credential::{CredentialRetrievalError as E, DockerCredential};
+        match credential {
+            Ok(DockerCredential::UsernamePassword(user, password)) => {
+                return Ok((RegistryAuth::Basic(user, password), format!("credentials from {from}")));
+            }
+            Ok(DockerCredential::IdentityToken(token)) => {
+                return Ok((RegistryAuth::Bearer(token), format!("a token from {from}")));
+            }
+            Err(E::ConfigNotFound | E::ConfigReadError | E::NoCredentialConfigured) => {}
+            Err(e) => return Err(format!("reading the credentials for {registry} from {from} failed: {e}")),
+        }
+    }
+    Ok((RegistryAuth::Anonymous, "anonymous".into()))
+}
+
+/// Collects a blob, refusing more than the manifest said it holds.
+struct Capped {
+    bytes: Vec<u8>,
+    cap: u64,
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        if (self.bytes.len() + buf.len()) as u64 > self.cap {
+            return Poll::Ready(Err(std::io::Error::other("the registry sent more than the layer's size")));
+        }
+        self.bytes.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_a_registry() {
+        let r = parse("oci://ghcr.io/owner/tool:1.0").unwrap().unwrap();
+        assert_eq!((r.registry(), r.repository(), r.tag()), ("ghcr.io", "owner/tool", Some("1.0")));
+        let r = parse(
+            "oci://127.0.0.1:5000/t/echo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.registry(), "127.0.0.1:5000");
+        assert!(r.digest().is_some_and(|d| d.starts_with("sha256:0123")));
+        assert!(parse("oci://localhost/echo:1").unwrap().is_ok());
+        assert!(parse("oci://owner/tool:1").unwrap().unwrap_err().contains("names no registry"));
+        assert!(parse("oci://ghcr.io/Bad Name").unwrap().unwrap_err().contains("not an OCI reference"));
+        assert!(parse("tool.wasm").is_none());
+    }
+
+    #[test]
+    fn loopback_registries_are_told_apart() {
+        for yes in ["localhost", "localhost:5000", "127.0.0.1:5000", "127.1.2.3", "[::1]:5000"] {
+            assert!(loopback(yes), "{yes}");
+        }
+        for no in ["ghcr.io", "10.0.0.1:5000", "localhost.example.com", "[2001:db8::1]:443"] {
+            assert!(!loopback(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_one_wasm_layer_is_the_component() {
+        let layer = |media_type: &str| OciDescriptor { media_type: media_type.into(), ..OciDescriptor::default() };
+        let layers = [layer("application/vnd.example.policy+yaml"), layer("application/wasm")];
+        assert_eq!(wasm_layer(&layers).unwrap().media_type, "application/wasm");
+        assert!(wasm_layer(&[layer("application/vnd.oci.image.layer.v1.tar+gzip")]).unwrap_err().contains("no wasm"));
+        assert!(wasm_layer(&[layer("application/wasm"), layer("application/wasm")]).unwrap_err().contains("2 wasm"));
+    }
+}
