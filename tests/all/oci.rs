@@ -5,10 +5,14 @@
 //! by digest, the review and the record, and `--upgrade` by tag.
 
 use crate::support::*;
+use base64::Engine as _;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use p256::ecdsa::SigningKey;
+use p256::ecdsa::signature::Signer as _;
+use p256::pkcs8::EncodePublicKey as _;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use toolhost_tests::registry::Registry;
@@ -35,6 +39,39 @@ fn push_layers(registry: &Registry, repo_tag: &str, layers: &[(&[u8], &str)]) ->
         client.push(&reference, &layers, config, &auth, Some(manifest)).await.expect("push");
         client.fetch_manifest_digest(&reference, &auth).await.expect("the pushed manifest's digest")
     })
+}
+
+/// Pushes a cosign signature of the manifest `digest` in `repository`, as
+/// `cosign sign --key` keeps it: under the tag `sha256-HEX.sig`, a layer
+/// holding the simple-signing payload, its signature in an annotation.
+fn push_signature(registry: &Registry, repository: &str, digest: &str, signer: &SigningKey, signs: &str) {
+    let payload = json!({"critical": {"identity": {"docker-reference": format!("{}/{repository}", registry.address)},
+        "image": {"docker-manifest-digest": signs}, "type": "cosign container image signature"}, "optional": null});
+    let payload = serde_json::to_vec(&payload).unwrap();
+    let signature: p256::ecdsa::Signature = signer.sign(&payload);
+    let signature = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    runtime.block_on(async {
+        let client = Client::new(ClientConfig { protocol: ClientProtocol::Http, ..ClientConfig::default() });
+        let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+        let reference: Reference = format!("{}/{repository}:{tag}", registry.address).parse().unwrap();
+        let auth = RegistryAuth::Basic(registry.user.into(), registry.password.into());
+        let annotations = [("dev.cosignproject.cosign/signature".to_string(), signature)].into_iter().collect();
+        let layer =
+            ImageLayer::new(payload, "application/vnd.dev.cosign.simplesigning.v1+json".into(), Some(annotations));
+        let config = Config::new(b"{}".to_vec(), "application/vnd.oci.image.config.v1+json".into(), None);
+        let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+        client.push(&reference, &[layer], config, &auth, Some(manifest)).await.expect("push the signature");
+    })
+}
+
+/// A P-256 key pair from `seed`: the signer and its public key in PEM, as
+/// `cosign generate-key-pair` writes `cosign.pub`.
+fn cosign_key(seed: u8) -> (SigningKey, String) {
+    let signer = SigningKey::from_slice(&[seed; 32]).unwrap();
+    let pem = signer.verifying_key().to_public_key_pem(Default::default()).unwrap();
+    (signer, pem)
 }
 
 /// Pushes the component `wasm` as `REPOSITORY:TAG`; the manifest's digest.
@@ -232,4 +269,57 @@ fn upgrade_pulls_the_tag_again_and_asks_for_what_is_new() {
     assert_eq!(r.code, 0, "{r:?}");
     let r = install(&sb, Some(&docker), &["--upgrade", "Grantee"]);
     assert!(r.code == 1 && r.stderr.contains("installed from a file"), "{r:?}");
+}
+
+#[test]
+fn with_a_trusted_cosign_key_only_a_component_it_signed_installs() {
+    let registry = Registry::start();
+    let sb = Sandbox::new();
+    let docker = docker_config(&sb, &registry);
+    let (signer, public) = cosign_key(3);
+    let (stranger, _) = cosign_key(4);
+    let config = sb.home.join(".config/toolhost");
+    std::fs::create_dir_all(&config).unwrap();
+    // cosign.pub appended to the trusted keys as it is.
+    std::fs::write(config.join("trusted-keys"), format!("# release team\n{public}")).unwrap();
+    let wasm = std::fs::read(ECHO).unwrap();
+    let digest = push(&registry, "tools/echo:1.0", &wasm);
+    let source = format!("oci://{}/tools/echo:1.0", registry.address);
+    let refused = |why: &str| {
+        let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains(why), "{}", r.stderr);
+        assert!(!sb.plugins.join("Echo.wasm").exists(), "a refused install copied something");
+    };
+    refused("it has no cosign signature");
+    // Signed by a key nobody trusts; then by the trusted key, over another
+    // manifest.
+    push_signature(&registry, "tools/echo", &digest, &stranger, &digest);
+    refused("not made with any of the trusted cosign keys");
+    let other = push(&registry, "tools/echo:0.9", &std::fs::read(GRANTEE).unwrap());
+    push_signature(&registry, "tools/echo", &digest, &signer, &other);
+    refused(&format!("is for the manifest {other}, not {digest}"));
+    // Signed as cosign signs it.
+    push_signature(&registry, "tools/echo", &digest, &signer, &digest);
+    let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains(&format!("signature:       verified: a cosign signature of {digest} by the trusted key of")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("trusted-keys: line 2"), "{}", r.stdout);
+    // The other version is not signed: refused, though the tag's is.
+    refused_as(&sb, &docker, &format!("oci://{}/tools/echo:0.9", registry.address), "it has no cosign signature");
+    // Only minisign keys trusted: a registry component has no minisign
+    // signature, and is refused saying which kind of key it needs.
+    let minisign_key = minisign::KeyPair::generate_unencrypted_keypair().unwrap().pk.to_base64();
+    std::fs::write(config.join("trusted-keys"), format!("{minisign_key}\n")).unwrap();
+    refused_as(&sb, &docker, &source, "none is a cosign key");
+}
+
+fn refused_as(sb: &Sandbox, docker: &PathBuf, source: &str, why: &str) {
+    let r = install(sb, Some(docker), &[source]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(why), "{}", r.stderr);
 }

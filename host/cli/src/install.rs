@@ -21,6 +21,7 @@
 //!    atomic rename (a watcher never sees half a component), with the
 //!    signature beside them, replacing the tool's earlier component.
 
+mod cosign;
 mod oci;
 mod verify;
 
@@ -36,7 +37,7 @@ use toolhost::Capability;
 use toolhost::grants::Allowance;
 use toolhost::settings::TrustStore;
 use toolhost::{FileAccess, Host, LoadedTool, Origin, Settings};
-use verify::TrustedKey;
+use verify::Keys;
 
 /// The extension of the record beside a component installed from a
 /// registry: where it came from, to upgrade it, and what it requested then.
@@ -203,18 +204,32 @@ impl Installer<'_> {
             return refuse(source, why);
         }
         let keys = self.trusted_keys()?;
-        if !keys.is_empty() {
-            let keys: Vec<&str> = keys.iter().map(|k| k.origin.as_str()).collect();
-            return refuse(
-                source,
-                format!(
-                    "trusted keys are configured ({}), so a component is installed only signed by one of them, \
-                     and signatures of registry artifacts are not checked yet",
-                    keys.join("; ")
+        match (&pulled.signatures, keys.is_empty()) {
+            (Ok(found), true) => println!(
+                "signature:       not checked: no trusted keys are configured ({} cosign signatures beside it)",
+                found.len()
+            ),
+            (Err(why), true) => println!("signature:       not checked: no trusted keys are configured ({why})"),
+            (_, false) if keys.cosign.is_empty() => {
+                return refuse(
+                    source,
+                    format!(
+                        "with trusted keys configured ({}) a component is installed only signed by one of them, \
+                         and none is a cosign key (a PEM public key, as cosign.pub), which is what signs registry \
+                         components",
+                        keys.origins().join("; ")
+                    ),
+                );
+            }
+            (Err(why), false) => return refuse(source, format!("its signatures could not be read: {why}")),
+            (Ok(found), false) => match cosign::verify(found, &pulled.manifest, &keys.cosign) {
+                Ok(key) => println!(
+                    "signature:       verified: a cosign signature of {} by the trusted key of {}",
+                    pulled.manifest, key.origin
                 ),
-            );
+                Err(why) => return refuse(source, why),
+            },
         }
-        println!("signature:       not checked: no trusted keys are configured");
         let record = Record {
             source: pulled.source.clone(),
             manifest: pulled.manifest.clone(),
@@ -309,15 +324,22 @@ impl Installer<'_> {
             ),
             (None, true) => println!("signature:       not checked: no trusted keys are configured, and it has none"),
             (None, false) => {
-                let keys: Vec<&str> = keys.iter().map(|k| k.origin.as_str()).collect();
                 return Ok(Err(format!(
                     "it has no signature ({} is missing), and with trusted keys configured ({}) \
                      a component is installed only signed by one of them",
                     signature_file.display(),
-                    keys.join("; ")
+                    keys.origins().join("; ")
                 )));
             }
-            (Some(text), false) => match verify::verify(bytes, text, &keys) {
+            (Some(_), false) if keys.minisign.is_empty() => {
+                return Ok(Err(format!(
+                    "with trusted keys configured ({}) a file is installed only signed by one of them, and none \
+                     is a minisign key, which is what signs files ({} is a minisign signature)",
+                    keys.origins().join("; "),
+                    signature_file.display()
+                )));
+            }
+            (Some(text), false) => match verify::verify(bytes, text, &keys.minisign) {
                 Ok(verified) => println!(
                     "signature:       verified: signed with the trusted key {} ({}); trusted comment: {}",
                     verified.key.text, verified.key.origin, verified.trusted_comment
@@ -478,10 +500,10 @@ impl Installer<'_> {
     /// The keys a component must be signed with: `trustedPluginKeys` of the
     /// user and managed settings, and the keys file of the configuration
     /// directory. A key that does not read is an error naming where it is.
-    fn trusted_keys(&self) -> anyhow::Result<Vec<TrustedKey>> {
-        let mut keys = Vec::new();
+    fn trusted_keys(&self) -> anyhow::Result<Keys> {
+        let mut keys = Keys::default();
         for (text, file) in &self.settings.trusted_plugin_keys {
-            keys.push(TrustedKey::parse(text, format!("trustedPluginKeys of {file}")).map_err(anyhow::Error::msg)?);
+            keys.add(text, format!("trustedPluginKeys of {file}")).map_err(anyhow::Error::msg)?;
         }
         let file = toolhost::config_dir().join(KEYS_FILE);
         match std::fs::read_to_string(&file) {

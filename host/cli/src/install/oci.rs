@@ -10,6 +10,7 @@
 //! Registries on a loopback address are spoken to over plain HTTP (as
 //! docker does); every other over HTTPS.
 
+use super::cosign::{self, Found};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{OciDescriptor, OciManifest};
 use oci_client::secrets::RegistryAuth;
@@ -31,6 +32,8 @@ const WASM_LAYERS: [&str; 3] = [
 
 /// The largest component pulled: a registry cannot make the host hold more.
 const MAX_COMPONENT: u64 = 512 << 20;
+/// The largest signed payload read (cosign's are a few hundred bytes).
+const MAX_PAYLOAD: u64 = 64 << 10;
 
 /// A component pulled from a registry.
 pub struct Pulled {
@@ -42,6 +45,9 @@ pub struct Pulled {
     pub manifest: String,
     /// Where the credentials came from ("anonymous" when none).
     pub credentials: String,
+    /// The cosign signatures kept beside the manifest (none is no
+    /// error), or why they could not be read.
+    pub signatures: Result<Vec<Found>, String>,
 }
 
 /// The reference in `source` when it is an `oci://` one: `None` for a
@@ -119,7 +125,61 @@ async fn pull_async(source: &str, reference: &Reference) -> Result<Pulled, Strin
             layer.digest
         ));
     }
-    Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials })
+    let signatures = signatures(&client, reference, &digest, &auth).await;
+    Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials, signatures })
+}
+
+/// The cosign signatures of the manifest `digest`, from the tag cosign keeps
+/// them under in the same repository.
+async fn signatures(
+    client: &Client,
+    reference: &Reference,
+    digest: &str,
+    auth: &RegistryAuth,
+) -> Result<Vec<Found>, String> {
+    let tag = cosign::signature_tag(digest);
+    let at = Reference::with_tag(reference.registry().to_string(), reference.repository().to_string(), tag.clone());
+    let manifest = match client.pull_manifest(&at, auth).await {
+        Ok((OciManifest::Image(manifest), _)) => manifest,
+        Ok((OciManifest::ImageIndex(_), _)) => return Err(format!("{tag} is an image index, not cosign signatures")),
+        Err(e) if unknown(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(format!("reading {tag} failed: {e}")),
+    };
+    let mut found = Vec::new();
+    for layer in manifest.layers.iter().filter(|l| l.media_type == cosign::SIMPLE_SIGNING) {
+        let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(cosign::SIGNATURE_ANNOTATION)) else {
+            continue;
+        };
+        let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+        if size > MAX_PAYLOAD {
+            return Err(format!(
+                "a signed payload in {tag} is {size} bytes, more than the {MAX_PAYLOAD} toolhost reads"
+            ));
+        }
+        let mut out = Capped { bytes: Vec::new(), cap: size };
+        client
+            .pull_blob(&at, layer, &mut out)
+            .await
+            .map_err(|e| format!("reading a signed payload of {tag} failed: {e}"))?;
+        if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
+            return Err(format!("a signed payload of {tag} is not the blob its manifest names"));
+        }
+        found.push(Found { payload: out.bytes, signature: signature.clone() });
+    }
+    Ok(found)
+}
+
+/// Whether the registry said it has no such manifest.
+fn unknown(e: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode as C};
+    match e {
+        E::RegistryError { envelope, .. } => {
+            envelope.errors.iter().any(|e| matches!(e.code, C::ManifestUnknown | C::NotFound | C::NameUnknown))
+        }
+        E::ServerError { code, .. } => *code == 404,
+        E::ImageManifestNotFoundError(_) => true,
+        _ => false,
+    }
 }
 
 /// The manifest's one wasm layer.

@@ -2,6 +2,7 @@
 //! operator pinned, and the minisign signature beside the file against the
 //! keys they trust, verified in this process (no `minisign` program needed).
 
+use super::cosign::{self, CosignKey};
 use minisign_verify::{Error, PublicKey, Signature};
 use std::fmt;
 
@@ -36,18 +37,67 @@ impl TrustedKey {
     }
 }
 
+/// The keys the operator trusts: minisign keys vouch for files, cosign
+/// keys for components pulled from registries.
+#[derive(Default)]
+pub struct Keys {
+    pub minisign: Vec<TrustedKey>,
+    pub cosign: Vec<CosignKey>,
+}
+
+impl Keys {
+    pub fn is_empty(&self) -> bool {
+        self.minisign.is_empty() && self.cosign.is_empty()
+    }
+
+    /// Where each key is written.
+    pub fn origins(&self) -> Vec<&str> {
+        self.minisign.iter().map(|k| k.origin.as_str()).chain(self.cosign.iter().map(|k| k.origin.as_str())).collect()
+    }
+
+    /// One key as written in settings: PEM (cosign) or minisign's base64.
+    pub fn add(&mut self, text: &str, origin: String) -> Result<(), String> {
+        if cosign::is_pem(text) {
+            self.cosign.push(CosignKey::parse(text, origin)?);
+        } else {
+            self.minisign.push(TrustedKey::parse(text, origin)?);
+        }
+        Ok(())
+    }
+
+    pub fn extend(&mut self, other: Keys) {
+        self.minisign.extend(other.minisign);
+        self.cosign.extend(other.cosign);
+    }
+}
+
 /// The keys of a trusted-keys file, `origin` naming it: one base64 minisign
-/// public key per line. Blank lines, `#` comments and minisign's
-/// `untrusted comment:` lines are skipped, so `minisign.pub` files can be
-/// appended as they are. A line that is not a key is an error naming it.
-pub fn parse_key_file(text: &str, origin: &str) -> Result<Vec<TrustedKey>, String> {
-    let mut keys = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+/// public key per line, or a PEM public key (`cosign.pub`) over the lines
+/// from its `-----BEGIN` to its `-----END`. Blank lines, `#` comments and
+/// minisign's `untrusted comment:` lines are skipped, so `minisign.pub` and
+/// `cosign.pub` files can be appended as they are. A line that is not a key
+/// is an error naming it.
+pub fn parse_key_file(text: &str, origin: &str) -> Result<Keys, String> {
+    let mut keys = Keys::default();
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with("untrusted comment:") {
             continue;
         }
-        keys.push(TrustedKey::parse(line, format!("{origin}: line {}", n + 1))?);
+        let at = format!("{origin}: line {}", n + 1);
+        if cosign::is_pem(line) {
+            let mut pem = vec![line];
+            for (_, more) in lines.by_ref() {
+                pem.push(more.trim());
+                if more.trim_start().starts_with("-----END") {
+                    break;
+                }
+            }
+            keys.cosign.push(CosignKey::parse(&pem.join("\n"), at)?);
+        } else {
+            keys.minisign.push(TrustedKey::parse(line, at)?);
+        }
     }
     Ok(keys)
 }
@@ -151,10 +201,19 @@ mod tests {
         let text = format!(
             "# release keys\nuntrusted comment: minisign public key 1234\n{a}\n\n  {b}  \nuntrusted comment: x\n"
         );
-        let keys = parse_key_file(&text, "/k").unwrap();
+        let keys = parse_key_file(&text, "/k").unwrap().minisign;
         let found: Vec<(&str, &str)> = keys.iter().map(|k| (k.text.as_str(), k.origin.as_str())).collect();
         assert_eq!(found, [(a.as_str(), "/k: line 3"), (b.as_str(), "/k: line 5")]);
         assert!(parse_key_file("", "/k").unwrap().is_empty());
+        // A cosign.pub appended as it is: its PEM block is one key.
+        let pem = {
+            use p256::pkcs8::EncodePublicKey as _;
+            let key = p256::ecdsa::SigningKey::from_slice(&[5; 32]).unwrap();
+            key.verifying_key().to_public_key_pem(Default::default()).unwrap()
+        };
+        let keys = parse_key_file(&format!("{a}\n{pem}{b}\n"), "/k").unwrap();
+        assert_eq!(keys.minisign.len(), 2);
+        assert_eq!(keys.cosign.iter().map(|k| k.origin.as_str()).collect::<Vec<_>>(), ["/k: line 2"]);
         let e = parse_key_file(&format!("{a}\nRWQnot-a-key\n"), "/k").err().unwrap();
         assert!(e.starts_with("/k: line 2: `RWQnot-a-key` is not a minisign public key"), "{e}");
     }
