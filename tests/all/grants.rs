@@ -87,9 +87,9 @@ fn a_tool_gets_requested_and_granted_and_no_more() {
     // `tools` shows what it requests, what it got and what it lacks.
     let tools = toolhost(&sb, &["--settings", &settings, "tools"]);
     let out = &tools.stdout;
-    assert!(out.contains("requests:      directory data (read-only), directory out (read-write), host example.com:443, variable GREETING, variable NOT_GRANTED, memory 48 MiB, time 1500 ms"), "{out}");
+    assert!(out.contains("requests:      directory data (read-only), directory out (read-write), host example.com:443, variable GREETING, variable NOT_GRANTED, secret API_TOKEN, memory 48 MiB, time 1500 ms"), "{out}");
     assert!(out.contains(&format!("granted:       directory {} (read-only), directory {} (read-write), variable GREETING, memory 48 MiB, time 1500 ms", p(&sb.ws("data")), p(&sb.ws("out")))), "{out}");
-    assert!(out.contains("not granted:   variable NOT_GRANTED; host example.com:443"), "{out}");
+    assert!(out.contains("not granted:   variable NOT_GRANTED; secret API_TOKEN; host example.com:443"), "{out}");
     assert!(out.contains("toolGrants.Grantee"), "{out}");
 }
 
@@ -228,4 +228,62 @@ fn the_search_capability_stays_inside_what_the_call_may_read() {
         let r = search(&escape);
         assert!(r.is_error() && r.text().contains("outside the directories this call may read"), "{escape:?}: {r:?}");
     }
+}
+
+/// `toolhost secret set TOOL NAME`, the value on standard input.
+fn set_secret(sb: &Sandbox, tool: &str, name: &str, value: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = toolhost_command(sb)
+        .args(["secret", "set", tool, name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{value}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_granted_secret_reaches_its_tool_as_a_variable_and_never_comes_back_out() {
+    let sb = workspace();
+    let token = "tok-5e3c8a1f9b2d";
+    let out = set_secret(&sb, "Grantee", "API_TOKEN", token);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Kept outside the workspace, readable by the user alone.
+    let file = sb.home.join(".config/toolhost/secrets.json");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let list = toolhost(&sb, &["secret", "list"]);
+    assert_eq!(list.stdout, "Grantee API_TOKEN\n");
+    assert!(!list.stdout.contains(token) && !String::from_utf8_lossy(&out.stdout).contains(token));
+    // Stored but not granted: the tool does not get it.
+    assert_eq!(grantee(&sb, json!({"action": "env"}), Some(&grant())), "env: [GREETING=hello]");
+    // Granted: it gets it under its name, and what it echoes is masked.
+    let audit = sb.root.join("audit.jsonl");
+    let settings =
+        json!({"auditLog": p(&audit), "toolGrants": {"Grantee": {"env": ["GREETING"], "secrets": ["API_TOKEN"]}}});
+    std::fs::write(sb.home.join(".config/toolhost/settings.json"), settings.to_string()).unwrap();
+    let mut cmd = toolhost_command(&sb);
+    cmd.args(["--allow", "Grantee", "call", "Grantee", r#"{"action": "env"}"#, "--json"]);
+    cmd.env("GREETING", "hello").env("RUST_LOG", "toolhost=trace");
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(content_text(&v), "env: [API_TOKEN=[secret API_TOKEN],GREETING=hello]");
+    let audit = std::fs::read_to_string(&audit).unwrap();
+    assert!(audit.contains("Grantee"), "{audit}");
+    for (what, text) in [("the result", &*stdout), ("the tracing output", &*stderr), ("the audit log", &audit)] {
+        assert!(!text.contains(token), "the secret's value is in {what}: {text}");
+    }
+    // Removed: gone from the store and from the tool.
+    assert_eq!(toolhost(&sb, &["secret", "rm", "Grantee", "API_TOKEN"]).code, 0);
+    assert_eq!(toolhost(&sb, &["secret", "list"]).stdout, "");
+    let out =
+        toolhost_command(&sb).args(["--allow", "Grantee", "call", "Grantee", r#"{"action": "env"}"#]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("API_TOKEN"), "{out:?}");
+    // Values too short to mask, and names that are not names, are refused.
+    assert!(!set_secret(&sb, "Grantee", "API_TOKEN", "abc").status.success());
+    let out = set_secret(&sb, "Grantee", "9LIVES", token);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a secret name"), "{out:?}");
 }

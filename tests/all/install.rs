@@ -211,7 +211,7 @@ fn yes_grants_what_it_requests_and_the_tool_runs_with_it() {
     assert!(
         r.stdout.contains(
             "requests:        directory data (read-only), directory out (read-write), host example.com:443, \
-             variable GREETING, variable NOT_GRANTED, memory 48 MiB, time 1500 ms"
+             variable GREETING, variable NOT_GRANTED, secret API_TOKEN, memory 48 MiB, time 1500 ms"
         ),
         "{}",
         r.stdout
@@ -223,6 +223,7 @@ fn yes_grants_what_it_requests_and_the_tool_runs_with_it() {
             "directories": [{"path": "data", "access": "read-only"}, {"path": "out", "access": "read-write"}],
             "hosts": ["example.com:443"],
             "env": ["GREETING", "NOT_GRANTED"],
+            "secrets": ["API_TOKEN"],
             "memory_mib": 48,
             "timeout_ms": 1500
         }}})
@@ -305,9 +306,9 @@ fn at_a_terminal_the_answers_become_the_grants() {
         .unwrap();
     // Typed ahead: the terminal keeps the lines until they are read, one
     // per question: choose; data yes, out no, the host no, GREETING yes,
-    // NOT_GRANTED no, memory and time yes.
+    // NOT_GRANTED no, the secret no, memory and time yes.
     let mut typing = master.try_clone().unwrap();
-    typing.write_all(b"c\ny\nn\nn\ny\nn\ny\ny\n").unwrap();
+    typing.write_all(b"c\ny\nn\nn\ny\nn\nn\ny\ny\n").unwrap();
     let mut reader = master.try_clone().unwrap();
     let terminal = std::thread::spawn(move || {
         let mut seen = Vec::new();
@@ -333,7 +334,9 @@ fn at_a_terminal_the_answers_become_the_grants() {
         json!({"directories": [{"path": "data", "access": "read-only"}], "env": ["GREETING"], "memory_mib": 48, "timeout_ms": 1500})
     );
     assert!(
-        stdout.contains("not granted:     directory out (read-write), host example.com:443, variable NOT_GRANTED"),
+        stdout.contains(
+            "not granted:     directory out (read-write), host example.com:443, variable NOT_GRANTED, secret API_TOKEN"
+        ),
         "{stdout}"
     );
 }

@@ -850,6 +850,9 @@ mod rmcp_client {
         workspace(&sb);
         let token = "rmcp-token-0123456789";
         let server = HttpServer::start(&sb, Some(token));
+        // reqwest is built with rustls and no provider of its own (the
+        // workspace's choice for `toolhost install oci://…`): ring, as the host.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(async {
             let config =

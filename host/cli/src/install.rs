@@ -584,15 +584,17 @@ impl Installer<'_> {
 }
 
 /// What `requests` asks for, one grant per item: the working directories,
-/// each directory, host and variable, the process capability, memory, time.
+/// each directory, host, variable and secret, the process capability,
+/// memory, time.
 fn items(requests: &Allowance) -> Vec<Allowance> {
     // Every field named, so that a new kind of request is not left out.
-    let Allowance { workspace, directories, hosts, env, process, memory_mib, timeout_ms } = requests;
+    let Allowance { workspace, directories, hosts, env, secrets, process, memory_mib, timeout_ms } = requests;
     let one = Allowance::default;
     let mut items: Vec<Allowance> = workspace.map(|a| Allowance { workspace: Some(a), ..one() }).into_iter().collect();
     items.extend(directories.iter().map(|d| Allowance { directories: vec![d.clone()], ..one() }));
     items.extend(hosts.iter().map(|h| Allowance { hosts: vec![h.clone()], ..one() }));
     items.extend(env.iter().map(|e| Allowance { env: vec![e.clone()], ..one() }));
+    items.extend(secrets.iter().map(|s| Allowance { secrets: vec![s.clone()], ..one() }));
     items.extend(process.then(|| Allowance { process: true, ..one() }));
     items.extend(memory_mib.map(|m| Allowance { memory_mib: Some(m), ..one() }));
     items.extend(timeout_ms.map(|t| Allowance { timeout_ms: Some(t), ..one() }));
@@ -684,6 +686,7 @@ mod tests {
             directories: vec![DirRequest { path: "data".into(), access: DirAccess::ReadWrite }],
             hosts: vec!["example.com:443".into(), "*.docs.rs".into()],
             env: vec!["TOKEN".into()],
+            secrets: vec!["API_KEY".into()],
             process: true,
             memory_mib: Some(64),
             timeout_ms: Some(5000),
@@ -697,6 +700,7 @@ mod tests {
                 "host example.com:443",
                 "host *.docs.rs",
                 "variable TOKEN",
+                "secret API_KEY",
                 "the process capability",
                 "memory 64 MiB",
                 "time 5000 ms",

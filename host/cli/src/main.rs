@@ -247,6 +247,13 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Keep a secret (an API token, say) for one tool, outside every
+    /// workspace: handed to the tool as an environment variable when
+    /// toolGrants.TOOL.secrets grants it, masked in all it gives back
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Remove an installed tool from the plugins directory, and its grants
     /// from the workspace's .toolhost/settings.local.json
     Uninstall {
@@ -256,6 +263,17 @@ enum Command {
         #[arg(long)]
         keep_grants: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum SecretAction {
+    /// Store TOOL's secret NAME: the value is read from standard input (one
+    /// line; at a terminal, asked without echo), never from the command line
+    Set { tool: String, name: String },
+    /// The tools and names of the secrets stored (never their values)
+    List,
+    /// Remove TOOL's secret NAME
+    Rm { tool: String, name: String },
 }
 
 impl Command {
@@ -329,6 +347,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     if let Command::Stamp { file, requests, out } = &cli.command {
         return stamp(file, requests, out.as_deref());
+    }
+    if let Command::Secret { action } = &cli.command {
+        return secret(action);
     }
     let mut sources = Sources::standard(&workspace);
     if let Command::Trust = cli.command {
@@ -461,7 +482,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let session = session.map(|id| host.session(&id)).transpose()?;
             serve(host, config, http, session)
         }
-        Command::Trust | Command::New { .. } | Command::Stamp { .. } => unreachable!("handled before the host starts"),
+        Command::Trust | Command::New { .. } | Command::Stamp { .. } | Command::Secret { .. } => {
+            unreachable!("handled before the host starts")
+        }
     }
 }
 
@@ -897,4 +920,41 @@ fn show_compile(p: &toolhost::CompileProgress) {
 fn fresh_id() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("toolu_{:016x}{:08x}", nanos as u64, std::process::id())
+}
+
+/// `toolhost secret set|list|rm`.
+fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
+    let store = toolhost::secrets::SecretStore::user();
+    let failed = |e: String| -> anyhow::Result<ExitCode> {
+        eprintln!("toolhost: {e}");
+        Ok(ExitCode::FAILURE)
+    };
+    match action {
+        SecretAction::Set { tool, name } => {
+            let value = prompt::read_secret(&format!("value of {tool}'s secret {name}: "))
+                .context("reading the secret's value")?;
+            if let Err(e) = store.set(tool, name, &value) {
+                return failed(e);
+            }
+            println!("stored {tool}'s secret {name} in {}", store.file().display());
+            println!(
+                "{tool} gets it as the environment variable {name} once toolGrants.{tool}.secrets lists \"{name}\" \
+                 and its component requests it"
+            );
+        }
+        SecretAction::List => match store.list() {
+            Ok(list) => {
+                for (tool, name) in list {
+                    println!("{tool} {name}");
+                }
+            }
+            Err(e) => return failed(e),
+        },
+        SecretAction::Rm { tool, name } => match store.remove(tool, name) {
+            Ok(true) => println!("removed {tool}'s secret {name}"),
+            Ok(false) => return failed(format!("{tool} has no secret {name} in {}", store.file().display())),
+            Err(e) => return failed(e),
+        },
+    }
+    Ok(ExitCode::SUCCESS)
 }

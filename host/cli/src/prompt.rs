@@ -35,3 +35,36 @@ impl Approver for TerminalApprover {
         }
     }
 }
+
+/// Reads one line from standard input, without its line ending: at a
+/// terminal, after showing `question` on standard error, with echo off.
+pub fn read_secret(question: &str) -> std::io::Result<String> {
+    use std::io::IsTerminal as _;
+    use std::os::fd::AsRawFd as _;
+    let stdin = std::io::stdin();
+    let fd = stdin.as_raw_fd();
+    let mut line = String::new();
+    if !stdin.is_terminal() {
+        stdin.read_line(&mut line)?;
+        return Ok(line.trim_end_matches(['\n', '\r']).to_string());
+    }
+    eprint!("{question}");
+    // SAFETY: termios is plain data, filled in by tcgetattr on a terminal
+    // descriptor; the saved state is restored below.
+    let saved = unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let saved = t;
+        t.c_lflag &= !libc::ECHO;
+        t.c_lflag |= libc::ECHONL;
+        libc::tcsetattr(fd, libc::TCSANOW, &t);
+        saved
+    };
+    let read = stdin.read_line(&mut line);
+    // SAFETY: restores the state read above, on the same descriptor.
+    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
+    read?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}

@@ -48,6 +48,7 @@ mod process;
 mod registry;
 mod sandbox;
 mod scheduler;
+pub mod secrets;
 mod session;
 mod shell;
 

@@ -57,6 +57,10 @@ pub struct Allowance {
     /// Environment variable names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// Names of the tool's secrets (`toolhost secret set TOOL NAME`), each
+    /// an environment variable of that name inside its instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// The process capability: starting commands, each checked by the host
     /// against the permission rules and confined like Bash's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -82,6 +86,7 @@ impl Allowance {
         self.directories.extend(more.directories.iter().cloned());
         self.hosts.extend(more.hosts.iter().cloned());
         self.env.extend(more.env.iter().cloned());
+        self.secrets.extend(more.secrets.iter().cloned());
         self.memory_mib = self.memory_mib.max(more.memory_mib);
         self.timeout_ms = self.timeout_ms.max(more.timeout_ms);
     }
@@ -90,7 +95,7 @@ impl Allowance {
     /// directory paths, host names, variable names.
     pub fn check(&self) -> Result<(), String> {
         let invalid = |m: String| Err(m);
-        if self.directories.len().max(self.hosts.len()).max(self.env.len()) > MAX_ENTRIES {
+        if self.directories.len().max(self.hosts.len()).max(self.env.len()).max(self.secrets.len()) > MAX_ENTRIES {
             return invalid(format!("more than {MAX_ENTRIES} entries in a list"));
         }
         for dir in &self.directories {
@@ -101,6 +106,11 @@ impl Allowance {
         for host in &self.hosts {
             if !super::hosts::valid_host(host) {
                 return invalid(format!("`{host}` is not a host name, or name:port"));
+            }
+        }
+        for name in &self.secrets {
+            if !crate::secrets::valid_name(name) {
+                return invalid(format!("`{name}` is not a secret name (letters, digits and `_`)"));
             }
         }
         for name in &self.env {
@@ -119,6 +129,7 @@ impl Allowance {
         parts.extend(self.directories.iter().map(|d| format!("directory {} ({})", d.path, d.access.name())));
         parts.extend(self.hosts.iter().map(|h| format!("host {h}")));
         parts.extend(self.env.iter().map(|e| format!("variable {e}")));
+        parts.extend(self.secrets.iter().map(|s| format!("secret {s}")));
         parts.extend(self.memory_mib.map(|m| format!("memory {m} MiB")));
         parts.extend(self.timeout_ms.map(|t| format!("time {t} ms")));
         if parts.is_empty() { "nothing".into() } else { parts.join(", ") }

@@ -61,6 +61,9 @@ pub struct Grants {
     /// Environment variables requested and granted (their values are the
     /// host's, read when a call starts).
     pub env: Vec<String>,
+    /// Secrets requested and granted, by name (their values are read from
+    /// the user's store when a call starts).
+    pub secrets: Vec<String>,
     /// Network hosts requested and granted, as [`HostPattern`]s (`*`,
     /// `*.name`, `name`, an address; each with an optional `:port`).
     pub hosts: Vec<String>,
@@ -127,6 +130,13 @@ pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> 
             out.env.push(name.clone());
         } else {
             missing.push(format!("variable {name}"));
+        }
+    }
+    for name in &requested.secrets {
+        if granted.secrets.contains(name) {
+            out.secrets.push(name.clone());
+        } else {
+            missing.push(format!("secret {name}"));
         }
     }
     // Hosts: each requested pattern some grant covers, and each granted

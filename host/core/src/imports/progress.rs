@@ -44,12 +44,20 @@ impl progress::Host for CallView<'_> {
             return;
         }
         scope.progress_sent += 1;
-        let data = data.and_then(|d| serde_json::from_str(&d).ok());
+        let mut data: Option<serde_json::Value> = data.and_then(|d| serde_json::from_str(&d).ok());
+        let message = if scope.secrets.is_empty() {
+            message
+        } else {
+            if let Some(data) = &mut data {
+                crate::secrets::mask_json(data, &scope.secrets);
+            }
+            crate::secrets::mask(&message, &scope.secrets)
+        };
         sink(Progress { tool_use_id: scope.tool_use_id.clone(), message: clip(message), data });
     }
 
     fn log(&mut self, level: progress::LogLevel, message: String) {
-        let message = clip(message);
+        let message = clip(crate::secrets::mask(&message, &self.scope.secrets));
         let (tool, id) = (&*self.scope.tool, &self.scope.tool_use_id);
         match level {
             progress::LogLevel::Trace => tracing::trace!(tool, id, "{message}"),

@@ -45,6 +45,9 @@ pub(crate) struct CallScope {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Text the tool streamed into its result (`output.append`).
     pub streamed: String,
+    /// The values of the secrets handed to the tool (name, value): masked
+    /// in whatever it gives back.
+    pub secrets: Vec<(String, String)>,
     /// Streamed text beyond [`super::MAX_STREAMED`] was dropped.
     pub streamed_cut: bool,
 }
@@ -77,6 +80,7 @@ impl CallScope {
             deadline: None,
             cancel: None,
             streamed: String::new(),
+            secrets: Vec::new(),
             streamed_cut: false,
         }
     }
@@ -105,6 +109,7 @@ impl CallScope {
             deadline: None,
             cancel: self.cancel.clone(),
             streamed: String::new(),
+            secrets: Vec::new(),
             streamed_cut: false,
         }
     }

@@ -53,6 +53,19 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// Replaces every value of `secrets` in its text and structured output
+    /// by `[secret NAME]`.
+    pub(crate) fn mask(&mut self, secrets: &[(String, String)]) {
+        for content in &mut self.content {
+            if let Content::Text(text) = content {
+                *text = crate::secrets::mask(text, secrets);
+            }
+        }
+        if let Some(structured) = &mut self.structured {
+            crate::secrets::mask_json(structured, secrets);
+        }
+    }
+
     /// An error result with `message` as its only block.
     pub fn error(tool_use_id: &str, message: impl Into<String>) -> ToolResult {
         ToolResult {

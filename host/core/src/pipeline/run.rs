@@ -217,6 +217,12 @@ impl Run<'_> {
         let Run {
             pipeline, session, tool, id, mut instance, input, called, mut context, mut stop, warm, faulted, ..
         } = self;
+        // Before anything sees the result (hooks, the audit log, a persisted
+        // copy): the values of the tool's secrets, masked.
+        let secrets = std::mem::take(&mut instance.store.data_mut().call.secrets);
+        if !secrets.is_empty() {
+            result.mask(&secrets);
+        }
         if called {
             instance.last_call = Some(std::time::Instant::now());
         }
@@ -287,7 +293,11 @@ pub(super) fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: 
     };
     match fault {
         GuestFault::Cancelled => tracing::debug!(tool = name, id, "tool call cancelled"),
-        _ => tracing::warn!(tool = name, id, error = %format!("{e:#}"), "tool call failed in the guest"),
+        _ => {
+            // A panic's text can hold what the tool was given.
+            let error = crate::secrets::mask(&format!("{e:#}"), &instance.store.data().call.secrets);
+            tracing::warn!(tool = name, id, error = %error, "tool call failed in the guest")
+        }
     }
     ToolResult::error(id, message)
 }

@@ -255,12 +255,16 @@ pub(crate) fn store(
             wasi.env(name, value.to_string_lossy());
         }
     }
+    // Its granted secrets, from the user's store, under their names.
+    let call = per_call(call, grants, limits);
+    for (name, value) in &call.secrets {
+        wasi.env(name, value);
+    }
     // The network: only the granted hosts, for sockets and HTTP alike.
     let network = std::sync::Arc::new(Network::new(&grants.hosts));
     if !network.is_empty() {
         wasi.allow_tcp(true).allow_ip_name_lookup(true).socket_addr_check(network.socket_check());
     }
-    let call = per_call(call, grants, limits);
     let state = HostState {
         wasi: wasi.build(),
         #[cfg(feature = "http")]
@@ -289,6 +293,13 @@ fn per_call(mut call: CallScope, grants: &Grants, limits: CallLimits) -> CallSco
     }
     call.process_granted = grants.process;
     call.deadline = Some((Instant::now() + limits.timeout, limits.timeout));
+    call.secrets = match crate::secrets::SecretStore::user().values(&call.tool, &grants.secrets) {
+        Ok(values) => values,
+        Err(e) => {
+            tracing::warn!(tool = %call.tool, error = %e, "the tool's secrets are not handed to it");
+            Vec::new()
+        }
+    };
     call
 }
 

@@ -12,6 +12,7 @@ requests!(
     ],
     "hosts": ["example.com:443"],
     "env": ["GREETING", "NOT_GRANTED"],
+    "secrets": ["API_TOKEN"],
     "memory_mib": 48,
     "timeout_ms": 1500
 }"#
