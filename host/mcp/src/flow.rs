@@ -218,24 +218,31 @@ mod tests {
         (Bounded::new(Pipe { incoming, written: written.clone() }, limit), client, written)
     }
 
-    /// Whether `receive` gives a message within a (virtual) second.
+    /// Whether `receive` gives a message (one is always waiting in these
+    /// tests when it may read).
     async fn reads(t: &mut Bounded<Pipe>) -> bool {
-        tokio::time::timeout(Duration::from_secs(1), t.receive()).await.is_ok()
+        tokio::time::timeout(Duration::from_secs(10), t.receive()).await.is_ok()
     }
 
-    #[tokio::test(start_paused = true)]
+    /// Whether `receive` keeps waiting though a message is there: 100 ms
+    /// without one (a wrong read comes at once).
+    async fn waits(t: &mut Bounded<Pipe>) -> bool {
+        tokio::time::timeout(Duration::from_millis(100), t.receive()).await.is_err()
+    }
+
+    #[tokio::test]
     async fn reading_stops_at_the_limit_and_resumes_when_an_answer_is_written() {
         let (mut t, client, _) = bounded(2);
         for id in 1..=3 {
             client.send(ping(id)).unwrap();
         }
         assert!(reads(&mut t).await && reads(&mut t).await);
-        assert!(!reads(&mut t).await, "two unanswered: the third waits");
+        assert!(waits(&mut t).await, "two unanswered: the third waits");
         t.send(answer(1)).await.unwrap();
         assert!(reads(&mut t).await);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn an_answer_counts_once_it_is_written() {
         let (mut t, client, written) = bounded(1);
         written.forget_permits(1 << 20);
@@ -243,13 +250,13 @@ mod tests {
         client.send(ping(2)).unwrap();
         assert!(reads(&mut t).await);
         let sending = tokio::spawn(t.send(answer(1)));
-        assert!(!reads(&mut t).await, "the answer is not out yet");
+        assert!(waits(&mut t).await, "the answer is not out yet");
         written.add_permits(1);
         sending.await.unwrap().unwrap();
         assert!(reads(&mut t).await);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn it_reads_on_while_the_server_waits_for_the_client() {
         let (mut t, client, _) = bounded(1);
         client.send(ping(1)).unwrap();
@@ -261,10 +268,10 @@ mod tests {
         client.send(rx(serde_json::json!({"jsonrpc": "2.0", "id": 70, "result": {}}))).unwrap();
         client.send(ping(3)).unwrap();
         assert!(reads(&mut t).await && reads(&mut t).await, "the request and the client's answer");
-        assert!(!reads(&mut t).await, "answered: back to the limit");
+        assert!(waits(&mut t).await, "answered: back to the limit");
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_request_the_client_cancels_frees_its_place() {
         let (mut t, client, _) = bounded(2);
         client.send(ping(1)).unwrap();
@@ -278,10 +285,10 @@ mod tests {
         for _ in 0..4 {
             assert!(reads(&mut t).await, "1 is cancelled: 2 and 3 are the two unanswered");
         }
-        assert!(!reads(&mut t).await);
+        assert!(waits(&mut t).await);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_server_request_the_server_gives_up_on_stops_counting() {
         let (mut t, client, _) = bounded(1);
         client.send(ping(1)).unwrap();
@@ -292,6 +299,6 @@ mod tests {
             "params": {"requestId": 70}})))
             .await
             .unwrap();
-        assert!(!reads(&mut t).await, "nothing is awaited from the client any more");
+        assert!(waits(&mut t).await, "nothing is awaited from the client any more");
     }
 }

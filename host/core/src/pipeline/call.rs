@@ -561,7 +561,7 @@ impl Pipeline {
         };
         let outcome = run.steps();
         run.faulted = outcome.is_err();
-        run.instance.captured.log(name, id);
+        run.instance.captured.log(name, id, &run.instance.store.data().call.secrets);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
         // output), as opposed to an error the tool returned.
         let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));

@@ -90,7 +90,7 @@ impl Run<'_> {
             }
         }
         // Again, from the start of the call, in a fresh instance.
-        self.instance.captured.log(&name, self.id);
+        self.instance.captured.log(&name, self.id, &self.instance.store.data().call.secrets);
         let scope = self.instance.store.data().call.again();
         let limits = grants.limits(self.pipeline.sandbox.limits());
         let pre = self.tool.pre(&self.pipeline.sandbox)?;

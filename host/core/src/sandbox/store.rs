@@ -179,13 +179,14 @@ impl Captured {
     }
 
     /// Sends what the guest printed during this call to the log.
-    pub(crate) fn log(&self, tool: &str, id: &str) {
+    pub(crate) fn log(&self, tool: &str, id: &str, secrets: &[(String, String)]) {
         for (stream, pipe, before) in [("stdout", &self.stdout, self.before.0), ("stderr", &self.stderr, self.before.1)]
         {
             let bytes = pipe.contents();
             let new = bytes.get(before..).unwrap_or_default();
             if !new.is_empty() {
-                tracing::debug!(tool, id, stream, "{}", String::from_utf8_lossy(new).trim_end());
+                let text = crate::secrets::mask(String::from_utf8_lossy(new).trim_end(), secrets);
+                tracing::debug!(tool, id, stream, "{text}");
             }
         }
     }
