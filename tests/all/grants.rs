@@ -271,6 +271,8 @@ fn a_granted_secret_reaches_its_tool_as_a_variable_and_never_comes_back_out() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
     assert_eq!(content_text(&v), "env: [API_TOKEN=[secret API_TOKEN],GREETING=hello]");
+    let tools = toolhost(&sb, &["tools"]);
+    assert!(tools.stdout.contains("granted:       variable GREETING, secret API_TOKEN"), "{}", tools.stdout);
     let audit = std::fs::read_to_string(&audit).unwrap();
     assert!(audit.contains("Grantee"), "{audit}");
     for (what, text) in [("the result", &*stdout), ("the tracing output", &*stderr), ("the audit log", &audit)] {

@@ -858,6 +858,7 @@ fn capability_lines(tool: &toolhost::LoadedTool, base: toolhost::CallLimits) -> 
     granted.extend(g.dirs.iter().map(|(d, a)| format!("directory {} ({})", d.display(), a.name())));
     granted.extend(g.hosts.iter().map(|h| format!("host {h}")));
     granted.extend(g.env.iter().map(|e| format!("variable {e}")));
+    granted.extend(g.secrets.iter().map(|s| format!("secret {s}")));
     let limits = tool.grants().limits(base);
     if g.memory.is_some() {
         granted.push(format!("memory {} MiB", limits.memory >> 20));
