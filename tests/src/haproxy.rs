@@ -6,9 +6,10 @@
 //! `.ci/run` installs it when it is missing). Without it a test fails,
 //! saying so.
 
+use crate::server::{Process, free_port, wait_until};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// How requests are spread.
 #[derive(Clone, Copy, Debug)]
@@ -23,7 +24,7 @@ pub enum Balance {
 
 /// A running `haproxy`.
 pub struct Haproxy {
-    child: Child,
+    _process: Process,
     /// Its port on 127.0.0.1.
     pub port: u16,
     _dir: tempfile::TempDir,
@@ -34,7 +35,7 @@ impl Haproxy {
     /// it accepts connections.
     pub fn start(servers: &[String], balance: Balance) -> Haproxy {
         let dir = tempfile::tempdir().expect("a directory for haproxy");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let port = free_port();
         let balance = match balance {
             Balance::RoundRobin => "balance roundrobin",
             Balance::SessionHeader => "balance hdr(Mcp-Session-Id)\n    hash-type consistent",
@@ -53,22 +54,14 @@ impl Haproxy {
         );
         let file = dir.path().join("haproxy.cfg");
         std::fs::write(&file, config).expect("write haproxy.cfg");
-        let child = Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("could not start haproxy ({e}): these tests need it (Debian: apt install haproxy; .ci/run installs it)")
-            });
-        let proxy = Haproxy { child, port, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "haproxy on port {port} did not accept connections within 10 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let process = Process::start(Command::new("haproxy").arg("-db").arg("-f").arg(&file), "haproxy");
+        let proxy = Haproxy { _process: process, port, _dir: dir };
+        wait_until(
+            &format!("haproxy on port {port} did not accept connections"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        );
         // Its first health checks.
         std::thread::sleep(Duration::from_millis(600));
         proxy
@@ -77,12 +70,5 @@ impl Haproxy {
     /// The MCP endpoint through it.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

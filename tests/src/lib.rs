@@ -13,6 +13,7 @@ pub mod js;
 pub mod python;
 pub mod redis;
 pub mod registry;
+pub mod server;
 pub mod toolchain;
 
 /// The workspace root.

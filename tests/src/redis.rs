@@ -6,14 +6,15 @@
 //! `.ci/run` installs it when it is missing). Without it a test fails,
 //! saying so: no test passes without the server it needs.
 
+use crate::server::{Process, free_port, wait_until};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// A running `redis-server`.
 pub struct RedisServer {
-    child: Child,
+    process: Process,
     /// Its port on 127.0.0.1.
     pub port: u16,
     _dir: tempfile::TempDir,
@@ -23,26 +24,20 @@ impl RedisServer {
     /// Starts one and waits until it answers `PING`.
     pub fn start() -> RedisServer {
         let dir = tempfile::tempdir().expect("a directory for redis-server");
-        // A free port: bound, read, released; redis-server takes it next.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "could not start redis-server ({e}): these tests need a real Redis server (Debian: apt install \
-                     redis-server; .ci/run installs it)"
-                )
-            });
-        let server = RedisServer { child, port, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !server.answers() {
-            assert!(Instant::now() < deadline, "redis-server on port {port} did not answer PING within 10 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let port = free_port();
+        let process = Process::start(
+            Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .current_dir(dir.path()),
+            "redis-server",
+        );
+        let server = RedisServer { process, port, _dir: dir };
+        wait_until(
+            &format!("redis-server on port {port} did not answer PING"),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || server.answers(),
+        );
         server
     }
 
@@ -60,13 +55,6 @@ impl RedisServer {
 
     /// Stops the server at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.kill();
+        self.process.kill();
     }
 }

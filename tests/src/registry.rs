@@ -7,15 +7,16 @@
 //! `.ci/run` installs it when it is missing). Without it a test fails, saying
 //! so: no test passes without the server it needs.
 
+use crate::server::{Process, free_port, wait_until};
 use base64::Engine as _;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// A running registry.
 pub struct Registry {
-    child: Child,
+    _process: Process,
     /// `127.0.0.1:PORT`.
     pub address: String,
     /// The user and password it accepts.
@@ -31,7 +32,7 @@ impl Registry {
         let dir = tempfile::tempdir().expect("a directory for the registry");
         let hash = bcrypt::hash(password, 5).expect("a bcrypt hash");
         std::fs::write(dir.path().join("htpasswd"), format!("{user}:{hash}\n")).expect("htpasswd");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let port = free_port();
         let config = format!(
             "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {root}\n  \
              delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\nauth:\n  htpasswd:\n    realm: toolhost-tests\n    path: {htpasswd}\n",
@@ -40,24 +41,14 @@ impl Registry {
         );
         let config_file = dir.path().join("config.yml");
         std::fs::write(&config_file, config).expect("the registry's configuration");
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "could not start docker-registry ({e}): these tests need a real OCI registry (Debian: apt install \
-                     docker-registry; .ci/run installs it)"
-                )
-            });
-        let registry = Registry { child, address: format!("127.0.0.1:{port}"), user, password, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !registry.answers() {
-            assert!(Instant::now() < deadline, "docker-registry on port {port} did not answer within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let process = Process::start(Command::new("docker-registry").arg("serve").arg(&config_file), "docker-registry");
+        let registry = Registry { _process: process, address: format!("127.0.0.1:{port}"), user, password, _dir: dir };
+        wait_until(
+            &format!("docker-registry on port {port} did not answer"),
+            Duration::from_secs(20),
+            Duration::from_millis(50),
+            || registry.answers(),
+        );
         registry
     }
 
@@ -76,12 +67,5 @@ impl Registry {
     pub fn docker_config(&self) -> String {
         let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", self.user, self.password));
         serde_json::json!({"auths": {&self.address: {"auth": auth}}}).to_string()
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
