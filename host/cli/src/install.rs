@@ -58,6 +58,14 @@ struct Record {
     requests: Allowance,
 }
 
+/// Where a component pulled from a registry came from.
+struct Pulled<'a> {
+    source: &'a str,
+    manifest: &'a str,
+    /// `sha256:HEX` of the component.
+    component: String,
+}
+
 /// Says what an upgrade changes: the manifest, the capabilities imported,
 /// what is requested (each new request is asked again below).
 fn show_changes(old: &Record, new: &Record) {
@@ -200,9 +208,10 @@ impl Installer<'_> {
             println!("up to date:      {source} is still {}; nothing changed", pulled.manifest);
             return Ok(ExitCode::SUCCESS);
         }
-        if let Err(why) = self.check_hash(&pulled.bytes, pinned) {
-            return refuse(source, why);
-        }
+        let hash = match self.check_hash(&pulled.bytes, pinned) {
+            Ok(hash) => hash,
+            Err(why) => return refuse(source, why),
+        };
         let keys = self.trusted_keys()?;
         match (&pulled.signatures, keys.is_empty()) {
             (Ok(found), true) => println!(
@@ -230,25 +239,19 @@ impl Installer<'_> {
                 Err(why) => return refuse(source, why),
             },
         }
-        let record = Record {
-            source: pulled.source.clone(),
-            manifest: pulled.manifest.clone(),
-            component: format!("sha256:{}", toolhost::content_hash(&pulled.bytes)),
-            capabilities: Vec::new(),
-            requests: Allowance::default(),
-        };
-        self.finish(source, &pulled.bytes, None, Some((record, previous)), yes)
+        let from = Pulled { source: &pulled.source, manifest: &pulled.manifest, component: format!("sha256:{hash}") };
+        self.finish(source, &pulled.bytes, None, Some((from, previous)), yes)
     }
 
     /// The review, the grants and the copy into the plugins directory, for
-    /// `bytes` that passed their checks; `registry` carries the record of an
-    /// OCI install and the one it replaces.
+    /// `bytes` that passed their checks; `registry` carries where an OCI
+    /// install came from and the record of the one it replaces.
     fn finish(
         &self,
         label: &str,
         bytes: &[u8],
         signature: Option<&str>,
-        registry: Option<(Record, Option<Record>)>,
+        registry: Option<(Pulled<'_>, Option<Record>)>,
         yes: bool,
     ) -> anyhow::Result<ExitCode> {
         let (tool, earlier) = match self.load(bytes)? {
@@ -268,9 +271,14 @@ impl Installer<'_> {
         for warning in tool.warnings() {
             println!("warning:         {warning}");
         }
-        let record = registry.map(|(mut record, previous)| {
-            record.capabilities = capabilities.iter().map(|c| c.to_string()).collect();
-            record.requests = tool.requests().clone();
+        let record = registry.map(|(from, previous)| {
+            let record = Record {
+                source: from.source.to_string(),
+                manifest: from.manifest.to_string(),
+                component: from.component,
+                capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
+                requests: tool.requests().clone(),
+            };
             if let Some(previous) = previous {
                 show_changes(&previous, &record);
             }
@@ -290,8 +298,9 @@ impl Installer<'_> {
         Ok(ExitCode::SUCCESS)
     }
 
-    /// Compares `bytes` with the pinned SHA-256, saying what it found.
-    fn check_hash(&self, bytes: &[u8], pinned: Option<&str>) -> Result<(), String> {
+    /// Compares `bytes` with the pinned SHA-256, saying what it found; their
+    /// SHA-256.
+    fn check_hash(&self, bytes: &[u8], pinned: Option<&str>) -> Result<String, String> {
         let hash = toolhost::content_hash(bytes);
         match pinned {
             Some(pinned) if pinned != hash => {
@@ -300,7 +309,7 @@ impl Installer<'_> {
             Some(_) => println!("sha256:          {hash} (as pinned)"),
             None => println!("sha256:          {hash} (not pinned: --sha256 HEX checks it)"),
         }
-        Ok(())
+        Ok(hash)
     }
 
     /// Checks `bytes` (read from `file`) against the pinned hash and, with
