@@ -47,6 +47,8 @@ struct Inner {
     quick_above: Option<usize>,
     /// Compiling optimized the tools loaded quick, when asked to.
     optimizer: Option<Optimizer>,
+    /// Tools other programs serve (MCP servers'), if any.
+    remote: Option<Arc<dyn crate::registry::RemoteSource>>,
 }
 
 impl Host {
@@ -221,6 +223,14 @@ impl Host {
 
 impl Inner {
     /// A loader for a reload or a check; `link_later` is for a start only.
+    /// `registry` (built-ins and plugins) with the remote tools as they are now.
+    fn with_remote(&self, mut registry: crate::registry::Registry) -> crate::registry::Registry {
+        if let Some(remote) = &self.remote {
+            registry.add_remote(&**remote);
+        }
+        registry
+    }
+
     fn loader<'a>(&'a self, grants: &'a ToolGrants, link_later: bool) -> Loader<'a> {
         Loader {
             sandbox: self.pipeline.sandbox(),

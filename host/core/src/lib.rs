@@ -83,6 +83,16 @@ pub mod settings {
     pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, load, powers};
 }
 
+/// Tools other programs serve (MCP servers'): what a front supplies for the
+/// host to offer them ([`HostBuilder::remote_tools`]), and how a server's
+/// tool description becomes a tool of the pool.
+pub mod remote {
+    pub use crate::registry::{
+        MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
+        make_portable, normalize_name, remote_name, server_of,
+    };
+}
+
 /// The machinery the benchmarks and fuzz targets drive directly. Not part
 /// of the API: it changes with the code.
 #[doc(hidden)]

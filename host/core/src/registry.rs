@@ -11,6 +11,7 @@ pub(crate) mod load;
 mod optimize;
 mod plugins;
 mod pool;
+pub(crate) mod remote;
 mod schema;
 mod tool;
 
@@ -23,6 +24,10 @@ pub use plugins::ToolsChanged;
 pub(crate) use plugins::{PluginSet, diff, is_component_file};
 pub use pool::TOOL_SEARCH;
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
+pub use remote::{
+    MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
+    make_portable, normalize_name, remote_name, server_of,
+};
 pub use schema::{Schema, portability_problems, prepare_schema_checks};
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 

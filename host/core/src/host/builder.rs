@@ -84,6 +84,7 @@ pub struct HostBuilder {
     /// `None`: the default (yes).
     optimize: Option<bool>,
     spares_above: Option<Option<Duration>>,
+    remote: Option<Arc<dyn crate::registry::RemoteSource>>,
 }
 
 /// Reads the operator's `toolGrants` afresh (see
@@ -238,6 +239,15 @@ impl HostBuilder {
         self
     }
 
+    /// Tools other programs serve (MCP servers', through `toolhost-mcp`'s
+    /// client), offered beside the components and called through the same
+    /// pipeline. The host reads them at build and whenever
+    /// [`Host::reload_remote`] is called. Default: none.
+    pub fn remote_tools(mut self, source: Arc<dyn crate::registry::RemoteSource>) -> Self {
+        self.remote = Some(source);
+        self
+    }
+
     /// Permission rules, hooks, the audit log, the mode and more working
     /// directories, from settings files (see [`crate::policy::settings::load`]).
     /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
@@ -308,6 +318,9 @@ impl HostBuilder {
             }
             plugins.register(&mut registry);
         }
+        if let Some(remote) = &self.remote {
+            registry.add_remote(&**remote);
+        }
         let places = Places { cwd: cwd.clone(), working: working.clone(), home: std::env::home_dir() };
         let policy = Policy::new(&settings, places, crate::policy::catalog(&registry))?;
         let pipeline = Pipeline::new(Parts {
@@ -339,6 +352,7 @@ impl HostBuilder {
             compile_progress: self.compile_progress,
             quick_above,
             optimizer,
+            remote: self.remote,
         });
         start_optimizer(&inner);
         if self.link_in_background {

@@ -2,7 +2,7 @@
 //! from the watcher), linking lazily loaded tools in the background, and
 //! swapping in optimized compiles of quickly compiled ones.
 
-use crate::registry::{LoadedTool, PluginSet, ToolsChanged};
+use crate::registry::{LoadedTool, PluginSet, Registry, ToolsChanged};
 use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -64,6 +64,15 @@ pub(super) fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::Recommende
     })
 }
 
+/// A remote tool is described anew at each reading: it counts as replaced
+/// only when its description changed.
+fn keep_remote_unreplaced(change: &mut ToolsChanged, before: &Registry, after: &Registry) {
+    change.replaced.retain(|name| {
+        let (old, new) = (before.resolve(name), after.resolve(name));
+        old.zip(new).is_some_and(|(o, n)| o.served_by().is_none() || o.spec != n.spec || o.served_by() != n.served_by())
+    });
+}
+
 impl Host {
     /// Loads the plugins directory again and swaps the tools in one step:
     /// a new component is added, a changed one replaced, a removed one is
@@ -98,7 +107,9 @@ impl Host {
         let before = inner.pipeline.registry();
         let mut registry = before.builtins_only();
         fresh.register(&mut registry);
-        let change = crate::registry::diff(&before, &registry, &plugins, &fresh);
+        let registry = inner.with_remote(registry);
+        let mut change = crate::registry::diff(&before, &registry, &plugins, &fresh);
+        keep_remote_unreplaced(&mut change, &before, &registry);
         let same_problems = registry.problems() == before.problems();
         *plugins = fresh;
         if !change.tools_changed() && same_problems {
@@ -114,6 +125,33 @@ impl Host {
             took_ms = started.elapsed().as_millis() as u64,
             "reloaded the plugins directory"
         );
+        let _ = inner.changes.send(change.clone());
+        Some(change)
+    }
+
+    /// Reads the remote tools again (an MCP server said its tools changed,
+    /// or it was started again) and swaps the tools in one step, as
+    /// [`Host::reload_plugins`] does; what changed goes to every
+    /// [`Host::tools_changed`] subscriber.
+    pub fn reload_remote(&self) -> Option<ToolsChanged> {
+        let inner = &self.inner;
+        inner.remote.as_ref()?;
+        // Reloads take turns.
+        let plugins = inner.plugins.lock().unwrap_or_else(|e| e.into_inner());
+        let before = inner.pipeline.registry();
+        let mut registry = before.builtins_only();
+        plugins.register(&mut registry);
+        let registry = inner.with_remote(registry);
+        let mut change = crate::registry::diff(&before, &registry, &plugins, &plugins);
+        keep_remote_unreplaced(&mut change, &before, &registry);
+        let same_problems = registry.problems() == before.problems();
+        if !change.tools_changed() && same_problems {
+            return None;
+        }
+        let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
+        inner.pipeline.swap_registry(registry, &forget);
+        inner.pipeline.metrics().reloaded();
+        tracing::info!(added = ?change.added, removed = ?change.removed, replaced = ?change.replaced, "reloaded the MCP servers' tools");
         let _ = inner.changes.send(change.clone());
         Some(change)
     }
@@ -134,7 +172,7 @@ impl Host {
         }
         let mut registry = inner.pipeline.registry().builtins_only();
         plugins.register(&mut registry);
-        inner.pipeline.swap_registry(registry, &[]);
+        inner.pipeline.swap_registry(inner.with_remote(registry), &[]);
         tracing::info!(tools = ?promoted, dir = %dir.display(), "now served by their optimized compile");
     }
 

@@ -435,6 +435,9 @@ impl Pipeline {
             return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
         }
 
+        if tool.remote.is_some() {
+            return self.run_remote(session, tool, tool_use, options, span, &registry);
+        }
         let _slot = self.sandbox.admit();
         let _running = self.sandbox.running();
         let dirs = self.call_dirs(results.clone());
@@ -544,7 +547,9 @@ impl Pipeline {
             tool,
             id,
             span,
-            instance,
+            instance: Some(instance),
+            progress: None,
+            cancel: None,
             limits,
             ctx,
             input_text: tool_use.input.to_string(),
@@ -561,11 +566,12 @@ impl Pipeline {
         };
         let outcome = run.steps();
         run.faulted = outcome.is_err();
-        run.instance.captured.log(name, id, &run.instance.store.data().call.secrets);
+        let instance = run.instance.as_ref().expect("a component's call has its instance");
+        instance.captured.log(name, id, &instance.store.data().call.secrets);
         // An `Err` is a failure inside the guest (trap, timeout, malformed
         // output), as opposed to an error the tool returned.
-        let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, &run.instance));
-        let peak = run.instance.store.data().limits.used as u64;
+        let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, instance));
+        let peak = instance.store.data().limits.used as u64;
         result.usage = Some(super::Usage { peak_memory_bytes: peak, ..Default::default() });
         // What ToolSearch loaded is callable from now on in this session.
         if run.catalog.is_some() && !result.is_error {

@@ -3,7 +3,7 @@
 //! grants a tool may be given at runtime when it asks for more.
 
 use super::result::ToolResult;
-use super::run::Run;
+use super::run::{Run, wasm};
 use crate::contract::bindings::PermissionDecision;
 use crate::grants::{Allowance, DirRequest, Grants};
 use crate::policy::hooks::Outcome;
@@ -36,6 +36,9 @@ impl Run<'_> {
     /// user said no.
     pub(super) fn grant_and_retry(&mut self, failure: &str) -> wasmtime::Result<Option<ToolResult>> {
         let Some(approver) = self.approver.clone() else { return Ok(None) };
+        if self.instance.is_none() {
+            return Ok(None);
+        }
         // dontAsk and plan never ask; neither mode grants anything either.
         let asks = !matches!(self.pipeline.mode, PermissionMode::DontAsk | PermissionMode::Plan);
         if !asks || self.pipeline.granted_since_start(self.name()).is_some() {
@@ -90,11 +93,12 @@ impl Run<'_> {
             }
         }
         // Again, from the start of the call, in a fresh instance.
-        self.instance.captured.log(&name, self.id, &self.instance.store.data().call.secrets);
-        let scope = self.instance.store.data().call.again();
+        let instance = wasm(&mut self.instance)?;
+        instance.captured.log(&name, self.id, &instance.store.data().call.secrets);
+        let scope = instance.store.data().call.again();
         let limits = grants.limits(self.pipeline.sandbox.limits());
         let pre = self.tool.pre(&self.pipeline.sandbox)?;
-        self.instance = self.pipeline.sandbox.instantiate(pre, &grants, scope, limits)?;
+        self.instance = Some(self.pipeline.sandbox.instantiate(pre, &grants, scope, limits)?);
         self.limits = limits;
         // Made for other grants than the ones the call started with.
         self.warm = None;
@@ -113,8 +117,14 @@ impl Run<'_> {
         decision_started: Instant,
     ) -> wasmtime::Result<Option<ToolResult>> {
         let read_only = match self.tool.spec.hints.read_only {
+            // An MCP server's read-only hint is its own claim: the host
+            // cannot hold the server to it, so it lets no call run unasked.
+            _ if self.tool.remote.is_some() => false,
             Some(declared) => declared,
-            None => self.instance.guest.is_read_only(&mut self.instance.store, &self.input_text)?,
+            None => {
+                let instance = wasm(&mut self.instance)?;
+                instance.guest.is_read_only(&mut instance.store, &self.input_text)?
+            }
         };
         let check = self.check_in(self.pipeline.mode)?;
         let tool: &LoadedTool = self.tool;
@@ -216,9 +226,11 @@ impl Run<'_> {
                     },
                     Source::Mode(_) | Source::Tool => Approval::Any,
                 };
-                let call = &mut self.instance.store.data_mut().call;
-                call.rules = Some(Policy::for_call(Arc::clone(&rules), &tool.spec.name, roles));
-                call.approval = approval;
+                if let Some(instance) = self.instance.as_mut() {
+                    let call = &mut instance.store.data_mut().call;
+                    call.rules = Some(Policy::for_call(Arc::clone(&rules), &tool.spec.name, roles));
+                    call.approval = approval;
+                }
                 if let Some(updated) = rewritten {
                     if let Err(message) = self.tool.input_schema().check(self.name(), &updated) {
                         return Ok(Some(self.error(format!("<tool_use_error>{message}</tool_use_error>"))));

@@ -25,7 +25,12 @@ pub(super) struct Run<'p> {
     pub(super) tool: &'p LoadedTool,
     pub(super) id: &'p str,
     pub(super) span: &'p tracing::Span,
-    pub(super) instance: Instance,
+    /// The tool's live instance; none for a tool another program serves.
+    pub(super) instance: Option<Instance>,
+    /// Where the call's progress goes, and its cancellation (for a remote
+    /// tool; a component's instance holds its own).
+    pub(super) progress: Option<crate::imports::ProgressSink>,
+    pub(super) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// The tool's limits for this call.
     pub(super) limits: CallLimits,
     pub(super) ctx: CallContext,
@@ -84,6 +89,9 @@ impl Run<'_> {
         }
         // 6. Call.
         self.called = true;
+        if let Some(remote) = self.tool.remote.clone() {
+            return Ok(self.call_remote(&remote));
+        }
         let output = self.call_guest()?;
         // 8. Result.
         Ok(match output {
@@ -109,20 +117,28 @@ impl Run<'_> {
     /// prompt do not count against it.
     pub(super) fn call_guest(&mut self) -> wasmtime::Result<Result<ToolOutput, WitToolError>> {
         let limit = self.limits.timeout;
-        self.instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        let instance = wasm(&mut self.instance)?;
+        instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
         if let (Some(catalog), Value::Object(input)) = (&self.catalog, &self.input) {
             let mut input = input.clone();
             input.insert("deferred".into(), catalog.clone());
             let text = Value::Object(input).to_string();
-            return self.instance.guest.call(&mut self.instance.store, &text, &self.ctx);
+            let instance = self.instance.as_mut().expect("checked above");
+            return instance.guest.call(&mut instance.store, &text, &self.ctx);
         }
-        self.instance.guest.call(&mut self.instance.store, &self.input_text, &self.ctx)
+        let instance = self.instance.as_mut().expect("checked above");
+        instance.guest.call(&mut instance.store, &self.input_text, &self.ctx)
     }
 
     /// A tool's output as its result.
     pub(super) fn output(&mut self, output: ToolOutput) -> ToolResult {
-        let call = &mut self.instance.store.data_mut().call;
-        let streamed = result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut };
+        let streamed = match self.instance.as_mut() {
+            Some(instance) => {
+                let call = &mut instance.store.data_mut().call;
+                result::Streamed { text: std::mem::take(&mut call.streamed), cut: call.streamed_cut }
+            }
+            None => result::Streamed::default(),
+        };
         result::from_output(self.name(), self.id, streamed, output, self.tool.output_schema())
     }
 
@@ -130,7 +146,8 @@ impl Run<'_> {
         if !self.tool.spec.validates_input {
             return Ok(Ok(()));
         }
-        self.instance.guest.validate_input(&mut self.instance.store, input, &self.ctx)
+        let Some(instance) = self.instance.as_mut() else { return Ok(Ok(())) };
+        instance.guest.validate_input(&mut instance.store, input, &self.ctx)
     }
 
     pub(super) fn hook_input<'a>(&'a self, tool_input: &'a Value) -> EventInput<'a> {
@@ -199,14 +216,18 @@ impl Run<'_> {
 
     /// The tool's own permission view, in `mode`.
     pub(super) fn check_in(&mut self, mode: PermissionMode) -> wasmtime::Result<ToolCheck> {
-        let (guest, store) = (&self.instance.guest, &mut self.instance.store);
         let decision = if !self.tool.spec.checks_permissions {
             PermissionDecision::Passthrough
+        } else if self.instance.is_none() {
+            PermissionDecision::Passthrough
         } else if mode == self.pipeline.mode {
+            let instance = wasm(&mut self.instance)?;
+            let (guest, store) = (&instance.guest, &mut instance.store);
             guest.check_permissions(store, &self.input_text, &self.ctx)?
         } else {
             let ctx = CallContext { mode: wit_mode(mode), ..self.ctx.clone() };
-            guest.check_permissions(store, &self.input_text, &ctx)?
+            let instance = wasm(&mut self.instance)?;
+            instance.guest.check_permissions(&mut instance.store, &self.input_text, &ctx)?
         };
         Ok(tool_check(decision, self.tool.trusted()))
     }
@@ -219,16 +240,18 @@ impl Run<'_> {
         } = self;
         // Before anything sees the result (hooks, the audit log, a persisted
         // copy): the values of the tool's secrets, masked.
-        let secrets = std::mem::take(&mut instance.store.data_mut().call.secrets);
-        if !secrets.is_empty() {
-            result.mask(&secrets);
+        if let Some(instance) = &mut instance {
+            let secrets = std::mem::take(&mut instance.store.data_mut().call.secrets);
+            if !secrets.is_empty() {
+                result.mask(&secrets);
+            }
+            if called {
+                instance.last_call = Some(std::time::Instant::now());
+            }
         }
-        if called {
-            instance.last_call = Some(std::time::Instant::now());
-        }
-        match warm {
-            Some(key) if !faulted => pipeline.warm.put(key, instance, &pipeline.registry()),
-            _ => drop(instance),
+        match (warm, instance) {
+            (Some(key), Some(instance)) if !faulted => pipeline.warm.put(key, instance, &pipeline.registry()),
+            (_, instance) => drop(instance),
         }
         let name = tool.spec.name.as_str();
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
@@ -260,6 +283,11 @@ impl Run<'_> {
         super::persisted::persist_if_oversized(&mut result, tool.spec.max_result_size_chars, session);
         result
     }
+}
+
+/// A component's instance (a remote tool has none).
+pub(super) fn wasm(instance: &mut Option<Instance>) -> wasmtime::Result<&mut Instance> {
+    instance.as_mut().ok_or_else(|| wasmtime::Error::msg("the tool has no instance"))
 }
 
 pub(super) fn wit_mode(mode: PermissionMode) -> WitMode {

@@ -216,7 +216,10 @@ impl Rule {
         if tool.is_empty() {
             return Err(RuleError::NoTool(text.to_string()));
         }
-        if !tool.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+        // `mcp__SERVER__*`: every tool of an MCP server, as `mcp__SERVER` is.
+        let named =
+            tool.strip_prefix("mcp__").and_then(|t| t.strip_suffix("__*")).map_or(tool, |_| &tool[..tool.len() - 3]);
+        if !named.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
             return Err(RuleError::BadTool { rule: text.to_string(), tool: tool.to_string() });
         }
         Ok(Rule { tool: tool.to_string(), content })
@@ -348,6 +351,15 @@ pub struct Verdicts<'a> {
     pub unclear: Option<String>,
 }
 
+/// The first rule of `list` naming `tool` wholesale: by its name, or for an
+/// MCP server's tool by its server's (`mcp__SERVER`, `mcp__SERVER__*`).
+fn whole(list: &List, tool: &str) -> Option<usize> {
+    let by_name = list.whole.get(tool).copied();
+    let server = crate::registry::server_of(tool).filter(|s| tool.len() > "mcp__".len() + s.len());
+    let by_server = server.and_then(|s| list.whole.get(&format!("mcp__{s}")).copied());
+    earliest(by_name, by_server)
+}
+
 impl RuleSet {
     /// Compiles `entries`, reading each rule's content as what the tool it
     /// names declares its input to be (`catalog`; `Read(…)` and `Edit(…)`
@@ -362,6 +374,7 @@ impl RuleSet {
             let rule = &entry.rule;
             let tool = catalog.canonical(&rule.tool);
             let Some(content) = &rule.content else {
+                let tool = tool.strip_suffix("__*").filter(|t| t.starts_with("mcp__")).unwrap_or(tool);
                 list.whole.entry(tool.to_string()).or_insert(index);
                 continue;
             };
@@ -486,7 +499,7 @@ impl RuleSet {
 
     /// The deny rule naming `tool` wholesale: such a tool is not offered.
     pub fn denies_tool(&self, tool: &str) -> Option<&RuleEntry> {
-        self.lists[Behavior::Deny.index()].whole.get(tool).map(|&i| &self.entries[i])
+        whole(&self.lists[Behavior::Deny.index()], tool).map(|i| &self.entries[i])
     }
 
     /// Which rule of each list applies to the call.
@@ -612,7 +625,7 @@ impl RuleSet {
     fn find(&self, behavior: Behavior, subject: &Subject<'_>) -> Option<usize> {
         let list = &self.lists[behavior.index()];
         let tool = subject.tool;
-        if let Some(&i) = list.whole.get(tool) {
+        if let Some(i) = whole(list, tool) {
             return Some(i);
         }
         if behavior != Behavior::Allow
@@ -851,6 +864,19 @@ mod tests {
         for bad in ["", "(ls)", "Bash(ls", "Ba sh", "Bash(ls) x"] {
             assert!(Rule::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_server_rule_covers_every_tool_of_that_server_only() {
+        use Behavior::*;
+        let s = set(&[(Deny, "mcp__fs"), (Allow, "mcp__git__*"), (Ask, "mcp__git__push")]);
+        assert_eq!(strongest(&s, "mcp__fs__read_file", json!({})).as_deref(), Some("deny mcp__fs"));
+        assert_eq!(strongest(&s, "mcp__fsx__read_file", json!({})), None, "another server");
+        assert_eq!(strongest(&s, "mcp__git__status", json!({})).as_deref(), Some("allow mcp__git__*"));
+        assert_eq!(strongest(&s, "mcp__git__push", json!({})).as_deref(), Some("ask mcp__git__push"));
+        assert!(s.denies_tool("mcp__fs__write_file").is_some() && s.denies_tool("mcp__git__push").is_none());
+        assert!(s.denies_tool("mcp__fs").is_some(), "the rule names itself");
+        assert!(Rule::parse("mcp__fs__*").is_ok() && Rule::parse("Bash*").is_err() && Rule::parse("mcp__*").is_err());
     }
 
     #[test]

@@ -73,6 +73,18 @@ impl Registry {
         self.tools.push(tool);
     }
 
+    /// Registers the tools `source` offers now, and its problems.
+    pub(crate) fn add_remote(&mut self, source: &dyn super::remote::RemoteSource) {
+        let (tools, problems) = source.tools();
+        for tool in tools {
+            let label = format!("mcp:{}", tool.remote.server);
+            self.add(LoadedTool::remote(tool), &label);
+        }
+        for (source, message) in problems {
+            self.problem(&source, message);
+        }
+    }
+
     /// Notes a component that could not be loaded.
     pub(crate) fn problem(&mut self, source: &str, message: String) {
         tracing::warn!(source, "{message}");

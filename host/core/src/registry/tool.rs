@@ -19,6 +19,8 @@ pub enum Origin {
     Builtin,
     /// A component file in the plugins directory.
     Plugin(PathBuf),
+    /// A tool of the MCP server configured under this name.
+    Mcp(String),
 }
 
 /// What a tool says about itself (the contract's `tool-info`), parsed.
@@ -250,6 +252,8 @@ pub struct LoadedTool {
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
     pub(crate) quick: bool,
+    /// For a tool another program serves (an MCP server's): how to reach it.
+    pub(crate) remote: Option<super::remote::Remote>,
 }
 
 impl LoadedTool {
@@ -304,7 +308,35 @@ impl LoadedTool {
     ) -> LoadedTool {
         let (input, output) = (OnceLock::new(), OnceLock::new());
         let (grants, missing) = (Grants::default(), Vec::new());
-        LoadedTool { spec, origin, grants, requests, missing, shape, linked, input, output, warnings, quick: false }
+        LoadedTool {
+            spec,
+            origin,
+            grants,
+            requests,
+            missing,
+            shape,
+            linked,
+            input,
+            output,
+            warnings,
+            quick: false,
+            remote: None,
+        }
+    }
+
+    /// A tool another program serves, described by `tool`.
+    pub(crate) fn remote(tool: super::remote::RemoteTool) -> LoadedTool {
+        let shape = Shape { version: Version::HOST, capabilities: Vec::new(), imports: Vec::new() };
+        let linked = Linked { ready: OnceLock::from(Err("it is served by an MCP server".to_string())), later: None };
+        let origin = Origin::Mcp(tool.remote.server.clone());
+        let mut loaded = LoadedTool::new(tool.spec, origin, Allowance::default(), shape, linked, tool.warnings);
+        loaded.remote = Some(tool.remote);
+        loaded
+    }
+
+    /// For a tool an MCP server serves: its server's name and its own name there.
+    pub fn served_by(&self) -> Option<(&str, &str)> {
+        self.remote.as_ref().map(|r| (r.server.as_str(), r.tool.as_str()))
     }
 
     /// Built-in tools are trusted to grant permission (`allow`); third-party
@@ -332,14 +364,14 @@ impl LoadedTool {
     /// Whether its component is linked yet (a start leaves a component
     /// whose compiled form and description are cached to its first use).
     pub fn is_linked(&self) -> bool {
-        self.linked.ready.get().is_some()
+        self.remote.is_some() || self.linked.ready.get().is_some()
     }
 
     /// The namespace of its session state.
     pub fn namespace(&self) -> Namespace {
         match self.origin {
             Origin::Builtin => Namespace::Shared,
-            Origin::Plugin(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
+            Origin::Plugin(_) | Origin::Mcp(_) => Namespace::Private(format!("plugin:{}/", self.spec.name)),
         }
     }
 }
