@@ -735,7 +735,7 @@ fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {
     };
     let mut store = toolhost::settings::TrustStore::load(store_path);
     let mut any = false;
-    for file in [&sources.project, &sources.local].into_iter().flatten() {
+    for file in [&sources.project, &sources.local, &sources.mcp_json].into_iter().flatten() {
         if !file.exists() {
             continue;
         }

@@ -80,6 +80,7 @@ pub use session::{
 /// which workspace files the user trusted.
 pub mod settings {
     pub use crate::policy::hooks::HooksConfig;
+    pub use crate::policy::servers::{ConfiguredServer, McpServer};
     pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, load, powers};
 }
 

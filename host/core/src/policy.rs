@@ -8,6 +8,7 @@ mod audit;
 mod decision;
 pub(crate) mod hooks;
 pub(crate) mod rules;
+pub(crate) mod servers;
 pub(crate) mod settings;
 mod trust;
 

@@ -38,6 +38,9 @@ pub fn powers(file: &Path) -> Result<Vec<String>, SettingsError> {
     for (tool, grant) in shape.tool_grants.iter().filter(|(_, g)| !g.is_empty()) {
         lines.push(format!("toolGrants {tool}: {}", grant.describe()));
     }
+    for (name, server) in &shape.mcp_servers {
+        lines.push(format!("mcpServers {name}: {}", server.describe()));
+    }
     for (event, groups) in shape.hooks.iter().flat_map(|h| HookEvent::ALL.map(|e| (e, h.groups(e)))) {
         for group in groups {
             for hook in &group.hooks {
