@@ -235,3 +235,29 @@ pub fn token_file(data: &[u8]) {
         assert_eq!(toolhost_mcp::parse_credentials(&line).as_deref(), Ok(std::slice::from_ref(c)));
     }
 }
+
+/// What an MCP server sends about its tools and as a call's answer, as the
+/// host reads it: a `tools/list` entry described for the pool (a valid
+/// name, the description capped, the schema an object within the caps,
+/// made portable for good: doing it again changes nothing), and any JSON as
+/// a `CallToolResult` giving a result with content.
+pub fn mcp_tool(data: &[u8]) {
+    use toolhost::remote::{MAX_REMOTE_DESCRIPTION, describe, from_call_result, make_portable};
+    if data.len() > 64 << 10 {
+        return;
+    }
+    let Ok(entry) = serde_json::from_slice::<serde_json::Value>(data) else { return };
+    if let Ok((spec, _, _)) = describe("srv", &entry) {
+        let name_ok = spec.name.starts_with("mcp__srv__")
+            && spec.name.len() <= 64
+            && spec.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        assert!(name_ok, "{}", spec.name);
+        assert!(spec.prompt.chars().count() <= MAX_REMOTE_DESCRIPTION);
+        assert_eq!(spec.input_schema["type"], "object", "{}", spec.input_schema);
+        assert!(spec.input_schema.to_string().len() <= 64 << 10);
+        assert_eq!(make_portable(&spec.input_schema), spec.input_schema, "made portable twice differs");
+        let _ = toolhost::internals::Schema::compile(spec.input_schema);
+    }
+    let result = from_call_result("t", &entry);
+    assert!(!result.content.is_empty(), "{entry}");
+}

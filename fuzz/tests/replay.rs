@@ -137,6 +137,7 @@ targets!(
     mcp_stdio,
     mcp_sessionless,
     mcp_http,
+    mcp_tool,
     session_paths,
     token_file,
     notebook_json,

@@ -22,6 +22,7 @@ mod js;
 mod limits;
 mod linking;
 mod mcp;
+mod mcp_servers;
 mod modes;
 mod network;
 mod new;

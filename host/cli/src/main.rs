@@ -430,7 +430,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if prompts && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         builder = builder.approver(Arc::new(prompt::TerminalApprover::default()));
     }
+    // MCP servers' tools: every configured server for the fronts that
+    // list or serve tools; `call` starts only the server of the tool it
+    // calls.
+    let servers = match &cli.command {
+        Command::Tools { .. } | Command::Run { .. } | Command::Serve { .. } | Command::Call { .. } => {
+            let wanted = |name: &str| match &cli.command {
+                Command::Call { name: tool, .. } => {
+                    toolhost::remote::server_of(tool) == Some(toolhost::remote::normalize_name(name).as_str())
+                }
+                _ => true,
+            };
+            let configured: std::collections::BTreeMap<_, _> = settings
+                .mcp_servers
+                .iter()
+                .filter(|(name, _)| wanted(name))
+                .map(|(n, c)| (n.clone(), c.clone()))
+                .collect();
+            if configured.is_empty() { None } else { Some(start_servers(&configured, &settings, &workspace, &cli)?) }
+        }
+        _ => None,
+    };
+    if let Some(servers) = &servers {
+        builder = builder.remote_tools(Arc::clone(servers) as Arc<dyn toolhost::remote::RemoteSource>);
+    }
     let host = builder.build().context("starting the host")?;
+    if let Some(servers) = &servers {
+        let weak = host.downgrade();
+        servers.on_change(move || {
+            if let Some(host) = weak.upgrade() {
+                host.reload_remote();
+            }
+        });
+    }
     for problem in host.problems() {
         eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
     }
@@ -509,6 +541,7 @@ fn tools(host: &Host, as_json: bool) -> anyhow::Result<ExitCode> {
             let origin = match &t.origin() {
                 toolhost::Origin::Builtin => String::new(),
                 toolhost::Origin::Plugin(p) => format!("  [{}]", p.display()),
+                toolhost::Origin::Mcp(server) => format!("  [MCP server {server}]"),
             };
             let mark = if deferred.contains(&t.spec().name) { "  (deferred: loaded with ToolSearch)" } else { "" };
             writeln!(out, "{:width$}  {}{origin}{mark}", t.spec().name, t.spec().description)?;
@@ -727,6 +760,44 @@ fn serve(
         Ok(toolhost_mcp::serve_http(host, config, http, listener, shutdown).await?)
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the MCP servers `configured`, each confined as Bash's children
+/// are, with what `toolGrants.mcp__NAME` grants it (`hosts`: the network;
+/// read-write `directories`: more places to write).
+fn start_servers(
+    configured: &std::collections::BTreeMap<String, toolhost::settings::ConfiguredServer>,
+    settings: &toolhost::Settings,
+    workspace: &std::path::Path,
+    cli: &Cli,
+) -> anyhow::Result<Arc<toolhost_mcp::Servers>> {
+    let mut writable = vec![workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf())];
+    writable.extend(settings.additional_dirs.iter().filter_map(|d| d.canonicalize().ok()));
+    let mut network = Vec::new();
+    let mut more_writable = std::collections::BTreeMap::new();
+    for name in configured.keys() {
+        let Some(grant) = settings.tool_grants.get(&format!("mcp__{}", toolhost::remote::normalize_name(name))) else {
+            continue;
+        };
+        if !grant.hosts.is_empty() {
+            network.push(name.clone());
+        }
+        let dirs = grant
+            .directories
+            .iter()
+            .filter(|d| d.access == toolhost::grants::DirAccess::ReadWrite)
+            .map(|d| std::path::PathBuf::from(&d.path))
+            .collect::<Vec<_>>();
+        more_writable.insert(name.clone(), dirs);
+    }
+    let limits = toolhost_mcp::ChildLimits {
+        writable,
+        temp_root: std::env::temp_dir().join(format!("toolhost-mcp-{}", std::process::id())),
+        confinement: cli.child_confinement,
+        network,
+        more_writable,
+    };
+    Ok(Arc::new(toolhost_mcp::Servers::start(configured, limits).context("starting the MCP servers' client")?))
 }
 
 fn trust(sources: &Sources) -> anyhow::Result<ExitCode> {

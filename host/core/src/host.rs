@@ -51,7 +51,25 @@ struct Inner {
     remote: Option<Arc<dyn crate::registry::RemoteSource>>,
 }
 
+/// A [`Host`] that does not keep it alive (for callbacks the host holds).
+#[derive(Clone)]
+pub struct WeakHost {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakHost {
+    /// The host, if it is still running.
+    pub fn upgrade(&self) -> Option<Host> {
+        self.inner.upgrade().map(|inner| Host { inner })
+    }
+}
+
 impl Host {
+    /// A reference that does not keep the host alive.
+    pub fn downgrade(&self) -> WeakHost {
+        WeakHost { inner: Arc::downgrade(&self.inner) }
+    }
+
     /// A builder with every default.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()

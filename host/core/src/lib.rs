@@ -57,13 +57,15 @@ pub use contract::{
 };
 pub use fsx::{config_dir, default_cache_dir, default_data_dir, default_plugins_dir, replace_file};
 pub use grants::{Allowance, CallLimits, FileAccess, Grants};
-pub use host::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError};
+pub use host::{
+    DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError, WeakHost,
+};
 pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::rules::Behavior;
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
-pub use process::Confinement;
+pub use process::{ConfinedProgram, Confinement, confine_program};
 pub use registry::{
     CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, TOOL_SEARCH, ToolSpec,
     ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
@@ -92,6 +94,7 @@ pub mod remote {
         MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
         make_portable, normalize_name, remote_name, server_of,
     };
+    pub use crate::pipeline::remote::from_call_result;
 }
 
 /// The machinery the benchmarks and fuzz targets drive directly. Not part

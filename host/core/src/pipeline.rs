@@ -21,7 +21,7 @@
 pub(crate) mod call;
 pub(crate) mod permission;
 pub(crate) mod persisted;
-mod remote;
+pub(crate) mod remote;
 pub(crate) mod result;
 mod run;
 mod spare;

@@ -26,7 +26,7 @@ mod runner;
 mod spawn;
 
 pub(crate) use background::{BackgroundRegistry, instance_key};
-pub use confine::Confinement;
+pub use confine::{ConfinedProgram, Confinement, confine_program};
 pub(crate) use runner::{Child, Status, Stream};
 pub(crate) use spawn::{Approval, CommandRules, CommandVerdict, Permit, ProcessError, Program, Spawn};
 // Public only for the bindings (`wasmtime::component::bindgen!` re-exports it); the module is private.

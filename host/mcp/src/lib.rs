@@ -23,11 +23,13 @@
 //! protocol thread never waits on a tool.
 
 mod asks;
+pub mod client;
 mod flow;
 pub mod handles;
 mod http;
 mod tools;
 
+pub use client::{ChildLimits, Servers};
 pub use handles::{SESSION_ARGUMENT, START_SESSION};
 pub use http::{Credential, HTTP_PATH, HttpConfig, SOLE_TOKEN_NAME, parse_credentials, serve_http};
 pub use tools::{sessionless_tools, to_mcp, tools};

@@ -90,7 +90,7 @@ impl Run<'_> {
 /// structured output (and as the text when nothing else was sent);
 /// `isError` as the error flag. Whatever the server sends, the answer is a
 /// result.
-pub(crate) fn from_call_result(id: &str, answer: &Value) -> ToolResult {
+pub fn from_call_result(id: &str, answer: &Value) -> ToolResult {
     let mut content = Vec::new();
     let blocks = answer.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for block in blocks.iter().take(MAX_BLOCKS) {

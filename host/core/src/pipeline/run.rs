@@ -216,9 +216,7 @@ impl Run<'_> {
 
     /// The tool's own permission view, in `mode`.
     pub(super) fn check_in(&mut self, mode: PermissionMode) -> wasmtime::Result<ToolCheck> {
-        let decision = if !self.tool.spec.checks_permissions {
-            PermissionDecision::Passthrough
-        } else if self.instance.is_none() {
+        let decision = if !self.tool.spec.checks_permissions || self.instance.is_none() {
             PermissionDecision::Passthrough
         } else if mode == self.pipeline.mode {
             let instance = wasm(&mut self.instance)?;

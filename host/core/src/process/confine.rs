@@ -124,6 +124,31 @@ pub(crate) fn apply(cmd: &mut Command, plan: &Plan) -> Result<Confined, String> 
     Ok(Confined { missing, _ruleset: ruleset })
 }
 
+/// A program made ready to start confined; keep it until the program has
+/// started.
+pub struct ConfinedProgram(#[allow(dead_code)] Confined);
+
+impl ConfinedProgram {
+    /// Confinement that could not be applied (best-effort mode only).
+    pub fn missing(&self) -> &[String] {
+        &self.0.missing
+    }
+}
+
+/// Arranges for `cmd` to start confined as Bash's children are: it may read
+/// and execute anything, write only below `writable`, and reach the network
+/// only when `network`. For programs the host starts besides the process
+/// capability (an MCP server). Fails when `mode` requires what the kernel
+/// cannot do.
+pub fn confine_program(
+    cmd: &mut Command,
+    writable: Vec<PathBuf>,
+    network: bool,
+    mode: Confinement,
+) -> Result<ConfinedProgram, String> {
+    apply(cmd, &Plan { writable, network, mode }).map(ConfinedProgram)
+}
+
 fn landlock_ruleset(writable: &[PathBuf]) -> Result<OwnedFd, String> {
     let err = |e: landlock::RulesetError| e.to_string();
     let mut ruleset = Ruleset::default()

@@ -1,0 +1,637 @@
+//! MCP servers' tools in toolhost's pool: the client side. Each configured
+//! server (stdio or streamable HTTP) is connected, its tools listed and
+//! offered as `mcp__SERVER__TOOL` ([`toolhost::remote`]); a call goes
+//! through the host's whole pipeline and reaches the server here, under the
+//! call's deadline, cancellation and progress.
+//!
+//! A stdio server is a child of the host confined as Bash's children are
+//! (it writes only in the working directories and its own temporary
+//! directory; it has no network unless `toolGrants.mcp__NAME` grants hosts).
+//! A server that exits, floods (a message over [`MAX_MESSAGE`] bytes) or
+//! lets a call run past its deadline is cut off: the call fails saying so,
+//! and the next call starts it again. A server's `tools/list_changed` reads
+//! its tools again and the host swaps them in.
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, ReadBuf};
+use toolhost::remote::{MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool};
+use toolhost::settings::{ConfiguredServer, McpServer};
+use toolhost::{Confinement, Progress, ProgressSink};
+
+/// Largest message a server may send, in bytes; a longer one cuts it off.
+pub const MAX_MESSAGE: usize = 16 << 20;
+/// How long a server has to start and answer `initialize` and `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most pages of `tools/list` read from one server.
+const MAX_PAGES: usize = 64;
+/// Lines of a stdio server's stderr kept, for the error when it exits.
+const STDERR_LINES: usize = 20;
+/// Most progress notifications one call passes on.
+const MAX_PROGRESS: u32 = 10_000;
+
+/// What a stdio server may reach.
+#[derive(Clone, Debug)]
+pub struct ChildLimits {
+    /// Directories it may write (the working directories).
+    pub writable: Vec<PathBuf>,
+    /// Where its private temporary directories go (one per server).
+    pub temp_root: PathBuf,
+    /// What to do when the kernel cannot confine it.
+    pub confinement: Confinement,
+    /// The servers granted the network (`toolGrants.mcp__NAME.hosts`).
+    pub network: Vec<String>,
+    /// Directories each server is granted to write, by server name.
+    pub more_writable: BTreeMap<String, Vec<PathBuf>>,
+}
+
+/// The configured MCP servers, connected: a [`RemoteSource`] for
+/// [`toolhost::HostBuilder::remote_tools`].
+pub struct Servers {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    runtime: tokio::runtime::Runtime,
+    servers: Vec<Arc<Server>>,
+    /// Told when a server's tools changed (the host reads them again).
+    on_change: OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+struct Server {
+    name: String,
+    config: Result<McpServer, String>,
+    file: String,
+    limits: ChildLimits,
+    /// The live connection, if any; `None` starts one at the next use.
+    connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The tools as last listed, or why they could not be.
+    tools: Mutex<Result<Vec<RemoteTool>, String>>,
+    /// Progress tokens of calls in flight → where their progress goes.
+    progress: Arc<Mutex<HashMap<ProgressToken, Sink>>>,
+    shared: OnceLock<Weak<Shared>>,
+}
+
+#[derive(Clone)]
+struct Sink {
+    id: String,
+    sink: ProgressSink,
+    sent: Arc<AtomicU32>,
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    /// Set when the server sent a message over [`MAX_MESSAGE`].
+    flooded: Arc<AtomicBool>,
+    /// Its stderr's last lines (stdio).
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Its child process (stdio), to tell how it exited.
+    child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
+}
+
+#[derive(Clone)]
+struct Handler {
+    server: Weak<Server>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let Some(server) = self.server.upgrade() else { return };
+        let sink = server.progress.lock().unwrap_or_else(|e| e.into_inner()).get(&params.progress_token).cloned();
+        let Some(sink) = sink else { return };
+        if sink.sent.fetch_add(1, Ordering::Relaxed) >= MAX_PROGRESS {
+            return;
+        }
+        let mut message = params.message.unwrap_or_default();
+        if message.len() > 16 * 1024 {
+            let mut cut = 16 * 1024;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let data = serde_json::json!({"progress": params.progress, "total": params.total});
+        (sink.sink)(Progress { tool_use_id: sink.id, message, data: Some(data) });
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let Some(server) = self.server.upgrade() else { return };
+        tracing::info!(server = %server.name, "the server says its tools changed; reading them again");
+        tokio::spawn(relist(server));
+    }
+}
+
+/// Lists `server`'s tools again, then tells the host (boxed: listing may
+/// start the server, whose handler calls this).
+fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let listed = match server.live().await {
+            Ok(connection) => server.list(&connection.service.peer().clone()).await,
+            Err(why) => Err(why),
+        };
+        *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
+        if let Some(shared) = server.shared.get().and_then(Weak::upgrade)
+            && let Some(changed) = shared.on_change.get()
+        {
+            changed();
+        }
+    })
+}
+
+impl Servers {
+    /// Connects every server of `configured` (at most [`START_TIMEOUT`]
+    /// each, all at once) and lists its tools; a server that cannot be
+    /// reached is a problem of the pool, tried again at its tools' next
+    /// listing.
+    pub fn start(configured: &BTreeMap<String, ConfiguredServer>, limits: ChildLimits) -> std::io::Result<Servers> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("toolhost-mcp-client")
+            .enable_all()
+            .build()?;
+        let servers: Vec<Arc<Server>> = configured
+            .iter()
+            .map(|(name, c)| {
+                Arc::new(Server {
+                    name: name.clone(),
+                    config: c.server.clone(),
+                    file: c.file.clone(),
+                    limits: limits.clone(),
+                    connection: tokio::sync::Mutex::new(None),
+                    tools: Mutex::new(Err("not listed yet".into())),
+                    progress: Arc::default(),
+                    shared: OnceLock::new(),
+                })
+            })
+            .collect();
+        let shared = Arc::new(Shared { runtime, servers, on_change: OnceLock::new() });
+        for server in &shared.servers {
+            let _ = server.shared.set(Arc::downgrade(&shared));
+        }
+        let listing: Vec<_> = shared
+            .servers
+            .iter()
+            .map(|server| {
+                let server = Arc::clone(server);
+                shared.runtime.spawn(async move {
+                    let listed = match server.live().await {
+                        Ok(connection) => server.list(&connection.service.peer().clone()).await,
+                        Err(why) => Err(why),
+                    };
+                    if let Err(why) = &listed {
+                        tracing::warn!(server = %server.name, "{why}");
+                    }
+                    *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
+                })
+            })
+            .collect();
+        shared.runtime.block_on(async {
+            for task in listing {
+                let _ = task.await;
+            }
+        });
+        Ok(Servers { shared })
+    }
+
+    /// Calls `changed` whenever a server's tools changed.
+    pub fn on_change(&self, changed: impl Fn() + Send + Sync + 'static) {
+        let _ = self.shared.on_change.set(Box::new(changed));
+    }
+
+    /// Each server's name, the file configuring it, and its state (its
+    /// tool count, or what is wrong).
+    pub fn status(&self) -> Vec<(String, String, Result<usize, String>)> {
+        let servers = &self.shared.servers;
+        let state =
+            |s: &Server| s.tools.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(Vec::len).map_err(Clone::clone);
+        servers.iter().map(|s| (s.name.clone(), s.file.clone(), state(s))).collect()
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        // The children go with their connections (killed on drop).
+        for server in &self.shared.servers {
+            if let Ok(mut connection) = server.connection.try_lock() {
+                connection.take();
+            }
+        }
+    }
+}
+
+impl RemoteSource for Servers {
+    fn tools(&self) -> (Vec<RemoteTool>, Vec<(String, String)>) {
+        let (mut tools, mut problems) = (Vec::new(), Vec::new());
+        for server in &self.shared.servers {
+            match &*server.tools.lock().unwrap_or_else(|e| e.into_inner()) {
+                Ok(listed) => tools.extend(listed.iter().cloned()),
+                Err(why) => problems.push((format!("mcp:{} ({})", server.name, server.file), why.clone())),
+            }
+        }
+        (tools, problems)
+    }
+}
+
+/// A server's calls, from the pipeline's thread to the client's runtime.
+struct Caller {
+    server: Weak<Server>,
+}
+
+impl RemoteCaller for Caller {
+    fn call(&self, tool: &str, input: &Value, call: &RemoteCall) -> Result<Value, String> {
+        let server = self.server.upgrade().ok_or("the host is shutting down")?;
+        let shared = server.shared.get().and_then(Weak::upgrade).ok_or("the host is shutting down")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (tool, input, call) = (tool.to_string(), input.clone(), call.clone());
+        let task = Arc::clone(&server);
+        shared.runtime.spawn(async move {
+            let _ = tx.send(task.call(&tool, input, &call).await);
+        });
+        rx.recv().unwrap_or_else(|_| Err(format!("the call to the MCP server {} was dropped", server.name)))
+    }
+}
+
+impl Server {
+    /// The live connection, started if there is none.
+    async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref()
+            && !connection.service.is_closed()
+        {
+            return Ok(Arc::clone(connection));
+        }
+        if let Some(dead) = slot.take() {
+            let why = dead.ended(&self.name).await;
+            tracing::info!(server = %self.name, why = %why, "starting the server again");
+        }
+        let config =
+            self.config.as_ref().map_err(|why| format!("the MCP server {} ({}): {why}", self.name, self.file))?;
+        let started = tokio::time::timeout(START_TIMEOUT, self.connect(config)).await.unwrap_or_else(|_| {
+            Err(format!("the MCP server {} did not start and answer within {} s", self.name, START_TIMEOUT.as_secs()))
+        })?;
+        let connection = Arc::new(started);
+        *slot = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    async fn connect(self: &Arc<Self>, config: &McpServer) -> Result<Connection, String> {
+        let handler = Handler { server: Arc::downgrade(self) };
+        let fail = |e: &dyn std::fmt::Display| format!("the MCP server {} could not be started: {e}", self.name);
+        match config {
+            McpServer::Stdio { command, args, env } => {
+                let mut cmd = std::process::Command::new(command);
+                cmd.args(args)
+                    .envs(env)
+                    .current_dir(self.limits.writable.first().cloned().unwrap_or_else(|| ".".into()));
+                let temp = self.limits.temp_root.join(toolhost::remote::normalize_name(&self.name));
+                std::fs::create_dir_all(&temp).map_err(|e| fail(&e))?;
+                cmd.env("TMPDIR", &temp);
+                let mut writable = self.limits.writable.clone();
+                writable.push(temp);
+                writable.extend(self.limits.more_writable.get(&self.name).into_iter().flatten().cloned());
+                let network = self.limits.network.contains(&self.name);
+                let confined = toolhost::confine_program(&mut cmd, writable, network, self.limits.confinement)
+                    .map_err(|e| fail(&e))?;
+                let mut cmd = tokio::process::Command::from(cmd);
+                cmd.stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true);
+                let mut child = cmd.spawn().map_err(|e| fail(&format!("{command}: {e}")))?;
+                drop(confined);
+                let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+                let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
+                    return Err(fail(&"its standard streams could not be opened"));
+                };
+                let flooded = Arc::new(AtomicBool::new(false));
+                let lines = Arc::new(Mutex::new(VecDeque::new()));
+                tokio::spawn(keep_stderr(stderr, Arc::clone(&lines), self.name.clone()));
+                let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&flooded) };
+                let child = Arc::new(tokio::sync::Mutex::new(child));
+                let service = match handler.serve((read, stdin)).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        let dead = Connection::dead(flooded, lines, Some(child));
+                        return Err(format!("{} ({e})", dead.ended(&self.name).await));
+                    }
+                };
+                Ok(Connection { service, flooded, stderr: lines, child: Some(child) })
+            }
+            McpServer::Http { url, headers } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    match (name.eq_ignore_ascii_case("authorization"), value.strip_prefix("Bearer ")) {
+                        (true, Some(token)) => config = config.auth_header(token),
+                        _ => {
+                            let name = http::HeaderName::try_from(name.as_str()).map_err(|e| fail(&e))?;
+                            let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| fail(&e))?;
+                            custom.insert(name, value);
+                        }
+                    }
+                }
+                config.max_sse_event_size = MAX_MESSAGE;
+                let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                let service = handler.serve(transport).await.map_err(|e| fail(&e))?;
+                Ok(Connection { service, flooded: Arc::default(), stderr: Arc::default(), child: None })
+            }
+        }
+    }
+
+    /// Its tools, listed page by page (at most [`MAX_PAGES`] pages and
+    /// [`MAX_REMOTE_TOOLS`] tools), each described for the pool.
+    async fn list(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
+        let caller: Arc<dyn RemoteCaller> = Arc::new(Caller { server: Arc::downgrade(self) });
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = tokio::time::timeout(START_TIMEOUT, peer.list_tools(params))
+                .await
+                .map_err(|_| {
+                    format!("the MCP server {} did not list its tools within {} s", self.name, START_TIMEOUT.as_secs())
+                })?
+                .map_err(|e| format!("the MCP server {} could not list its tools: {e}", self.name))?;
+            for tool in page.tools {
+                if tools.len() == MAX_REMOTE_TOOLS {
+                    tracing::warn!(server = %self.name, "the server offers more than {MAX_REMOTE_TOOLS} tools; the rest are left out");
+                    return Ok(tools);
+                }
+                let entry = serde_json::to_value(&tool).unwrap_or_default();
+                match toolhost::remote::describe(&self.name, &entry) {
+                    Ok((spec, name, warnings)) => {
+                        let remote = Remote { server: self.name.clone(), tool: name, caller: Arc::clone(&caller) };
+                        tools.push(RemoteTool { spec, remote, warnings });
+                    }
+                    Err(why) => tracing::warn!(server = %self.name, tool = %tool.name, "left out: {why}"),
+                }
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(tools),
+            }
+        }
+        Ok(tools)
+    }
+
+    async fn call(self: &Arc<Self>, tool: &str, input: Value, call: &RemoteCall) -> Result<Value, String> {
+        let arguments = match input {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
+        ));
+        // A connection that died since its last use (the server exited
+        // between calls) is found out here: started again, once.
+        let mut connection = self.live().await?;
+        let handle = loop {
+            let peer = connection.service.peer().clone();
+            match peer.send_cancellable_request(request.clone(), Default::default()).await {
+                Ok(handle) => break handle,
+                Err(e) => {
+                    let why = connection.ended(&self.name).await;
+                    self.cut_off(&connection).await;
+                    match self.live().await {
+                        Ok(fresh) if !Arc::ptr_eq(&fresh, &connection) => connection = fresh,
+                        _ => return Err(format!("{why} Its call of {tool} was not sent ({e}).")),
+                    }
+                }
+            }
+        };
+        let peer = connection.service.peer().clone();
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        if let Some(sink) = &call.progress {
+            let sink = Sink { id: call.tool_use_id.clone(), sink: Arc::clone(sink), sent: Arc::default() };
+            self.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
+        }
+        let cancel = call.cancel.clone();
+        let cancelled = async move {
+            match cancel {
+                Some(flag) => {
+                    while !flag.load(Ordering::Relaxed) {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let tell = |reason: &str| {
+            let notification =
+                CancelledNotification::new(CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_string())));
+            let peer = peer.clone();
+            async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), peer.send_notification(notification.into())).await;
+            }
+        };
+        let answer = tokio::select! {
+            answer = handle.await_response() => match answer {
+                Ok(ServerResult::CallToolResult(result)) => {
+                    Ok(serde_json::to_value(result).unwrap_or_default())
+                }
+                Ok(other) => Err(format!(
+                    "The MCP server {} answered the call of {tool} with something other than a tool result ({}).",
+                    self.name,
+                    serde_json::to_string(&other).unwrap_or_default().chars().take(200).collect::<String>()
+                )),
+                Err(rmcp::ServiceError::McpError(e)) => Err(format!("The MCP server {} refused the call of {tool}: {}", self.name, e.message)),
+                Err(_) => {
+                    let why = connection.ended(&self.name).await;
+                    self.cut_off(&connection).await;
+                    Err(format!("{why} The call of {tool} got no answer."))
+                }
+            },
+            _ = tokio::time::sleep(call.timeout) => {
+                tell("timed out").await;
+                // A server that lets a call run past its deadline is cut
+                // off; the next call starts it again.
+                self.cut_off(&connection).await;
+                Err(format!(
+                    "{} did not answer within {} ms; the call was stopped and the MCP server {} cut off (it is \
+                     started again at its next call).",
+                    tool, call.timeout.as_millis(), self.name
+                ))
+            }
+            _ = cancelled => {
+                tell("cancelled").await;
+                Err(format!("mcp__{}__{tool} was cancelled.", toolhost::remote::normalize_name(&self.name)))
+            }
+        };
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+        answer
+    }
+
+    /// Drops the connection (its child is killed), if it is still `connection`.
+    async fn cut_off(&self, connection: &Arc<Connection>) {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
+            slot.take();
+        }
+        if let Some(child) = &connection.child {
+            let _ = child.lock().await.start_kill();
+        }
+    }
+}
+
+impl Connection {
+    fn dead(
+        flooded: Arc<AtomicBool>,
+        stderr: Arc<Mutex<VecDeque<String>>>,
+        child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
+    ) -> DeadConnection {
+        DeadConnection { flooded, stderr, child }
+    }
+
+    /// Why the server stopped answering, for a message.
+    async fn ended(&self, name: &str) -> String {
+        DeadConnection {
+            flooded: Arc::clone(&self.flooded),
+            stderr: Arc::clone(&self.stderr),
+            child: self.child.clone(),
+        }
+        .ended(name)
+        .await
+    }
+}
+
+struct DeadConnection {
+    flooded: Arc<AtomicBool>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
+}
+
+impl DeadConnection {
+    async fn ended(&self, name: &str) -> String {
+        let mut why = if self.flooded.load(Ordering::Relaxed) {
+            format!(
+                "The MCP server {name} sent a message over {} MiB and was cut off (it is started again at its next call).",
+                MAX_MESSAGE >> 20
+            )
+        } else {
+            let status = match &self.child {
+                Some(child) => {
+                    let mut child = child.lock().await;
+                    match tokio::time::timeout(Duration::from_millis(500), child.wait()).await {
+                        Ok(Ok(status)) => format!(" ({status})"),
+                        _ => String::new(),
+                    }
+                }
+                None => String::new(),
+            };
+            format!("The MCP server {name} closed its connection{status}; it is started again at its next call.")
+        };
+        let lines = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect::<Vec<_>>();
+        if !lines.is_empty() {
+            why.push_str(&format!("\nIts last output:\n{}", lines.join("\n")));
+        }
+        why
+    }
+}
+
+/// Keeps the last [`STDERR_LINES`] lines of a server's stderr (each cut at
+/// 1 KiB) and logs them at debug; reads on whatever it writes.
+async fn keep_stderr(stderr: tokio::process::ChildStderr, lines: Arc<Mutex<VecDeque<String>>>, name: String) {
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // A line is read in pieces of at most 8 KiB: a flood without
+        // newlines cannot grow the buffer.
+        let read = {
+            let available = match reader.fill_buf().await {
+                Ok([]) | Err(_) => return,
+                Ok(bytes) => bytes,
+            };
+            let end = available.iter().position(|&b| b == b'\n').map_or(available.len().min(8192), |i| i + 1);
+            buf.extend_from_slice(&available[..end]);
+            end
+        };
+        reader.consume(read);
+        let mut line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        if line.len() > 1024 {
+            let mut cut = 1024;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        tracing::debug!(server = %name, "stderr: {line}");
+        let mut kept = lines.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(line);
+    }
+}
+
+/// A server's stdout, ending with an error once a line passes
+/// [`MAX_MESSAGE`] bytes (the connection then closes, and the server is
+/// cut off).
+struct Capped<R> {
+    inner: R,
+    /// Bytes since the last newline.
+    line: usize,
+    flooded: Arc<AtomicBool>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let fresh = &buf.filled()[before..];
+            match fresh.iter().rposition(|&b| b == b'\n') {
+                Some(last) => self.line = fresh.len() - last - 1,
+                None => self.line += fresh.len(),
+            }
+            if self.line > MAX_MESSAGE {
+                self.flooded.store(true, Ordering::Relaxed);
+                return Poll::Ready(Err(std::io::Error::other("a message over the size limit")));
+            }
+        }
+        polled
+    }
+}
+
+/// `Caller`s are made per listing; this makes one for a server (tests).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_line_past_the_cap_ends_the_stream() {
+        use tokio::io::AsyncReadExt;
+        let flooded = Arc::new(AtomicBool::new(false));
+        let mut ok = Capped { inner: &b"{}\n{}\n"[..], line: 0, flooded: Arc::clone(&flooded) };
+        let mut out = Vec::new();
+        ok.read_to_end(&mut out).await.unwrap();
+        assert_eq!(out, b"{}\n{}\n");
+        let long = vec![b'x'; MAX_MESSAGE + 10];
+        let mut capped = Capped { inner: &long[..], line: 0, flooded: Arc::clone(&flooded) };
+        assert!(capped.read_to_end(&mut Vec::new()).await.is_err());
+        assert!(flooded.load(Ordering::Relaxed));
+    }
+}

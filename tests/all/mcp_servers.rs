@@ -1,0 +1,203 @@
+//! MCP servers' tools in the pool: real servers (one the tests write with the
+//! official Python SDK, `tests/mcp/server.py`, and
+//! `@modelcontextprotocol/server-filesystem` from npm) configured as Claude
+//! Code configures them, listed as `mcp__NAME__TOOL` and called through
+//! `call`, `run` and `serve` under the host's rules, limits and confinement.
+
+use crate::support::{Sandbox, call, content_text, p, run_stream, toolhost};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// The server-filesystem release the tests run (as the peers benchmark does).
+const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+/// The Python of a virtual environment with the SDK's 1.x line (the line
+/// most servers are written with).
+fn python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let venv = toolhost_tests::repo_root().join("target").join("mcp-venv").join("mcp1");
+            toolhost_tests::toolchain::venv(&venv, "mcp>=1.20,<2")
+        })
+        .clone()
+}
+
+fn probe_server() -> Value {
+    let script = toolhost_tests::repo_root().join("tests").join("mcp").join("server.py");
+    json!({"command": p(&python()), "args": [p(&script)]})
+}
+
+/// `--settings` JSON configuring `servers`.
+fn servers(servers: Value) -> String {
+    json!({"mcpServers": servers}).to_string()
+}
+
+fn tool_names(sb: &Sandbox, args: &[&str]) -> Vec<String> {
+    let mut all = args.to_vec();
+    all.extend(["tools", "--json"]);
+    let out = toolhost(sb, &all);
+    assert_eq!(out.code, 0, "{out:?}");
+    let tools: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    tools.as_array().expect("a list").iter().filter_map(|t| t["name"].as_str().map(String::from)).collect()
+}
+
+#[test]
+fn a_workspace_mcp_json_counts_once_trusted_and_its_tools_go_through_the_rules() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.workspace.join(".mcp.json"), servers(json!({"probe": probe_server()}))).unwrap();
+    let untrusted = toolhost(&sb, &["tools", "--json"]);
+    assert!(untrusted.stderr.contains(".mcp.json is not trusted"), "{untrusted:?}");
+    assert!(!untrusted.stdout.contains("mcp__probe"), "{untrusted:?}");
+    let trusted = toolhost(&sb, &["trust"]);
+    assert!(trusted.stdout.contains("mcpServers probe:"), "{trusted:?}");
+    let names = tool_names(&sb, &[]);
+    for tool in ["mcp__probe__echo", "mcp__probe__slow", "mcp__probe__crash"] {
+        assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
+    }
+    // Not read-only as far as the host knows: no prompt here, so refused,
+    // naming the rule that would allow it.
+    let refused = call(&sb, "mcp__probe__echo", &json!({"text": "hi"}), &[]);
+    let why = refused.assert_error("Permission to use mcp__probe__echo was denied");
+    assert!(why.contains("mcp__probe__echo"), "{why}");
+    // A server rule covers its tools.
+    let allowed = call(&sb, "mcp__probe__echo", &json!({"text": "hi"}), &["--allow", "mcp__probe"]);
+    assert_eq!(allowed.assert_ok(), "hi");
+    let denied = call(&sb, "mcp__probe__echo", &json!({"text": "hi"}), &["--deny", "mcp__probe__*"]);
+    denied.assert_error("No such tool available: mcp__probe__echo");
+    // The schema is checked by the host before the server sees the call.
+    let bad = call(&sb, "mcp__probe__echo", &json!({"text": 3}), &["--allow", "mcp__probe"]);
+    bad.assert_error("InputValidationError");
+}
+
+#[test]
+fn servers_that_crash_flood_or_hang_are_cut_off_and_started_again() {
+    let sb = Sandbox::new();
+    let settings = servers(json!({"probe": probe_server()}));
+    let use_ = |id: &str, name: &str, input: Value| json!({"type": "tool_use", "id": id, "name": format!("mcp__probe__{name}"), "input": input});
+    let outside = sb.root.join("outside.txt");
+    let lines = [
+        use_("crash", "crash", json!({})),
+        use_("after-crash", "echo", json!({"text": "back"})),
+        use_("flood", "flood", json!({})),
+        use_("after-flood", "echo", json!({"text": "back again"})),
+        use_("hang", "hang", json!({})),
+        use_("after-hang", "echo", json!({"text": "and again"})),
+        use_("progress", "slow", json!({"steps": 3})),
+        use_("inside", "write", json!({"path": p(&sb.workspace.join("in.txt"))})),
+        use_("outside", "write", json!({"path": p(&outside)})),
+        use_("unknown", "nope", json!({})),
+    ];
+    let out = run_stream(&sb, &["--settings", &settings, "--allow", "mcp__probe", "--timeout-ms", "3000"], &lines);
+    let result = |id: &str| {
+        let r = out
+            .iter()
+            .find(|v| v["type"] == "tool_result" && v["tool_use_id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {out:?}"));
+        (r["is_error"].as_bool().unwrap(), content_text(r))
+    };
+    let (failed, crash) = result("crash");
+    assert!(failed && crash.contains("closed its connection") && crash.contains("about to exit"), "{crash}");
+    assert_eq!(result("after-crash"), (false, "back".into()));
+    let (failed, flood) = result("flood");
+    assert!(failed && flood.contains("over 16 MiB"), "{flood}");
+    assert_eq!(result("after-flood"), (false, "back again".into()));
+    let (failed, hang) = result("hang");
+    assert!(failed && hang.contains("did not answer within 3000 ms"), "{hang}");
+    assert_eq!(result("after-hang"), (false, "and again".into()));
+    assert_eq!(result("progress"), (false, "3 steps".into()));
+    let steps: Vec<&str> = out
+        .iter()
+        .filter(|v| v["type"] == "progress" && v["tool_use_id"] == "progress")
+        .filter_map(|v| v["message"].as_str())
+        .collect();
+    assert_eq!(steps, ["step 1", "step 2", "step 3"], "{out:?}");
+    assert!(!result("inside").0 && sb.workspace.join("in.txt").exists());
+    let (failed, refused) = result("outside");
+    assert!(failed && !outside.exists(), "the server wrote outside the working directories: {refused}");
+    let (failed, unknown) = result("unknown");
+    assert!(failed && unknown.contains("No such tool available"), "{unknown}");
+}
+
+#[test]
+fn a_stdio_server_has_no_network_unless_granted() {
+    let sb = Sandbox::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = json!({"host": "127.0.0.1", "port": port});
+    let plain = servers(json!({"probe": probe_server()}));
+    let r = call(&sb, "mcp__probe__connect", &connect, &["--settings", &plain, "--allow", "mcp__probe"]);
+    assert!(r.is_error(), "{r:?}");
+    let granted =
+        json!({"mcpServers": {"probe": probe_server()}, "toolGrants": {"mcp__probe": {"hosts": ["127.0.0.1"]}}});
+    let r = call(&sb, "mcp__probe__connect", &connect, &["--settings", &granted.to_string(), "--allow", "mcp__probe"]);
+    assert_eq!(r.assert_ok(), "connected");
+}
+
+#[test]
+fn served_tools_follow_the_servers_list_changes() {
+    let sb = Sandbox::new();
+    let settings = servers(json!({"probe": probe_server()}));
+    crate::support::with_served_args(
+        &sb,
+        &["--settings", &settings, "--allow", "mcp__probe"],
+        |client, progress| async move {
+            let tools = client.list_all_tools().await.expect("tools/list");
+            let echo = tools.iter().find(|t| t.name == "mcp__probe__echo").expect("echo listed");
+            assert_eq!(echo.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+            assert!(!tools.iter().any(|t| t.name == "mcp__probe__added"));
+            let r = client
+                .call_tool(crate::support::mcp_call("mcp__probe__echo", json!({"text": "over serve"})))
+                .await
+                .unwrap();
+            assert_eq!(crate::support::mcp_text(&r), "over serve");
+            let r = client.call_tool(crate::support::mcp_call("mcp__probe__grow", json!({}))).await.unwrap();
+            assert_eq!(crate::support::mcp_text(&r), "grown");
+            let mut listed = false;
+            for _ in 0..100 {
+                let tools = client.list_all_tools().await.expect("tools/list");
+                if tools.iter().any(|t| t.name == "mcp__probe__added") {
+                    listed = true;
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            assert!(listed, "the added tool reached the client");
+            let r = client.call_tool(crate::support::mcp_call("mcp__probe__added", json!({}))).await.unwrap();
+            assert_eq!(crate::support::mcp_text(&r), "I was added");
+            drop(progress);
+            client
+        },
+    );
+}
+
+#[test]
+fn server_filesystem_from_npm_reads_and_writes_inside_the_workspace() {
+    let sb = Sandbox::new();
+    let prefix = toolhost_tests::repo_root().join("target").join("mcp-servers-node");
+    let modules = toolhost_tests::toolchain::npm(&prefix, SERVER_FILESYSTEM);
+    let index = modules.join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    std::fs::write(sb.workspace.join("notes.txt"), "first line\n").unwrap();
+    let settings = servers(json!({"fs": {"command": "node", "args": [p(&index), p(&sb.workspace)]}}));
+    let args = ["--settings", settings.as_str(), "--allow", "mcp__fs"];
+    let names = tool_names(&sb, &args);
+    assert!(names.iter().any(|n| n == "mcp__fs__read_text_file"), "{names:?}");
+    let read = call(&sb, "mcp__fs__read_text_file", &json!({"path": p(&sb.workspace.join("notes.txt"))}), &args);
+    assert_eq!(read.assert_ok(), "first line\n");
+    let write = json!({"path": p(&sb.workspace.join("new.txt")), "content": "written"});
+    call(&sb, "mcp__fs__write_file", &write, &args).assert_ok();
+    assert_eq!(std::fs::read_to_string(sb.workspace.join("new.txt")).unwrap(), "written");
+    // Over `run` and `serve` too.
+    let line =
+        json!({"type": "tool_use", "id": "r", "name": "mcp__fs__list_directory", "input": {"path": p(&sb.workspace)}});
+    let out = run_stream(&sb, &args, &[line]);
+    let listed = out.iter().find(|v| v["type"] == "tool_result").map(content_text).unwrap_or_default();
+    assert!(listed.contains("notes.txt") && listed.contains("new.txt"), "{out:?}");
+    let path = p(&sb.workspace.join("notes.txt"));
+    crate::support::with_served_args(&sb, &args, |client, _| async move {
+        let r =
+            client.call_tool(crate::support::mcp_call("mcp__fs__read_text_file", json!({"path": path}))).await.unwrap();
+        assert_eq!(crate::support::mcp_text(&r), "first line\n");
+        client
+    });
+}

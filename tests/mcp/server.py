@@ -1,0 +1,85 @@
+"""An MCP server on the official Python SDK (FastMCP) for toolhost's tests
+of MCP servers' tools in its pool: tools that answer, report progress,
+crash, flood, hang, change the tool list, write files and open sockets."""
+
+import asyncio
+import os
+import socket
+import sys
+import time
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import ToolAnnotations
+
+mcp = FastMCP("probe")
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def echo(text: str) -> str:
+    """Returns the text it is given."""
+    return text
+
+
+@mcp.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Reports progress `steps` times, a tenth of a second apart."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await asyncio.sleep(0.1)
+    return f"{steps} steps"
+
+
+@mcp.tool()
+def crash() -> str:
+    """Exits at once."""
+    print("about to exit", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@mcp.tool()
+def flood() -> str:
+    """Writes one line of 17 MiB to the protocol stream."""
+    sys.stdout.buffer.write(b"x" * (17 << 20))
+    sys.stdout.buffer.flush()
+    time.sleep(60)
+    return "flooded"
+
+
+@mcp.tool()
+def hang() -> str:
+    """Never answers."""
+    time.sleep(3600)
+    return "woke"
+
+
+@mcp.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `added` and tells the client its tools changed."""
+    mcp.add_tool(lambda: "I was added", name="added", description="A tool added while the server runs")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@mcp.tool()
+def write(path: str) -> str:
+    """Writes `x` to the file at `path`."""
+    with open(path, "w") as f:
+        f.write("x")
+    return f"wrote {path}"
+
+
+@mcp.tool()
+def connect(host: str, port: int) -> str:
+    """Opens a TCP connection."""
+    socket.create_connection((host, port), timeout=3).close()
+    return "connected"
+
+
+@mcp.tool()
+def env(name: str) -> str:
+    """The value of an environment variable."""
+    return os.environ.get(name, "(unset)")
+
+
+if __name__ == "__main__":
+    mcp.run()
