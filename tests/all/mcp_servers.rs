@@ -201,3 +201,114 @@ fn server_filesystem_from_npm_reads_and_writes_inside_the_workspace() {
         client
     });
 }
+
+#[test]
+fn mcp_tools_meet_hooks_the_audit_log_and_tool_search() {
+    let sb = Sandbox::new();
+    let audit = sb.root.join("audit.jsonl");
+    let hook =
+        json!({"type": "command", "command": "grep -q blocked && { echo 'no blocked echoes' >&2; exit 2; }; exit 0"});
+    let settings = json!({
+        "mcpServers": {"probe": probe_server()},
+        "hooks": {"PreToolUse": [{"matcher": "mcp__probe__.*", "hooks": [hook]}]},
+        "auditLog": p(&audit),
+        "deferToolsAfter": 0,
+    })
+    .to_string();
+    let args = ["--settings", settings.as_str(), "--allow", "mcp__probe"];
+    let tools = toolhost(&sb, &["--settings", &settings, "tools", "--json"]);
+    let listed: Value = serde_json::from_str(&tools.stdout).unwrap();
+    let echo = listed.as_array().unwrap().iter().find(|t| t["name"] == "mcp__probe__echo").expect("listed");
+    assert_eq!(echo["deferred"], true, "offered by name only past deferToolsAfter: {echo}");
+    let use_ = |id: &str, name: &str, input: Value| json!({"type": "tool_use", "id": id, "name": name, "input": input});
+    let lines = [
+        use_("early", "mcp__probe__echo", json!({"text": "too early"})),
+        use_("load", "ToolSearch", json!({"query": "select:mcp__probe__echo"})),
+        use_("fine", "mcp__probe__echo", json!({"text": "fine"})),
+        use_("blocked", "mcp__probe__echo", json!({"text": "blocked"})),
+    ];
+    let out = run_stream(&sb, &args, &lines);
+    let result = |id: &str| {
+        let r = out
+            .iter()
+            .find(|v| v["type"] == "tool_result" && v["tool_use_id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {out:?}"));
+        (r["is_error"].as_bool().unwrap(), content_text(r))
+    };
+    let (failed, early) = result("early");
+    assert!(failed && early.contains("select:mcp__probe__echo"), "{early}");
+    assert_eq!(result("fine"), (false, "fine".into()));
+    let (failed, blocked) = result("blocked");
+    assert!(failed && blocked.contains("no blocked echoes"), "{blocked}");
+    let log = std::fs::read_to_string(&audit).expect("the audit log");
+    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let decided = |id: &str| lines.iter().find(|l| l["tool_use_id"] == id && l.get("decision").is_some()).cloned();
+    assert_eq!(decided("fine").expect("fine audited")["tool"], "mcp__probe__echo", "{log}");
+    assert!(decided("blocked").is_some_and(|l| l.to_string().contains("deny")), "{log}");
+}
+
+#[test]
+fn an_http_server_is_called_with_its_configured_headers() {
+    let sb = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = toolhost_tests::repo_root().join("tests").join("mcp").join("server.py");
+    let mut server = std::process::Command::new(python())
+        .arg(&script)
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the Python server over HTTP");
+    let ready = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let entry = json!({"type": "http", "url": url, "headers": {"X-Probe": "${PROBE_VALUE:-from default}"}});
+    let settings = servers(json!({"remote": entry}));
+    let args = ["--settings", settings.as_str(), "--allow", "mcp__remote"];
+    let echoed = ready.then(|| call(&sb, "mcp__remote__echo", &json!({"text": "over http"}), &args));
+    let header = ready.then(|| call(&sb, "mcp__remote__header", &json!({"name": "x-probe"}), &args));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(ready, "the Python server did not listen on {port}");
+    assert_eq!(echoed.unwrap().assert_ok(), "over http");
+    assert_eq!(header.unwrap().assert_ok(), "from default");
+}
+
+#[test]
+fn a_stdio_server_gets_the_environment_bash_gets_plus_what_is_granted_and_its_secrets_masked() {
+    let sb = Sandbox::new();
+    let set = {
+        use std::io::Write as _;
+        let mut child = crate::support::toolhost_command(&sb)
+            .args(["secret", "set", "mcp__probe", "PROBE_TOKEN"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"tok-4f9a1c77e2\n").unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert!(set.status.success(), "{set:?}");
+    let env_of = |grants: Value, name: &str| {
+        let settings =
+            json!({"mcpServers": {"probe": probe_server()}, "toolGrants": {"mcp__probe": grants}}).to_string();
+        let input = json!({"name": name}).to_string();
+        let out = crate::support::toolhost_command(&sb)
+            .env("PROBE_HOST_VAR", "from the host")
+            .args(["--settings", &settings, "--allow", "mcp__probe", "call", "mcp__probe__env", &input, "--json"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(!stdout.contains("tok-4f9a1c77e2"), "the secret's value came back: {stdout}");
+        let result: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        content_text(&result)
+    };
+    assert_eq!(env_of(json!({}), "PROBE_HOST_VAR"), "(unset)", "the host's variables are not the server's");
+    assert_ne!(env_of(json!({}), "PATH"), "(unset)", "PATH is, as for Bash");
+    assert_eq!(env_of(json!({"env": ["PROBE_HOST_VAR"]}), "PROBE_HOST_VAR"), "from the host");
+    assert_eq!(env_of(json!({}), "PROBE_TOKEN"), "(unset)", "stored but not granted");
+    assert_eq!(env_of(json!({"secrets": ["PROBE_TOKEN"]}), "PROBE_TOKEN"), "[secret PROBE_TOKEN]");
+}

@@ -76,10 +76,26 @@ def connect(host: str, port: int) -> str:
 
 
 @mcp.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of a header of the HTTP request that made the call."""
+    request = ctx.request_context.request
+    if request is None:
+        return "(not over HTTP)"
+    return request.headers.get(name, "(none)")
+
+
+@mcp.tool()
 def env(name: str) -> str:
     """The value of an environment variable."""
     return os.environ.get(name, "(unset)")
 
 
 if __name__ == "__main__":
-    mcp.run()
+    # `server.py` speaks stdio; `server.py --http PORT` streamable HTTP at
+    # http://127.0.0.1:PORT/mcp.
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        mcp.settings.host = "127.0.0.1"
+        mcp.settings.port = int(sys.argv[2])
+        mcp.run(transport="streamable-http")
+    else:
+        mcp.run()

@@ -775,10 +775,21 @@ fn start_servers(
     writable.extend(settings.additional_dirs.iter().filter_map(|d| d.canonicalize().ok()));
     let mut network = Vec::new();
     let mut more_writable = std::collections::BTreeMap::new();
+    let (mut env, mut secrets) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
     for name in configured.keys() {
-        let Some(grant) = settings.tool_grants.get(&format!("mcp__{}", toolhost::remote::normalize_name(name))) else {
+        let tool = format!("mcp__{}", toolhost::remote::normalize_name(name));
+        let Some(grant) = settings.tool_grants.get(&tool) else {
             continue;
         };
+        let granted: Vec<(String, String)> =
+            grant.env.iter().filter_map(|var| std::env::var(var).ok().map(|v| (var.clone(), v))).collect();
+        env.insert(name.clone(), granted);
+        match toolhost::secrets::SecretStore::user().values(&tool, &grant.secrets) {
+            Ok(values) => {
+                secrets.insert(name.clone(), values);
+            }
+            Err(e) => eprintln!("toolhost: warning: the MCP server {name} starts without its secrets: {e}"),
+        }
         if !grant.hosts.is_empty() {
             network.push(name.clone());
         }
@@ -796,6 +807,8 @@ fn start_servers(
         confinement: cli.child_confinement,
         network,
         more_writable,
+        env,
+        secrets,
     };
     Ok(Arc::new(toolhost_mcp::Servers::start(configured, limits).context("starting the MCP servers' client")?))
 }

@@ -65,7 +65,7 @@ pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, 
 pub use policy::rules::Behavior;
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
-pub use process::{ConfinedProgram, Confinement, confine_program};
+pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
 pub use registry::{
     CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, TOOL_SEARCH, ToolSpec,
     ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
@@ -90,11 +90,11 @@ pub mod settings {
 /// host to offer them ([`HostBuilder::remote_tools`]), and how a server's
 /// tool description becomes a tool of the pool.
 pub mod remote {
+    pub use crate::pipeline::remote::from_call_result;
     pub use crate::registry::{
         MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
         make_portable, normalize_name, remote_name, server_of,
     };
-    pub use crate::pipeline::remote::from_call_result;
 }
 
 /// The machinery the benchmarks and fuzz targets drive directly. Not part

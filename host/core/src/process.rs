@@ -28,6 +28,7 @@ mod spawn;
 pub(crate) use background::{BackgroundRegistry, instance_key};
 pub use confine::{ConfinedProgram, Confinement, confine_program};
 pub(crate) use runner::{Child, Status, Stream};
+pub use spawn::child_environment;
 pub(crate) use spawn::{Approval, CommandRules, CommandVerdict, Permit, ProcessError, Program, Spawn};
 // Public only for the bindings (`wasmtime::component::bindgen!` re-exports it); the module is private.
 #[allow(unreachable_pub)]

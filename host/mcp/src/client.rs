@@ -56,6 +56,12 @@ pub struct ChildLimits {
     pub network: Vec<String>,
     /// Directories each server is granted to write, by server name.
     pub more_writable: BTreeMap<String, Vec<PathBuf>>,
+    /// Variables each server is granted, by server name: the host's
+    /// variables granted by name (`toolGrants.mcp__NAME.env`).
+    pub env: BTreeMap<String, Vec<(String, String)>>,
+    /// Secrets each server is granted, by server name (`NAME`, value): set
+    /// as variables, and masked wherever they come back.
+    pub secrets: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// The configured MCP servers, connected: a [`RemoteSource`] for
@@ -138,6 +144,36 @@ impl ClientHandler for Handler {
     }
 }
 
+/// First wait before starting again a server that could not start; each
+/// failure doubles it, up to [`RETRY_MOST`].
+const RETRY_FIRST: Duration = Duration::from_secs(2);
+const RETRY_MOST: Duration = Duration::from_secs(300);
+
+/// Tries to start a server that could not start, until it does (or the
+/// host goes away); then lists its tools and tells the host.
+async fn retry(server: Weak<Server>) {
+    let mut wait = RETRY_FIRST;
+    loop {
+        tokio::time::sleep(wait).await;
+        let Some(server) = server.upgrade() else { return };
+        let listed = match server.live().await {
+            Ok(connection) => server.list(&connection.service.peer().clone()).await,
+            Err(why) => Err(why),
+        };
+        if listed.is_ok() {
+            tracing::info!(server = %server.name, "the server started");
+            *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
+            if let Some(shared) = server.shared.get().and_then(Weak::upgrade)
+                && let Some(changed) = shared.on_change.get()
+            {
+                changed();
+            }
+            return;
+        }
+        wait = (wait * 2).min(RETRY_MOST);
+    }
+}
+
 /// Lists `server`'s tools again, then tells the host (boxed: listing may
 /// start the server, whose handler calls this).
 fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
@@ -146,7 +182,11 @@ fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> +
             Ok(connection) => server.list(&connection.service.peer().clone()).await,
             Err(why) => Err(why),
         };
-        *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
+        match listed {
+            Ok(tools) => *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = Ok(tools),
+            // The tools known stay offered; a call finds out.
+            Err(why) => tracing::warn!(server = %server.name, "could not list the tools again: {why}"),
+        }
         if let Some(shared) = server.shared.get().and_then(Weak::upgrade)
             && let Some(changed) = shared.on_change.get()
         {
@@ -207,6 +247,13 @@ impl Servers {
                 let _ = task.await;
             }
         });
+        // A server that could not start is tried again, less and less often.
+        for server in &shared.servers {
+            let failed = server.tools.lock().unwrap_or_else(|e| e.into_inner()).is_err();
+            if failed && server.config.is_ok() {
+                shared.runtime.spawn(retry(Arc::downgrade(server)));
+            }
+        }
         Ok(Servers { shared })
     }
 
@@ -269,6 +316,11 @@ impl RemoteCaller for Caller {
 }
 
 impl Server {
+    /// The secrets it is granted.
+    fn secrets(&self) -> Arc<[(String, String)]> {
+        self.limits.secrets.get(&self.name).cloned().unwrap_or_default().into()
+    }
+
     /// The live connection, started if there is none.
     async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
         let mut slot = self.connection.lock().await;
@@ -277,7 +329,8 @@ impl Server {
         {
             return Ok(Arc::clone(connection));
         }
-        if let Some(dead) = slot.take() {
+        let restart = slot.take();
+        if let Some(dead) = &restart {
             let why = dead.ended(&self.name).await;
             tracing::info!(server = %self.name, why = %why, "starting the server again");
         }
@@ -288,6 +341,10 @@ impl Server {
         })?;
         let connection = Arc::new(started);
         *slot = Some(Arc::clone(&connection));
+        if restart.is_some() {
+            // Started again: its tools may have changed meanwhile.
+            tokio::spawn(relist(Arc::clone(self)));
+        }
         Ok(connection)
     }
 
@@ -296,7 +353,12 @@ impl Server {
         let fail = |e: &dyn std::fmt::Display| format!("the MCP server {} could not be started: {e}", self.name);
         match config {
             McpServer::Stdio { command, args, env } => {
+                // As Bash's children: a few of the host's variables, then
+                // what is granted, then the server's own `env`.
                 let mut cmd = std::process::Command::new(command);
+                cmd.env_clear().envs(toolhost::child_environment());
+                cmd.envs(self.limits.env.get(&self.name).into_iter().flatten().map(|(k, v)| (k, v)));
+                cmd.envs(self.secrets().iter().map(|(k, v)| (k, v)));
                 cmd.args(args)
                     .envs(env)
                     .current_dir(self.limits.writable.first().cloned().unwrap_or_else(|| ".".into()));
@@ -322,7 +384,7 @@ impl Server {
                 };
                 let flooded = Arc::new(AtomicBool::new(false));
                 let lines = Arc::new(Mutex::new(VecDeque::new()));
-                tokio::spawn(keep_stderr(stderr, Arc::clone(&lines), self.name.clone()));
+                tokio::spawn(keep_stderr(stderr, Arc::clone(&lines), self.name.clone(), self.secrets()));
                 let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&flooded) };
                 let child = Arc::new(tokio::sync::Mutex::new(child));
                 let service = match handler.serve((read, stdin)).await {
@@ -380,7 +442,12 @@ impl Server {
                 let entry = serde_json::to_value(&tool).unwrap_or_default();
                 match toolhost::remote::describe(&self.name, &entry) {
                     Ok((spec, name, warnings)) => {
-                        let remote = Remote { server: self.name.clone(), tool: name, caller: Arc::clone(&caller) };
+                        let remote = Remote {
+                            server: self.name.clone(),
+                            tool: name,
+                            caller: Arc::clone(&caller),
+                            secrets: self.secrets(),
+                        };
                         tools.push(RemoteTool { spec, remote, warnings });
                     }
                     Err(why) => tracing::warn!(server = %self.name, tool = %tool.name, "left out: {why}"),
@@ -550,7 +617,12 @@ impl DeadConnection {
 
 /// Keeps the last [`STDERR_LINES`] lines of a server's stderr (each cut at
 /// 1 KiB) and logs them at debug; reads on whatever it writes.
-async fn keep_stderr(stderr: tokio::process::ChildStderr, lines: Arc<Mutex<VecDeque<String>>>, name: String) {
+async fn keep_stderr(
+    stderr: tokio::process::ChildStderr,
+    lines: Arc<Mutex<VecDeque<String>>>,
+    name: String,
+    secrets: Arc<[(String, String)]>,
+) {
     let mut reader = tokio::io::BufReader::new(stderr);
     let mut buf = Vec::new();
     loop {
@@ -567,7 +639,7 @@ async fn keep_stderr(stderr: tokio::process::ChildStderr, lines: Arc<Mutex<VecDe
             end
         };
         reader.consume(read);
-        let mut line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        let mut line = toolhost::secrets::mask(String::from_utf8_lossy(&buf).trim_end(), &secrets);
         if line.is_empty() {
             continue;
         }

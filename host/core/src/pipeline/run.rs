@@ -238,6 +238,9 @@ impl Run<'_> {
         } = self;
         // Before anything sees the result (hooks, the audit log, a persisted
         // copy): the values of the tool's secrets, masked.
+        if let Some(remote) = tool.remote.as_ref().filter(|r| !r.secrets.is_empty()) {
+            result.mask(&remote.secrets);
+        }
         if let Some(instance) = &mut instance {
             let secrets = std::mem::take(&mut instance.store.data_mut().call.secrets);
             if !secrets.is_empty() {

@@ -14,6 +14,18 @@ use std::time::{Duration, Instant};
 /// Host variables a child inherits (plus every `LC_*`).
 const ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "SHELL"];
 
+/// The variables of the host's environment a child it starts gets (Bash's
+/// commands, MCP servers): `PATH`, `HOME`, `USER`, `LOGNAME`, `LANG`,
+/// `LANGUAGE`, `TERM`, `TZ`, `TMPDIR`, `SHELL` and `LC_*`; nothing else of
+/// it (no tokens a user keeps in their shell).
+pub fn child_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let kept = |key: &std::ffi::OsString| {
+        let k = key.to_string_lossy();
+        ENV_ALLOW.contains(&k.as_ref()) || k.starts_with("LC_")
+    };
+    std::env::vars_os().filter(|(key, _)| kept(key)).collect()
+}
+
 /// What a call may start, decided by the permission step. Whatever it is,
 /// a command a deny rule forbids never starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -173,12 +185,7 @@ pub(super) fn prepare(request: &Spawn, permit: &Permit<'_>) -> Result<(Command, 
         }
     };
     cmd.env_clear();
-    for (key, value) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if ENV_ALLOW.contains(&k.as_ref()) || k.starts_with("LC_") {
-            cmd.env(&key, value);
-        }
-    }
+    cmd.envs(child_environment());
     for (key, value) in &request.env {
         if !valid_env_name(key) {
             return Err(ProcessError::NotPermitted(format!("`{key}` is not a valid environment variable name")));

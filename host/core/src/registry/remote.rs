@@ -54,6 +54,9 @@ pub struct Remote {
     pub tool: String,
     /// How to reach it.
     pub caller: Arc<dyn RemoteCaller>,
+    /// The secrets its server was given (`NAME`, value): masked as
+    /// `[secret NAME]` wherever a result carries them.
+    pub secrets: Arc<[(String, String)]>,
 }
 
 impl std::fmt::Debug for Remote {
