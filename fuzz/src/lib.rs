@@ -10,6 +10,7 @@
 pub mod component;
 pub mod fronts;
 pub mod guest;
+pub mod install;
 pub mod plugins;
 pub mod policy;
 pub mod shell;
@@ -38,6 +39,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "mcp_sessionless", check: fronts::mcp_sessionless, seeded: 150 },
     Target { name: "mcp_http", check: fronts::mcp_http, seeded: 150 },
     Target { name: "mcp_tool", check: fronts::mcp_tool, seeded: 20_000 },
+    Target { name: "signatures", check: install::signatures, seeded: 2_000 },
     Target { name: "session_paths", check: fronts::session_paths, seeded: 5_000 },
     Target { name: "token_file", check: fronts::token_file, seeded: 20_000 },
     Target { name: "notebook_json", check: plugins::notebook_json, seeded: 20_000 },

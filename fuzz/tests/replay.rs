@@ -138,6 +138,7 @@ targets!(
     mcp_sessionless,
     mcp_http,
     mcp_tool,
+    signatures,
     session_paths,
     token_file,
     notebook_json,

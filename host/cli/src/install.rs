@@ -21,9 +21,9 @@
 //!    atomic rename (a watcher never sees half a component), with the
 //!    signature beside them, replacing the tool's earlier component.
 
-mod cosign;
 mod oci;
-mod verify;
+
+use toolhost_verify::{cosign, minisign as verify};
 
 pub use verify::parse_sha256;
 

@@ -10,13 +10,13 @@
 //! Registries on a loopback address are spoken to over plain HTTP (as
 //! docker does); every other over HTTPS.
 
-use super::cosign::{self, Found};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{OciDescriptor, OciManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use toolhost_verify::cosign::{self, Found};
 
 /// How an OCI reference is written on the command line.
 pub const SCHEME: &str = "oci://";

@@ -2,7 +2,7 @@
 //! operator pinned, and the minisign signature beside the file against the
 //! keys they trust, verified in this process (no `minisign` program needed).
 
-use super::cosign::{self, CosignKey};
+use crate::cosign::{self, CosignKey};
 use minisign_verify::{Error, PublicKey, Signature};
 use std::fmt;
 
