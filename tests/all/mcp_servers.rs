@@ -312,3 +312,35 @@ fn a_stdio_server_gets_the_environment_bash_gets_plus_what_is_granted_and_its_se
     assert_eq!(env_of(json!({}), "PROBE_TOKEN"), "(unset)", "stored but not granted");
     assert_eq!(env_of(json!({"secrets": ["PROBE_TOKEN"]}), "PROBE_TOKEN"), "[secret PROBE_TOKEN]");
 }
+
+#[test]
+fn a_cancelled_call_is_cancelled_on_its_server_too() {
+    let sb = Sandbox::new();
+    let settings = servers(json!({"probe": probe_server()}));
+    let mark = sb.workspace.join("steps.txt");
+    let steps = |m: &std::path::Path| std::fs::read_to_string(m).map(|t| t.lines().count()).unwrap_or(0);
+    crate::support::with_served_args(
+        &sb,
+        &["--settings", &settings, "--allow", "mcp__probe"],
+        |client, _| async move {
+            use std::time::Duration;
+            // Dropping rmcp's request sends notifications/cancelled to toolhost,
+            // which sends it on to the Python server.
+            let long = crate::support::mcp_call("mcp__probe__slow", json!({"steps": 100, "mark": p(&mark)}));
+            let gave_up = tokio::time::timeout(Duration::from_millis(800), client.call_tool(long)).await;
+            assert!(gave_up.is_err(), "the long call returned: {gave_up:?}");
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let after_cancel = steps(&mark);
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let later = steps(&mark);
+            assert!(after_cancel > 0 && after_cancel < 100, "the call ran: {after_cancel} steps");
+            assert_eq!(later, after_cancel, "the server went on with the cancelled call");
+            let r = client
+                .call_tool(crate::support::mcp_call("mcp__probe__echo", json!({"text": "still here"})))
+                .await
+                .unwrap();
+            assert_eq!(crate::support::mcp_text(&r), "still here");
+            client
+        },
+    );
+}

@@ -21,10 +21,14 @@ def echo(text: str) -> str:
 
 
 @mcp.tool()
-async def slow(steps: int, ctx: Context) -> str:
-    """Reports progress `steps` times, a tenth of a second apart."""
+async def slow(steps: int, ctx: Context, mark: str = "") -> str:
+    """Reports progress `steps` times, a tenth of a second apart (and, given
+    `mark`, appends a line to that file at each step)."""
     for i in range(steps):
         await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        if mark:
+            with open(mark, "a") as f:
+                f.write(f"{i + 1}\n")
         await asyncio.sleep(0.1)
     return f"{steps} steps"
 

@@ -103,7 +103,7 @@ struct Connection {
     /// Set when the server sent a message over [`MAX_MESSAGE`].
     flooded: Arc<AtomicBool>,
     /// Its stderr's last lines (stdio).
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<StderrTail>,
     /// Its child process (stdio), to tell how it exited.
     child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
 }
@@ -383,7 +383,7 @@ impl Server {
                     return Err(fail(&"its standard streams could not be opened"));
                 };
                 let flooded = Arc::new(AtomicBool::new(false));
-                let lines = Arc::new(Mutex::new(VecDeque::new()));
+                let lines: Arc<StderrTail> = Arc::default();
                 tokio::spawn(keep_stderr(stderr, Arc::clone(&lines), self.name.clone(), self.secrets()));
                 let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&flooded) };
                 let child = Arc::new(tokio::sync::Mutex::new(child));
@@ -563,7 +563,7 @@ impl Server {
 impl Connection {
     fn dead(
         flooded: Arc<AtomicBool>,
-        stderr: Arc<Mutex<VecDeque<String>>>,
+        stderr: Arc<StderrTail>,
         child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
     ) -> DeadConnection {
         DeadConnection { flooded, stderr, child }
@@ -583,7 +583,7 @@ impl Connection {
 
 struct DeadConnection {
     flooded: Arc<AtomicBool>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<StderrTail>,
     child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
 }
 
@@ -607,7 +607,14 @@ impl DeadConnection {
             };
             format!("The MCP server {name} closed its connection{status}; it is started again at its next call.")
         };
-        let lines = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect::<Vec<_>>();
+        // What it wrote last, once its stderr is read to the end (briefly).
+        for _ in 0..50 {
+            if self.stderr.done.load(Ordering::Acquire) || self.child.is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let lines = self.stderr.lines.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect::<Vec<_>>();
         if !lines.is_empty() {
             why.push_str(&format!("\nIts last output:\n{}", lines.join("\n")));
         }
@@ -615,11 +622,18 @@ impl DeadConnection {
     }
 }
 
+/// The last lines of a server's stderr, and whether it was read to its end.
+#[derive(Default)]
+struct StderrTail {
+    lines: Mutex<VecDeque<String>>,
+    done: AtomicBool,
+}
+
 /// Keeps the last [`STDERR_LINES`] lines of a server's stderr (each cut at
 /// 1 KiB) and logs them at debug; reads on whatever it writes.
 async fn keep_stderr(
     stderr: tokio::process::ChildStderr,
-    lines: Arc<Mutex<VecDeque<String>>>,
+    lines: Arc<StderrTail>,
     name: String,
     secrets: Arc<[(String, String)]>,
 ) {
@@ -631,7 +645,10 @@ async fn keep_stderr(
         // newlines cannot grow the buffer.
         let read = {
             let available = match reader.fill_buf().await {
-                Ok([]) | Err(_) => return,
+                Ok([]) | Err(_) => {
+                    lines.done.store(true, Ordering::Release);
+                    return;
+                }
                 Ok(bytes) => bytes,
             };
             let end = available.iter().position(|&b| b == b'\n').map_or(available.len().min(8192), |i| i + 1);
@@ -651,7 +668,7 @@ async fn keep_stderr(
             line.truncate(cut);
         }
         tracing::debug!(server = %name, "stderr: {line}");
-        let mut kept = lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = lines.lines.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() == STDERR_LINES {
             kept.pop_front();
         }
