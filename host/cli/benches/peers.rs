@@ -20,6 +20,12 @@
 //! untimed run of each; p50 and the p10–p90 spread. `rg` is found as in the
 //! pipeline benchmark.
 //!
+//! `proxy`: server-filesystem's `read_text_file` called directly and through
+//! toolhost's pool (`toolhost serve` with the server under `mcpServers`, the
+//! tool as `mcp__fs__read_text_file`, every call through the pipeline): the
+//! latency one call at a time and the throughput at 8 in flight, the two
+//! taking turns over three rounds; what the pool adds per call.
+//!
 //! Prints Markdown tables.
 
 mod common;
@@ -64,8 +70,8 @@ fn main() {
     }
     // `cargo bench` passes `--bench`; other arguments name the parts.
     let parts: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    if let Some(unknown) = parts.iter().find(|p| !["mcp", "process"].contains(&p.as_str())) {
-        panic!("unknown part {unknown}: the parts are mcp and process");
+    if let Some(unknown) = parts.iter().find(|p| !["mcp", "process", "proxy"].contains(&p.as_str())) {
+        panic!("unknown part {unknown}: the parts are mcp, process and proxy");
     }
     let run = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
     warm_compile_cache();
@@ -79,6 +85,96 @@ fn main() {
         process();
         println!("\n_The `process` part took {:.0} s._", started.elapsed().as_secs_f64());
     }
+    if run("proxy") {
+        let started = Instant::now();
+        proxy();
+        println!("\n_The `proxy` part took {:.0} s._", started.elapsed().as_secs_f64());
+    }
+}
+
+/// Calls of the `proxy` part: untimed, then timed one at a time.
+const PROXY_WARM_UP: usize = 500;
+const PROXY_TIMED: usize = 5_000;
+
+/// server-filesystem directly, and through toolhost's pool.
+fn proxy() {
+    let file = small_file();
+    let ws = file.parent().expect("workspace").to_path_buf();
+    let entry = match server_filesystem() {
+        Ok(entry) => entry,
+        Err(why) => {
+            println!("the proxy part needs server-filesystem: {why}");
+            return;
+        }
+    };
+    let settings = json!({"mcpServers": {"fs": {"command": "node", "args": [&entry, &ws]}}}).to_string();
+    let contenders = [
+        Server {
+            name: "server-filesystem",
+            command: Box::new({
+                let (entry, ws) = (entry.clone(), ws.clone());
+                move || {
+                    let mut cmd = Command::new("node");
+                    cmd.arg(&entry).arg(&ws);
+                    cmd
+                }
+            }),
+            pick_tool: |_| "read_text_file",
+            arguments: |file| json!({"path": file}),
+        },
+        Server {
+            name: "through toolhost",
+            command: Box::new(move || {
+                let mut cmd = toolhost(&ws);
+                cmd.args(["--settings", &settings, "--allow", "mcp__fs", "serve"]);
+                cmd
+            }),
+            pick_tool: |_| "mcp__fs__read_text_file",
+            arguments: |file| json!({"path": file}),
+        },
+    ];
+    // (p50 µs, p99 µs, calls/s at 8 in flight) per contender and round.
+    let mut figures: Vec<Vec<[f64; 3]>> = vec![Vec::new(), Vec::new()];
+    for r in 0..ROUNDS {
+        for (server, out) in contenders.iter().zip(&mut figures) {
+            let mut client = Client::start(server, &file);
+            for _ in 0..PROXY_WARM_UP {
+                client.call();
+            }
+            let latency = common::stats((0..PROXY_TIMED).map(|_| client.call()).collect());
+            let rate = client.in_flight(8, Some(WINDOW), MAX_BATCH).rate;
+            eprintln!(
+                "round {r}, {}: p50 {:.1} µs, p99 {:.1} µs, {rate:.0} calls/s at 8 in flight",
+                server.name, latency.p50, latency.p99
+            );
+            out.push([latency.p50, latency.p99, rate]);
+        }
+    }
+    println!(
+        "| server-filesystem {SERVER_FILESYSTEM_VERSION}'s read_text_file, 1 KB ({ROUNDS} rounds: median (min–max)) | directly | through toolhost's pool | toolhost / direct | added |"
+    );
+    println!("|---|---|---|---|---|");
+    for (i, label, unit, decimals) in [
+        (0, "round trip p50, one at a time", "µs", 1),
+        (1, "round trip p99, one at a time", "µs", 1),
+        (2, "throughput, 8 in flight", "calls/s", 0),
+    ] {
+        let direct = Spread::of(figures[0].iter().map(|f| f[i]).collect());
+        let proxied = Spread::of(figures[1].iter().map(|f| f[i]).collect());
+        let added = if unit == "µs" { format!("{:+.1} µs", proxied.median - direct.median) } else { String::new() };
+        println!(
+            "| {label} | {} | {} | {} | {added} |",
+            direct.show(decimals, unit),
+            proxied.show(decimals, unit),
+            times(proxied.median / direct.median)
+        );
+    }
+    println!(
+        "\nOne client (raw JSON-RPC over stdio, one thread); each round a fresh server: {PROXY_WARM_UP} warm-up + \
+         {PROXY_TIMED} timed calls one at a time, then {} s (or {MAX_BATCH} calls) at 8 in flight. Through \
+         toolhost, each call is validated, decided (an allow rule), audited and sent to the confined server.",
+        WINDOW.as_secs()
+    );
 }
 
 fn bench_dir(name: &str) -> PathBuf {
