@@ -71,7 +71,12 @@ pub struct Servers {
 }
 
 struct Shared {
-    runtime: tokio::runtime::Runtime,
+    /// The client's runtime: one thread (`toolhost-mcp-client`) runs every
+    /// connection, so a call's exchange wakes no other worker.
+    runtime: tokio::runtime::Handle,
+    /// Dropped with the servers: the runtime's thread then ends, and with
+    /// it every connection (their children are killed).
+    _stop: tokio::sync::oneshot::Sender<()>,
     servers: Vec<Arc<Server>>,
     /// Told when a server's tools changed (the host reads them again).
     on_change: OnceLock<Box<dyn Fn() + Send + Sync>>,
@@ -198,14 +203,14 @@ fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> +
 impl Servers {
     /// Connects every server of `configured` (at most [`START_TIMEOUT`]
     /// each, all at once) and lists its tools; a server that cannot be
-    /// reached is a problem of the pool, tried again at its tools' next
-    /// listing.
+    /// reached is a problem of the pool, and tried again with growing waits.
     pub fn start(configured: &BTreeMap<String, ConfiguredServer>, limits: ChildLimits) -> std::io::Result<Servers> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("toolhost-mcp-client")
-            .enable_all()
-            .build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new().name("toolhost-mcp-client".into()).spawn(move || {
+            let _ = runtime.block_on(stopped);
+        })?;
         let servers: Vec<Arc<Server>> = configured
             .iter()
             .map(|(name, c)| {
@@ -221,7 +226,7 @@ impl Servers {
                 })
             })
             .collect();
-        let shared = Arc::new(Shared { runtime, servers, on_change: OnceLock::new() });
+        let shared = Arc::new(Shared { runtime: handle, _stop: stop, servers, on_change: OnceLock::new() });
         for server in &shared.servers {
             let _ = server.shared.set(Arc::downgrade(&shared));
         }
@@ -242,11 +247,15 @@ impl Servers {
                 })
             })
             .collect();
-        shared.runtime.block_on(async {
+        // Waited for on this thread (which may be inside another runtime).
+        let (done, all_done) = std::sync::mpsc::channel();
+        shared.runtime.spawn(async move {
             for task in listing {
                 let _ = task.await;
             }
+            let _ = done.send(());
         });
+        let _ = all_done.recv();
         // A server that could not start is tried again, less and less often.
         for server in &shared.servers {
             let failed = server.tools.lock().unwrap_or_else(|e| e.into_inner()).is_err();
