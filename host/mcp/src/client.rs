@@ -289,6 +289,10 @@ impl Drop for Servers {
                 connection.take();
             }
         }
+        // Their temporary directories go too.
+        if let Some(server) = self.shared.servers.first() {
+            let _ = std::fs::remove_dir_all(&server.limits.temp_root);
+        }
     }
 }
 
@@ -614,7 +618,8 @@ impl DeadConnection {
                 }
                 None => String::new(),
             };
-            format!("The MCP server {name} closed its connection{status}; it is started again at its next call.")
+            let again = if self.child.is_some() { "started again" } else { "connected to again" };
+            format!("The MCP server {name} closed its connection{status}; it is {again} at its next call.")
         };
         // What it wrote last, once its stderr is read to the end (briefly).
         for _ in 0..50 {
