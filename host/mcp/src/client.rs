@@ -168,11 +168,7 @@ async fn retry(server: Weak<Server>) {
         if listed.is_ok() {
             tracing::info!(server = %server.name, "the server started");
             *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
-            if let Some(shared) = server.shared.get().and_then(Weak::upgrade)
-                && let Some(changed) = shared.on_change.get()
-            {
-                changed();
-            }
+            tell_host(&server);
             return;
         }
         wait = (wait * 2).min(RETRY_MOST);
@@ -192,12 +188,20 @@ fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> +
             // The tools known stay offered; a call finds out.
             Err(why) => tracing::warn!(server = %server.name, "could not list the tools again: {why}"),
         }
-        if let Some(shared) = server.shared.get().and_then(Weak::upgrade)
-            && let Some(changed) = shared.on_change.get()
-        {
-            changed();
-        }
+        tell_host(&server);
     })
+}
+
+/// Tells the host that `server`'s tools changed, off the client's thread
+/// (the host's reload may wait for a plugins reload to finish).
+fn tell_host(server: &Server) {
+    if let Some(shared) = server.shared.get().and_then(Weak::upgrade) {
+        tokio::task::spawn_blocking(move || {
+            if let Some(changed) = shared.on_change.get() {
+                changed();
+            }
+        });
+    }
 }
 
 impl Servers {
@@ -322,7 +326,18 @@ impl RemoteCaller for Caller {
         let (tool, input, call) = (tool.to_string(), input.clone(), call.clone());
         let task = Arc::clone(&server);
         shared.runtime.spawn(async move {
-            let _ = tx.send(task.call(&tool, input, &call).await);
+            // A bound on the whole call, starting the server and queueing the
+            // request included (the call's own deadline starts once sent).
+            let bound = call.timeout + START_TIMEOUT;
+            let answer = match tokio::time::timeout(bound, task.call(&tool, input, &call)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(format!(
+                    "{tool} got no answer from the MCP server {} within {} s; the call was stopped.",
+                    task.name,
+                    bound.as_secs()
+                )),
+            };
+            let _ = tx.send(answer);
         });
         rx.recv().unwrap_or_else(|_| Err(format!("the call to the MCP server {} was dropped", server.name)))
     }
