@@ -436,7 +436,7 @@ impl Pipeline {
         }
 
         if tool.remote.is_some() {
-            return self.run_remote(session, tool, tool_use, options, span, &registry);
+            return self.run_remote(session, tool, tool_use, options, span);
         }
         let _slot = self.sandbox.admit();
         let _running = self.sandbox.running();

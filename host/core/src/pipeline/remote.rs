@@ -8,7 +8,7 @@ use super::call::{CallOptions, Pipeline, ToolUse};
 use super::result::{Content, ToolResult};
 use super::run::{Run, wit_mode};
 use crate::contract::bindings::CallContext;
-use crate::registry::{LoadedTool, Registry, Remote, RemoteCall};
+use crate::registry::{LoadedTool, Remote, RemoteCall};
 use crate::session::Session;
 use serde_json::Value;
 use std::sync::Arc;
@@ -26,7 +26,6 @@ impl Pipeline {
         tool_use: &ToolUse,
         options: &CallOptions,
         span: &tracing::Span,
-        _registry: &Registry,
     ) -> ToolResult {
         span.record("instance", "remote");
         let limits = self.sandbox.limits();
