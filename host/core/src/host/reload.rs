@@ -64,6 +64,34 @@ pub(super) fn watch(inner: &Arc<Inner>, dir: &Path) -> Result<notify::Recommende
     })
 }
 
+/// Puts `registry` in place of `before` when a reload changed the tools
+/// offered or the problems: what the user granted a removed or replaced
+/// tool is forgotten, and every subscriber is told. `None`: nothing changed.
+fn swap_in(
+    inner: &Inner,
+    before: &Registry,
+    registry: Registry,
+    change: ToolsChanged,
+    started: Instant,
+    what: &str,
+) -> Option<ToolsChanged> {
+    if !change.tools_changed() && registry.problems() == before.problems() {
+        return None;
+    }
+    let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
+    inner.pipeline.swap_registry(registry, &forget);
+    inner.pipeline.metrics().reloaded();
+    tracing::info!(
+        added = ?change.added,
+        removed = ?change.removed,
+        replaced = ?change.replaced,
+        took_ms = started.elapsed().as_millis() as u64,
+        "{what}"
+    );
+    let _ = inner.changes.send(change.clone());
+    Some(change)
+}
+
 /// A remote tool is described anew at each reading: it counts as replaced
 /// only when its description changed.
 fn keep_remote_unreplaced(change: &mut ToolsChanged, before: &Registry, after: &Registry) {
@@ -110,23 +138,8 @@ impl Host {
         let registry = inner.with_remote(registry);
         let mut change = crate::registry::diff(&before, &registry, &plugins, &fresh);
         keep_remote_unreplaced(&mut change, &before, &registry);
-        let same_problems = registry.problems() == before.problems();
         *plugins = fresh;
-        if !change.tools_changed() && same_problems {
-            return None;
-        }
-        let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
-        inner.pipeline.swap_registry(registry, &forget);
-        inner.pipeline.metrics().reloaded();
-        tracing::info!(
-            added = ?change.added,
-            removed = ?change.removed,
-            replaced = ?change.replaced,
-            took_ms = started.elapsed().as_millis() as u64,
-            "reloaded the plugins directory"
-        );
-        let _ = inner.changes.send(change.clone());
-        Some(change)
+        swap_in(inner, &before, registry, change, started, "reloaded the plugins directory")
     }
 
     /// Reads the remote tools again (an MCP server said its tools changed,
@@ -138,22 +151,14 @@ impl Host {
         inner.remote.as_ref()?;
         // Reloads take turns.
         let plugins = inner.plugins.lock().unwrap_or_else(|e| e.into_inner());
+        let started = Instant::now();
         let before = inner.pipeline.registry();
         let mut registry = before.builtins_only();
         plugins.register(&mut registry);
         let registry = inner.with_remote(registry);
         let mut change = crate::registry::diff(&before, &registry, &plugins, &plugins);
         keep_remote_unreplaced(&mut change, &before, &registry);
-        let same_problems = registry.problems() == before.problems();
-        if !change.tools_changed() && same_problems {
-            return None;
-        }
-        let forget: Vec<String> = change.removed.iter().chain(&change.replaced).cloned().collect();
-        inner.pipeline.swap_registry(registry, &forget);
-        inner.pipeline.metrics().reloaded();
-        tracing::info!(added = ?change.added, removed = ?change.removed, replaced = ?change.replaced, "reloaded the MCP servers' tools");
-        let _ = inner.changes.send(change.clone());
-        Some(change)
+        swap_in(inner, &before, registry, change, started, "reloaded the MCP servers' tools")
     }
 
     /// Serves the plugins loaded quick from the component whose content hash
