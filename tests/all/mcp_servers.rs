@@ -33,6 +33,16 @@ fn servers(servers: Value) -> String {
     json!({"mcpServers": servers}).to_string()
 }
 
+/// Whether the result of `id` among `run`'s output lines is an error, and
+/// its text.
+fn result_of(out: &[Value], id: &str) -> (bool, String) {
+    let r = out
+        .iter()
+        .find(|v| v["type"] == "tool_result" && v["tool_use_id"] == id)
+        .unwrap_or_else(|| panic!("{id}: {out:?}"));
+    (r["is_error"].as_bool().unwrap(), content_text(r))
+}
+
 fn tool_names(sb: &Sandbox, args: &[&str]) -> Vec<String> {
     let mut all = args.to_vec();
     all.extend(["tools", "--json"]);
@@ -89,13 +99,7 @@ fn servers_that_crash_flood_or_hang_are_cut_off_and_started_again() {
         use_("unknown", "nope", json!({})),
     ];
     let out = run_stream(&sb, &["--settings", &settings, "--allow", "mcp__probe", "--timeout-ms", "3000"], &lines);
-    let result = |id: &str| {
-        let r = out
-            .iter()
-            .find(|v| v["type"] == "tool_result" && v["tool_use_id"] == id)
-            .unwrap_or_else(|| panic!("{id}: {out:?}"));
-        (r["is_error"].as_bool().unwrap(), content_text(r))
-    };
+    let result = |id: &str| result_of(&out, id);
     let (failed, crash) = result("crash");
     assert!(failed && crash.contains("closed its connection") && crash.contains("about to exit"), "{crash}");
     assert_eq!(result("after-crash"), (false, "back".into()));
@@ -228,13 +232,7 @@ fn mcp_tools_meet_hooks_the_audit_log_and_tool_search() {
         use_("blocked", "mcp__probe__echo", json!({"text": "blocked"})),
     ];
     let out = run_stream(&sb, &args, &lines);
-    let result = |id: &str| {
-        let r = out
-            .iter()
-            .find(|v| v["type"] == "tool_result" && v["tool_use_id"] == id)
-            .unwrap_or_else(|| panic!("{id}: {out:?}"));
-        (r["is_error"].as_bool().unwrap(), content_text(r))
-    };
+    let result = |id: &str| result_of(&out, id);
     let (failed, early) = result("early");
     assert!(failed && early.contains("select:mcp__probe__echo"), "{early}");
     assert_eq!(result("fine"), (false, "fine".into()));
