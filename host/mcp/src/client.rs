@@ -105,6 +105,14 @@ struct Sink {
 
 struct Connection {
     service: RunningService<RoleClient, Handler>,
+    /// What tells how it ended.
+    process: Process,
+}
+
+/// What tells how a server's connection ended (for HTTP, nothing but that
+/// it closed).
+#[derive(Default)]
+struct Process {
     /// Set when the server sent a message over [`MAX_MESSAGE`].
     flooded: Arc<AtomicBool>,
     /// Its stderr's last lines (stdio).
@@ -161,10 +169,7 @@ async fn retry(server: Weak<Server>) {
     loop {
         tokio::time::sleep(wait).await;
         let Some(server) = server.upgrade() else { return };
-        let listed = match server.live().await {
-            Ok(connection) => server.list(&connection.service.peer().clone()).await,
-            Err(why) => Err(why),
-        };
+        let listed = server.live_tools().await;
         if listed.is_ok() {
             tracing::info!(server = %server.name, "the server started");
             *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = listed;
@@ -179,10 +184,7 @@ async fn retry(server: Weak<Server>) {
 /// start the server, whose handler calls this).
 fn relist(server: Arc<Server>) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     Box::pin(async move {
-        let listed = match server.live().await {
-            Ok(connection) => server.list(&connection.service.peer().clone()).await,
-            Err(why) => Err(why),
-        };
+        let listed = server.live_tools().await;
         match listed {
             Ok(tools) => *server.tools.lock().unwrap_or_else(|e| e.into_inner()) = Ok(tools),
             // The tools known stay offered; a call finds out.
@@ -240,10 +242,7 @@ impl Servers {
             .map(|server| {
                 let server = Arc::clone(server);
                 shared.runtime.spawn(async move {
-                    let listed = match server.live().await {
-                        Ok(connection) => server.list(&connection.service.peer().clone()).await,
-                        Err(why) => Err(why),
-                    };
+                    let listed = server.live_tools().await;
                     if let Err(why) = &listed {
                         tracing::warn!(server = %server.name, "{why}");
                     }
@@ -273,15 +272,6 @@ impl Servers {
     /// Calls `changed` whenever a server's tools changed.
     pub fn on_change(&self, changed: impl Fn() + Send + Sync + 'static) {
         let _ = self.shared.on_change.set(Box::new(changed));
-    }
-
-    /// Each server's name, the file configuring it, and its state (its
-    /// tool count, or what is wrong).
-    pub fn status(&self) -> Vec<(String, String, Result<usize, String>)> {
-        let servers = &self.shared.servers;
-        let state =
-            |s: &Server| s.tools.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(Vec::len).map_err(Clone::clone);
-        servers.iter().map(|s| (s.name.clone(), s.file.clone(), state(s))).collect()
     }
 }
 
@@ -349,6 +339,12 @@ impl Server {
         self.limits.secrets.get(&self.name).cloned().unwrap_or_default().into()
     }
 
+    /// Its tools, listed over the live connection (started if there is none).
+    async fn live_tools(self: &Arc<Self>) -> Result<Vec<RemoteTool>, String> {
+        let connection = self.live().await?;
+        self.list(&connection.service.peer().clone()).await
+    }
+
     /// The live connection, started if there is none.
     async fn live(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
         let mut slot = self.connection.lock().await;
@@ -359,7 +355,7 @@ impl Server {
         }
         let restart = slot.take();
         if let Some(dead) = &restart {
-            let why = dead.ended(&self.name).await;
+            let why = dead.process.ended(&self.name).await;
             tracing::info!(server = %self.name, why = %why, "starting the server again");
         }
         let config =
@@ -410,19 +406,14 @@ impl Server {
                 let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
                     return Err(fail(&"its standard streams could not be opened"));
                 };
-                let flooded = Arc::new(AtomicBool::new(false));
-                let lines: Arc<StderrTail> = Arc::default();
-                tokio::spawn(keep_stderr(stderr, Arc::clone(&lines), self.name.clone(), self.secrets()));
-                let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&flooded) };
-                let child = Arc::new(tokio::sync::Mutex::new(child));
-                let service = match handler.serve((read, stdin)).await {
-                    Ok(service) => service,
-                    Err(e) => {
-                        let dead = Connection::dead(flooded, lines, Some(child));
-                        return Err(format!("{} ({e})", dead.ended(&self.name).await));
-                    }
-                };
-                Ok(Connection { service, flooded, stderr: lines, child: Some(child) })
+                let child = Some(Arc::new(tokio::sync::Mutex::new(child)));
+                let process = Process { child, ..Process::default() };
+                tokio::spawn(keep_stderr(stderr, Arc::clone(&process.stderr), self.name.clone(), self.secrets()));
+                let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&process.flooded) };
+                match handler.serve((read, stdin)).await {
+                    Ok(service) => Ok(Connection { service, process }),
+                    Err(e) => Err(format!("{} ({e})", process.ended(&self.name).await)),
+                }
             }
             McpServer::Http { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
@@ -443,7 +434,7 @@ impl Server {
                 config.max_sse_event_size = MAX_MESSAGE;
                 let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
                 let service = handler.serve(transport).await.map_err(|e| fail(&e))?;
-                Ok(Connection { service, flooded: Arc::default(), stderr: Arc::default(), child: None })
+                Ok(Connection { service, process: Process::default() })
             }
         }
     }
@@ -505,7 +496,7 @@ impl Server {
             match peer.send_cancellable_request(request.clone(), Default::default()).await {
                 Ok(handle) => break handle,
                 Err(e) => {
-                    let why = connection.ended(&self.name).await;
+                    let why = connection.process.ended(&self.name).await;
                     self.cut_off(&connection).await;
                     match self.live().await {
                         Ok(fresh) if !Arc::ptr_eq(&fresh, &connection) => connection = fresh,
@@ -551,7 +542,7 @@ impl Server {
                 )),
                 Err(rmcp::ServiceError::McpError(e)) => Err(format!("The MCP server {} refused the call of {tool}: {}", self.name, e.message)),
                 Err(_) => {
-                    let why = connection.ended(&self.name).await;
+                    let why = connection.process.ended(&self.name).await;
                     self.cut_off(&connection).await;
                     Err(format!("{why} The call of {tool} got no answer."))
                 }
@@ -582,40 +573,14 @@ impl Server {
         if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
             slot.take();
         }
-        if let Some(child) = &connection.child {
+        if let Some(child) = &connection.process.child {
             let _ = child.lock().await.start_kill();
         }
     }
 }
 
-impl Connection {
-    fn dead(
-        flooded: Arc<AtomicBool>,
-        stderr: Arc<StderrTail>,
-        child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
-    ) -> DeadConnection {
-        DeadConnection { flooded, stderr, child }
-    }
-
+impl Process {
     /// Why the server stopped answering, for a message.
-    async fn ended(&self, name: &str) -> String {
-        DeadConnection {
-            flooded: Arc::clone(&self.flooded),
-            stderr: Arc::clone(&self.stderr),
-            child: self.child.clone(),
-        }
-        .ended(name)
-        .await
-    }
-}
-
-struct DeadConnection {
-    flooded: Arc<AtomicBool>,
-    stderr: Arc<StderrTail>,
-    child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
-}
-
-impl DeadConnection {
     async fn ended(&self, name: &str) -> String {
         let mut why = if self.flooded.load(Ordering::Relaxed) {
             format!(
