@@ -232,8 +232,21 @@ fn the_search_capability_stays_inside_what_the_call_may_read() {
 
 /// `toolhost secret set TOOL NAME`, the value on standard input.
 fn set_secret(sb: &Sandbox, tool: &str, name: &str, value: &str) -> std::process::Output {
+    set_secret_with(sb, tool, name, value, |_| {})
+}
+
+/// [`set_secret`], the command changed by `change` first.
+fn set_secret_with(
+    sb: &Sandbox,
+    tool: &str,
+    name: &str,
+    value: &str,
+    change: impl FnOnce(&mut std::process::Command),
+) -> std::process::Output {
     use std::io::Write as _;
-    let mut child = toolhost_command(sb)
+    let mut cmd = toolhost_command(sb);
+    change(&mut cmd);
+    let mut child = cmd
         .args(["secret", "set", tool, name])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -255,7 +268,7 @@ fn a_granted_secret_reaches_its_tool_as_a_variable_and_never_comes_back_out() {
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     let list = toolhost(&sb, &["secret", "list"]);
-    assert_eq!(list.stdout, "Grantee API_TOKEN\n");
+    assert_eq!(list.stdout, "Grantee API_TOKEN file\n");
     assert!(!list.stdout.contains(token) && !String::from_utf8_lossy(&out.stdout).contains(token));
     // Stored but not granted: the tool does not get it.
     assert_eq!(grantee(&sb, json!({"action": "env"}), Some(&grant())), "env: [GREETING=hello]");
@@ -288,4 +301,84 @@ fn a_granted_secret_reaches_its_tool_as_a_variable_and_never_comes_back_out() {
     assert!(!set_secret(&sb, "Grantee", "API_TOKEN", "abc").status.success());
     let out = set_secret(&sb, "Grantee", "9LIVES", token);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a secret name"), "{out:?}");
+}
+
+#[test]
+fn with_an_unlocked_os_keyring_secrets_live_there_and_reach_their_tool_alone() {
+    use toolhost_tests::keyring::SessionKeyring;
+    let keyring = SessionKeyring::unlocked();
+    let sb = workspace();
+    let in_keyring = |args: &[&str]| run_with(&sb, args, |cmd| _ = keyring.apply(cmd));
+    let audit = sb.root.join("audit.jsonl");
+    let settings = json!({"auditLog": p(&audit), "toolGrants": {"Grantee": {"secrets": ["API_TOKEN"]}}});
+    std::fs::create_dir_all(sb.home.join(".config/toolhost")).unwrap();
+    std::fs::write(sb.home.join(".config/toolhost/settings.json"), settings.to_string()).unwrap();
+    let call = || {
+        run_with(&sb, &["--allow", "Grantee", "call", "Grantee", r#"{"action": "env"}"#, "--json"], |cmd| {
+            _ = keyring.apply(cmd).env("RUST_LOG", "toolhost=trace")
+        })
+    };
+    // A value stored in the file before there was a keyring keeps working.
+    let (old, token) = ("old-5e3c8a1f", "tok-kr-7d41e09c");
+    let out = set_secret_with(&sb, "Grantee", "API_TOKEN", old, |cmd| _ = cmd.env("TOOLHOST_SECRET_STORE", "file"));
+    assert!(out.status.success(), "{out:?}");
+    let list = in_keyring(&["secret", "list"]);
+    assert_eq!(list.stdout, "Grantee API_TOKEN file\n", "{list:?}");
+    assert!(list.stderr.contains("new secrets go to the OS keyring"), "{list:?}");
+    let before = call();
+    assert_eq!(before.text(), "env: [API_TOKEN=[secret API_TOKEN]]");
+    assert!(!before.stdout.contains(old) && !before.stderr.contains(old), "{before:?}");
+    // Stored again, it goes to the keyring (as libsecret's own client reads
+    // it) and leaves the file.
+    let out = set_secret_with(&sb, "Grantee", "API_TOKEN", token, |cmd| _ = keyring.apply(cmd));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("in the OS keyring (Secret Service)"), "{out:?}");
+    let found = keyring.secret_tool(&["lookup", "application", "toolhost", "tool", "Grantee", "name", "API_TOKEN"]);
+    assert_eq!(found.as_deref(), Ok(token));
+    let file = std::fs::read_to_string(sb.home.join(".config/toolhost/secrets.json")).unwrap();
+    assert!(!file.contains(old) && !file.contains(token), "{file}");
+    assert_eq!(in_keyring(&["secret", "list"]).stdout, "Grantee API_TOKEN keyring\n");
+    // Granted, the keyring's value reaches the tool (only the value handed
+    // to it is masked), and nothing of it reaches the audit log or the
+    // tracing output.
+    let after = call();
+    assert_eq!(after.text(), "env: [API_TOKEN=[secret API_TOKEN]]");
+    let audit = std::fs::read_to_string(&audit).unwrap();
+    for text in [&after.stdout, &after.stderr, &audit] {
+        assert!(!text.contains(token) && !text.contains(old), "a value leaked: {text}");
+    }
+    // Removed from the keyring.
+    assert_eq!(in_keyring(&["secret", "rm", "Grantee", "API_TOKEN"]).code, 0);
+    assert_eq!(in_keyring(&["secret", "list"]).stdout, "");
+    assert!(keyring.secret_tool(&["lookup", "application", "toolhost", "name", "API_TOKEN"]).is_err());
+    assert_eq!(call().text(), "env: []");
+}
+
+#[test]
+fn without_a_usable_keyring_secrets_stay_in_the_file_or_are_refused_when_the_keyring_is_required() {
+    use toolhost_tests::keyring::SessionKeyring;
+    let sb = workspace();
+    // A Secret Service nobody logged in to (no default collection): never
+    // prompted, the file stands in, and `list` says why.
+    let keyring = SessionKeyring::without_login();
+    let out = set_secret_with(&sb, "Grantee", "API_TOKEN", "tok-f1le-3a9c", |cmd| _ = keyring.apply(cmd));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains(".config/toolhost/secrets.json"), "{out:?}");
+    let list = run_with(&sb, &["secret", "list"], |cmd| _ = keyring.apply(cmd));
+    assert_eq!(list.stdout, "Grantee API_TOKEN file\n");
+    assert!(list.stderr.contains("no default collection"), "{list:?}");
+    // Required, it is an error that says what to do.
+    let required = |cmd: &mut std::process::Command| _ = keyring.apply(cmd).env("TOOLHOST_SECRET_STORE", "keyring");
+    let out = set_secret_with(&sb, "Grantee", "OTHER", "tok-f1le-3a9c", required);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("no usable OS keyring"), "{out:?}");
+    assert!(said.contains("TOOLHOST_SECRET_STORE=file"), "{said}");
+    // No session bus at all: the file.
+    let list = run_with(&sb, &["secret", "list"], |cmd| {
+        _ = cmd.env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus").env_remove("TOOLHOST_SECRET_STORE")
+    });
+    assert_eq!(list.stdout, "Grantee API_TOKEN file\n", "{list:?}");
+    // A store that is not one is refused by name.
+    let list = run_with(&sb, &["secret", "list"], |cmd| _ = cmd.env("TOOLHOST_SECRET_STORE", "vault"));
+    assert!(list.code != 0 && list.stderr.contains("auto, keyring or file"), "{list:?}");
 }

@@ -10,6 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
 pub mod haproxy;
 pub mod js;
+pub mod keyring;
 pub mod python;
 pub mod redis;
 pub mod registry;
@@ -111,6 +112,8 @@ impl Sandbox {
             .env_remove("XDG_CACHE_HOME")
             .env("TOOLHOST_MANAGED_SETTINGS", self.home.join("managed-settings.json"))
             .env_remove("TOOLHOST_CONFIG_DIR")
+            // Never the user's own keyring: the tests of the keyring start one.
+            .env("TOOLHOST_SECRET_STORE", "file")
             .env_remove("TOOLHOST_QUICK_COMPILE_ABOVE")
             .env_remove("RUST_LOG");
         cmd

@@ -30,6 +30,16 @@ impl Process {
         Process { child }
     }
 
+    /// Starts `command`, from the Debian package `package`, and writes
+    /// `input` to its standard input, then closes it.
+    pub fn start_with_input(command: &mut Command, package: &str, input: &[u8]) -> Process {
+        use std::io::Write as _;
+        let mut process = Process::start(command.stdin(Stdio::piped()), package);
+        let mut stdin = process.child.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("write to the server's stdin");
+        process
+    }
+
     /// Stops it at once, as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

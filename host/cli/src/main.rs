@@ -248,7 +248,9 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Keep a secret (an API token, say) for one tool, outside every
-    /// workspace: handed to the tool as an environment variable when
+    /// workspace (in the OS keyring where one is usable, else in a file only
+    /// you can read; TOOLHOST_SECRET_STORE=auto|keyring|file chooses):
+    /// handed to the tool as an environment variable when
     /// toolGrants.TOOL.secrets grants it, masked in all it gives back
     Secret {
         #[command(subcommand)]
@@ -270,7 +272,8 @@ enum SecretAction {
     /// Store TOOL's secret NAME: the value is read from standard input (one
     /// line; at a terminal, asked without echo), never from the command line
     Set { tool: String, name: String },
-    /// The tools and names of the secrets stored (never their values)
+    /// The tools and names of the secrets stored (never their values), and
+    /// whether each is in the OS keyring or the file
     List,
     /// Remove TOOL's secret NAME
     Rm { tool: String, name: String },
@@ -1018,10 +1021,11 @@ fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
         SecretAction::Set { tool, name } => {
             let value = prompt::read_secret(&format!("value of {tool}'s secret {name}: "))
                 .context("reading the secret's value")?;
-            if let Err(e) = store.set(tool, name, &value) {
-                return failed(e);
-            }
-            println!("stored {tool}'s secret {name} in {}", store.file().display());
+            let place = match store.set(tool, name, &value) {
+                Ok(place) => place,
+                Err(e) => return failed(e),
+            };
+            println!("stored {tool}'s secret {name} in {place}");
             println!(
                 "{tool} gets it as the environment variable {name} once toolGrants.{tool}.secrets lists \"{name}\" \
                  and its component requests it"
@@ -1029,15 +1033,21 @@ fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
         }
         SecretAction::List => match store.list() {
             Ok(list) => {
-                for (tool, name) in list {
-                    println!("{tool} {name}");
+                for (tool, name, place) in list {
+                    let place = if place == toolhost::secrets::Place::Keyring { "keyring" } else { "file" };
+                    println!("{tool} {name} {place}");
+                }
+                match store.place() {
+                    Ok((place, None)) => eprintln!("new secrets go to {place}"),
+                    Ok((place, Some(why))) => eprintln!("new secrets go to {place} ({why})"),
+                    Err(e) => return failed(e),
                 }
             }
             Err(e) => return failed(e),
         },
         SecretAction::Rm { tool, name } => match store.remove(tool, name) {
             Ok(true) => println!("removed {tool}'s secret {name}"),
-            Ok(false) => return failed(format!("{tool} has no secret {name} in {}", store.file().display())),
+            Ok(false) => return failed(format!("{tool} has no secret {name}")),
             Err(e) => return failed(e),
         },
     }

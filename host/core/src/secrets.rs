@@ -1,8 +1,16 @@
-//! Secrets for tools: values such as API tokens, kept in the user's
-//! configuration directory (outside every workspace) in a file only the
-//! user can read, each under a tool's name, and handed to that tool alone
-//! when `toolGrants.TOOL.secrets` grants it and its component requests it:
-//! as an environment variable of that name inside its instance.
+//! Secrets for tools: values such as API tokens, kept outside every
+//! workspace, each under a tool's name, and handed to that tool alone when
+//! `toolGrants.TOOL.secrets` grants it and its component requests it: as an
+//! environment variable of that name inside its instance (for an MCP
+//! server, of its process).
+//!
+//! Where they are kept: the OS keyring where one is usable (the freedesktop
+//! Secret Service over D-Bus: GNOME Keyring, KeePassXC, KWallet), else
+//! `secrets.json` in the user's configuration directory, a file only the
+//! user can read. `TOOLHOST_SECRET_STORE` chooses: `auto`
+//! (the default: the keyring when usable, else the file), `keyring` (the
+//! keyring or an error), `file`. Values stored in the file before a keyring
+//! was there keep working; storing one again moves it to the keyring.
 //!
 //! A value never reaches the audit log, the tracing output or a persisted
 //! result through the host: whatever the tool gives back (its result, its
@@ -14,48 +22,137 @@ use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
+mod keyring;
+pub use keyring::ANSWER_WITHIN as KEYRING_ANSWER_WITHIN;
+use keyring::{Answer, Request};
+
 /// The shortest value stored: a shorter one could not be masked without
 /// garbling ordinary output.
 pub const MIN_LEN: usize = 4;
 
-/// The secrets file: `{"TOOL": {"NAME": "value"}}`, mode 0600.
+/// The variable that chooses the store.
+pub const STORE_VARIABLE: &str = "TOOLHOST_SECRET_STORE";
+
+/// Which store [`SecretStore`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The OS keyring when one is usable, else the file.
+    Auto,
+    /// The OS keyring, or an error saying why there is none.
+    Keyring,
+    /// The file only.
+    File,
+}
+
+impl Backend {
+    /// As `TOOLHOST_SECRET_STORE` names it (unset: `auto`).
+    pub fn from_env() -> Result<Backend, String> {
+        match std::env::var(STORE_VARIABLE).as_deref() {
+            Err(_) | Ok("" | "auto") => Ok(Backend::Auto),
+            Ok("keyring") => Ok(Backend::Keyring),
+            Ok("file") => Ok(Backend::File),
+            Ok(other) => Err(format!("{STORE_VARIABLE}={other:?} is not a secret store: use auto, keyring or file")),
+        }
+    }
+}
+
+/// Where a secret is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// The OS keyring.
+    Keyring,
+    /// This file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Keyring => f.write_str("the OS keyring (Secret Service)"),
+            Place::File(file) => write!(f, "{}", file.display()),
+        }
+    }
+}
+
+/// The user's secrets: in the OS keyring, or in a file
+/// (`{"TOOL": {"NAME": "value"}}`, mode 0600).
 pub struct SecretStore {
     file: PathBuf,
+    backend: Result<Backend, String>,
 }
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 
+/// What came of asking the keyring.
+enum Keyring {
+    Answered(Answer),
+    /// Not used: the store is the file alone (`None`), or there is no
+    /// keyring and the file stands in (why).
+    NotUsed(Option<String>),
+}
+
 impl SecretStore {
-    /// The user's store: `secrets.json` in [`crate::config_dir`].
+    /// The user's store: the one `TOOLHOST_SECRET_STORE` chooses, its file
+    /// `secrets.json` in [`crate::config_dir`].
     pub fn user() -> SecretStore {
-        SecretStore { file: crate::config_dir().join("secrets.json") }
+        SecretStore { file: crate::config_dir().join("secrets.json"), backend: Backend::from_env() }
     }
 
-    /// A store in `file`.
+    /// A store in `file` alone.
     pub fn at(file: impl Into<PathBuf>) -> SecretStore {
-        SecretStore { file: file.into() }
+        SecretStore { file: file.into(), backend: Ok(Backend::File) }
     }
 
-    /// The file it keeps the secrets in.
+    /// A store in `file` and, as `backend` says, the OS keyring.
+    pub fn with(file: impl Into<PathBuf>, backend: Backend) -> SecretStore {
+        SecretStore { file: file.into(), backend: Ok(backend) }
+    }
+
+    /// The file it keeps the secrets in when not in the keyring.
     pub fn file(&self) -> &Path {
         &self.file
     }
 
-    /// Stores `value` as `tool`'s secret `name`, replacing an earlier one.
-    pub fn set(&self, tool: &str, name: &str, value: &str) -> Result<(), String> {
+    /// Where a secret stored now would go; with why not the keyring, when
+    /// it would go to the file for want of one.
+    pub fn place(&self) -> Result<(Place, Option<String>), String> {
+        match self.keyring(Request::List)? {
+            Keyring::Answered(_) => Ok((Place::Keyring, None)),
+            Keyring::NotUsed(why) => Ok((Place::File(self.file.clone()), why)),
+        }
+    }
+
+    /// Stores `value` as `tool`'s secret `name`, replacing an earlier one;
+    /// where it went.
+    pub fn set(&self, tool: &str, name: &str, value: &str) -> Result<Place, String> {
         if !valid_name(name) {
             return Err(format!("`{name}` is not a secret name: letters, digits and `_`, not starting with a digit"));
         }
         if value.chars().count() < MIN_LEN {
             return Err(format!("a secret is at least {MIN_LEN} characters (shorter ones cannot be masked in output)"));
         }
+        let request = Request::Set { tool: tool.into(), name: name.into(), value: value.into() };
+        if let Keyring::Answered(_) = self.keyring(request)? {
+            // An older copy in the file would only mislead.
+            let _ = self.remove_from_file(tool, name);
+            return Ok(Place::Keyring);
+        }
         let mut table = self.read()?;
         table.entry(tool.to_string()).or_default().insert(name.to_string(), value.to_string());
-        self.write(&table)
+        self.write(&table)?;
+        Ok(Place::File(self.file.clone()))
     }
 
-    /// Removes `tool`'s secret `name`; whether there was one.
+    /// Removes `tool`'s secret `name` wherever it is; whether there was one.
     pub fn remove(&self, tool: &str, name: &str) -> Result<bool, String> {
+        let in_keyring = matches!(
+            self.keyring(Request::Remove { tool: tool.into(), name: name.into() })?,
+            Keyring::Answered(Answer::Removed(true))
+        );
+        Ok(self.remove_from_file(tool, name)? || in_keyring)
+    }
+
+    fn remove_from_file(&self, tool: &str, name: &str) -> Result<bool, String> {
         let mut table = self.read()?;
         let removed = table.get_mut(tool).is_some_and(|t| t.remove(name).is_some());
         if removed {
@@ -65,23 +162,57 @@ impl SecretStore {
         Ok(removed)
     }
 
-    /// Every tool and secret name stored (never the values).
-    pub fn list(&self) -> Result<Vec<(String, String)>, String> {
-        Ok(self
-            .read()?
-            .into_iter()
-            .flat_map(|(tool, names)| names.into_keys().map(move |n| (tool.clone(), n)))
-            .collect())
+    /// Every tool and secret name stored (never the values), and where.
+    pub fn list(&self) -> Result<Vec<(String, String, Place)>, String> {
+        let mut list = Vec::new();
+        if let Keyring::Answered(Answer::Names(names)) = self.keyring(Request::List)? {
+            list.extend(names.into_iter().map(|(tool, name)| (tool, name, Place::Keyring)));
+        }
+        for (tool, names) in self.read()? {
+            list.extend(names.into_keys().map(|name| (tool.clone(), name, Place::File(self.file.clone()))));
+        }
+        list.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        Ok(list)
     }
 
-    /// The values of `tool`'s secrets among `names` that are stored.
+    /// The values of `tool`'s secrets among `names` that are stored (the
+    /// keyring's where both have one).
     pub fn values(&self, tool: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
+        let mut values = Vec::new();
+        if let Keyring::Answered(Answer::Values(found)) =
+            self.keyring(Request::Values { tool: tool.into(), names: names.to_vec() })?
+        {
+            values = found;
+        }
         let mut table = self.read()?;
-        let Some(stored) = table.remove(tool) else { return Ok(Vec::new()) };
-        Ok(stored.into_iter().filter(|(name, _)| names.contains(name)).collect())
+        if let Some(stored) = table.remove(tool) {
+            for (name, value) in stored {
+                if names.contains(&name) && !values.iter().any(|(n, _)| *n == name) {
+                    values.push((name, value));
+                }
+            }
+        }
+        values.sort();
+        Ok(values)
+    }
+
+    /// `request` put to the keyring, as the backend says.
+    fn keyring(&self, request: Request) -> Result<Keyring, String> {
+        let backend = self.backend.clone()?;
+        if backend == Backend::File {
+            return Ok(Keyring::NotUsed(None));
+        }
+        match keyring::ask(request) {
+            Ok(answer) => Ok(Keyring::Answered(answer)),
+            Err(keyring::Trouble::Unavailable(why)) if backend == Backend::Auto => Ok(Keyring::NotUsed(Some(why))),
+            Err(trouble @ keyring::Trouble::Unavailable(_)) => {
+                Err(format!("{trouble} ({STORE_VARIABLE}=file keeps secrets in {} instead)", self.file.display()))
+            }
+            Err(trouble) => Err(trouble.to_string()),
+        }
     }
 
     fn read(&self) -> Result<Table, String> {
@@ -173,7 +304,12 @@ mod tests {
         store.set("Mail", "PASSWORD", "hunter22").unwrap();
         let mode = std::fs::metadata(store.file()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(store.list().unwrap(), [("Mail".into(), "PASSWORD".into()), ("Weather".into(), "API_TOKEN".into())]);
+        let file = || Place::File(store.file().to_path_buf());
+        assert_eq!(
+            store.list().unwrap(),
+            [("Mail".into(), "PASSWORD".into(), file()), ("Weather".into(), "API_TOKEN".into(), file())]
+        );
+        assert_eq!(store.place().unwrap(), (file(), None));
         let names = ["API_TOKEN".to_string(), "PASSWORD".to_string()];
         assert_eq!(store.values("Weather", &names).unwrap(), [("API_TOKEN".into(), "tok-123456".into())]);
         assert!(store.values("Weather", &[]).unwrap().is_empty());
