@@ -32,7 +32,7 @@ pub fn signature_tag(digest: &str) -> String {
 pub struct CosignKey {
     /// The settings file, or the keys file and its line.
     pub origin: String,
-    key: VerifyingKey,
+    pub(crate) key: VerifyingKey,
 }
 
 impl CosignKey {
