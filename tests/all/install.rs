@@ -423,3 +423,37 @@ fn a_built_in_cannot_be_uninstalled() {
     assert!(r.stderr.contains("Read is a built-in tool, which cannot be uninstalled"), "{}", r.stderr);
     assert!(toolhost(&sb, &["tools"]).stdout.contains("Read"));
 }
+
+#[test]
+fn a_sigstore_bundle_beside_the_file_vouches_when_its_signer_is_trusted() {
+    use toolhost_verify::sigstore::fixture::{ALICE, ISSUER, World};
+    let sb = Sandbox::new();
+    let world = World::new();
+    let root = sb.root.join("trusted_root.json");
+    std::fs::write(&root, world.trust_root()).unwrap();
+    let signers = json!({"trustedPluginSigners": [{"trustRoot": p(&root), "issuer": ISSUER,
+        "identityRegexp": "alice@example\\.(com|org)"}]});
+    std::fs::write(config_dir(&sb).join("settings.json"), signers.to_string()).unwrap();
+    let file = download(&sb, ECHO, "echo.wasm");
+    let digest = format!("sha256:{}", toolhost::content_hash(&std::fs::read(&file).unwrap()));
+    let bundle = PathBuf::from(format!("{}.sigstore.json", p(&file)));
+    let refused = |why: &str| {
+        let r = install(&sb, &[&p(&file)]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains(why), "{}", r.stderr);
+        assert!(plugin_files(&sb).is_empty(), "a refused install copied something");
+    };
+    refused("echo.wasm.sigstore.json are missing");
+    // Signed by someone else, or for other bytes.
+    std::fs::write(&bundle, world.message_bundle(&digest, "mallory@example.com").to_string()).unwrap();
+    refused("signed by mallory@example.com");
+    let other = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    std::fs::write(&bundle, world.message_bundle(other, ALICE).to_string()).unwrap();
+    refused("signs the message sha256:2222");
+    // As `cosign sign-blob --bundle echo.wasm.sigstore.json` writes it.
+    std::fs::write(&bundle, world.message_bundle(&digest, ALICE).to_string()).unwrap();
+    let r = install(&sb, &[&p(&file)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("signature:       verified: the Sigstore bundle"), "{}", r.stdout);
+    assert!(r.stdout.contains("signed by alice@example.com (issuer https://issuer.example"), "{}", r.stdout);
+}

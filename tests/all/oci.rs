@@ -66,6 +66,62 @@ fn push_signature(registry: &Registry, repository: &str, digest: &str, signer: &
     })
 }
 
+/// Attaches the Sigstore bundle `bundle` to the manifest `digest` of
+/// `repository` as cosign 3 does on a registry without the referrers API:
+/// an artifact manifest (its one layer the bundle, its subject the
+/// manifest) and the referrers index under the tag `sha256-HEX`, listing
+/// every bundle attached so far.
+fn attach_bundle(registry: &Registry, repository: &str, digest: &str, bundle: &Value) {
+    use oci_client::manifest::{
+        ImageIndexEntry, OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageIndex, OciManifest,
+    };
+    use toolhost_verify::sigstore::BUNDLE_ARTIFACT;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    runtime.block_on(async {
+        let client = Client::new(ClientConfig { protocol: ClientProtocol::Http, ..ClientConfig::default() });
+        let auth = RegistryAuth::Basic(registry.user.into(), registry.password.into());
+        let at = |what: &str| -> Reference { format!("{}/{repository}{what}", registry.address).parse().unwrap() };
+        let subject = at(&format!("@{digest}"));
+        let (raw, _) = client.pull_manifest_raw(&subject, &auth, &[OCI_IMAGE_MEDIA_TYPE]).await.unwrap();
+        let layer = ImageLayer::new(serde_json::to_vec(bundle).unwrap(), BUNDLE_ARTIFACT.into(), None);
+        let config = Config::new(b"{}".to_vec(), "application/vnd.oci.empty.v1+json".into(), None);
+        let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+        manifest.artifact_type = Some(BUNDLE_ARTIFACT.into());
+        manifest.subject = Some(OciDescriptor {
+            media_type: OCI_IMAGE_MEDIA_TYPE.into(),
+            digest: digest.into(),
+            size: raw.len() as i64,
+            ..OciDescriptor::default()
+        });
+        let tag = at(&format!(":bundle-{}", layer.sha256_digest().trim_start_matches("sha256:")));
+        client.push(&tag, &[layer], config, &auth, Some(manifest)).await.expect("push the bundle");
+        let (raw, bundle_digest) = client.pull_manifest_raw(&tag, &auth, &[OCI_IMAGE_MEDIA_TYPE]).await.unwrap();
+        let entry = ImageIndexEntry {
+            media_type: OCI_IMAGE_MEDIA_TYPE.into(),
+            digest: bundle_digest,
+            size: raw.len() as i64,
+            platform: None,
+            annotations: None,
+            artifact_type: Some(BUNDLE_ARTIFACT.into()),
+        };
+        let referrers = at(&format!(":{}", digest.replacen(':', "-", 1)));
+        let mut manifests = match client.pull_manifest(&referrers, &auth).await {
+            Ok((OciManifest::ImageIndex(index), _)) => index.manifests,
+            _ => Vec::new(),
+        };
+        manifests.push(entry);
+        let index = OciImageIndex {
+            schema_version: 2,
+            media_type: Some(OCI_IMAGE_INDEX_MEDIA_TYPE.into()),
+            manifests,
+            artifact_type: None,
+            annotations: None,
+        };
+        client.push_manifest(&referrers, &OciManifest::ImageIndex(index)).await.expect("push the referrers index");
+    })
+}
+
 /// A P-256 key pair from `seed`: the signer and its public key in PEM, as
 /// `cosign generate-key-pair` writes `cosign.pub`.
 fn cosign_key(seed: u8) -> (SigningKey, String) {
@@ -322,4 +378,61 @@ fn refused_as(sb: &Sandbox, docker: &PathBuf, source: &str, why: &str) {
     let r = install(sb, Some(docker), &[source]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(why), "{}", r.stderr);
+}
+
+#[test]
+fn with_trusted_sigstore_signers_only_a_bundle_they_signed_installs() {
+    use toolhost_verify::sigstore::fixture::{ALICE, ISSUER, World, key_bundle};
+    let registry = Registry::start();
+    let sb = Sandbox::new();
+    let docker = docker_config(&sb, &registry);
+    // A Sigstore of the test's own: its trust root, as trusted_root.json.
+    let world = World::new();
+    let root = sb.root.join("trusted_root.json");
+    std::fs::write(&root, world.trust_root()).unwrap();
+    let config = sb.home.join(".config/toolhost");
+    std::fs::create_dir_all(&config).unwrap();
+    let signers = json!({"trustedPluginSigners": [{"trustRoot": p(&root), "issuer": ISSUER, "identity": ALICE}]});
+    std::fs::write(config.join("settings.json"), signers.to_string()).unwrap();
+    let digest = push(&registry, "tools/echo:1.0", &std::fs::read(ECHO).unwrap());
+    let source = format!("oci://{}/tools/echo:1.0", registry.address);
+    let refused = |why: &str| {
+        let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains(why), "{}", r.stderr);
+        assert!(!sb.plugins.join("Echo.wasm").exists(), "a refused install copied something");
+    };
+    refused("no Sigstore bundle attached");
+    // Signed keyless by someone else; by Alice, with a certificate of a CA
+    // the trust root does not name; by Alice, for another manifest.
+    attach_bundle(&registry, "tools/echo", &digest, &world.bundle(&digest, "mallory@example.org"));
+    refused("signed by mallory@example.org (issuer https://issuer.example), not alice@example.com");
+    attach_bundle(&registry, "tools/echo", &digest, &world.stranger().bundle(&digest, ALICE));
+    refused("does not chain to the trust root");
+    let other = push(&registry, "tools/echo:0.9", &std::fs::read(GRANTEE).unwrap());
+    attach_bundle(&registry, "tools/echo", &digest, &world.bundle(&other, ALICE));
+    refused("does not name this manifest");
+    // Signed by Alice, as cosign 3 attaches it.
+    attach_bundle(&registry, "tools/echo", &digest, &world.bundle(&digest, ALICE));
+    let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let said = format!(
+        "signature:       verified: a Sigstore bundle of {digest} signed by alice@example.com (issuer https://issuer.example; certificate by https://ca.test; logged in https://log.test at 2026-01-01T12:00:00"
+    );
+    assert!(r.stdout.contains(&said), "{}", r.stdout);
+    // A key-pair bundle (cosign sign --key, new bundle format) vouches when
+    // its key is trusted.
+    let (signer, public) = cosign_key(5);
+    let grantee = push(&registry, "tools/grantee:1.0", &std::fs::read(GRANTEE).unwrap());
+    attach_bundle(&registry, "tools/grantee", &grantee, &key_bundle(&grantee, &signer));
+    let source = format!("oci://{}/tools/grantee:1.0", registry.address);
+    refused_as(&sb, &docker, &source, "a key-pair bundle was not signed by any of the trusted cosign keys");
+    std::fs::write(config.join("trusted-keys"), &public).unwrap();
+    let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("signed by the trusted key of"), "{}", r.stdout);
+    // A trust root that is not there stops every install, naming it.
+    std::fs::remove_file(&root).unwrap();
+    let r = install(&sb, Some(&docker), &[&source, "--yes"]);
+    assert!(r.code != 0 && r.stderr.contains(&format!("reading the trust root {}", p(&root))), "{r:?}");
 }

@@ -83,7 +83,7 @@ pub use session::{
 pub mod settings {
     pub use crate::policy::hooks::HooksConfig;
     pub use crate::policy::servers::{ConfiguredServer, McpServer};
-    pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, load, powers};
+    pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, TrustedSigner, load, powers};
 }
 
 /// Tools other programs serve (MCP servers'): what a front supplies for the

@@ -37,22 +37,30 @@ impl TrustedKey {
     }
 }
 
-/// The keys the operator trusts: minisign keys vouch for files, cosign
-/// keys for components pulled from registries.
+/// The keys and signers the operator trusts: minisign keys vouch for
+/// files; cosign keys and Sigstore signers for components pulled from
+/// registries.
 #[derive(Default)]
 pub struct Keys {
     pub minisign: Vec<TrustedKey>,
     pub cosign: Vec<CosignKey>,
+    pub sigstore: Vec<crate::sigstore::Signer>,
 }
 
 impl Keys {
     pub fn is_empty(&self) -> bool {
-        self.minisign.is_empty() && self.cosign.is_empty()
+        self.minisign.is_empty() && self.cosign.is_empty() && self.sigstore.is_empty()
     }
 
-    /// Where each key is written.
+    /// Whether any of them can vouch for a registry component.
+    pub fn vouch_for_registries(&self) -> bool {
+        !self.cosign.is_empty() || !self.sigstore.is_empty()
+    }
+
+    /// Where each key and signer is written.
     pub fn origins(&self) -> Vec<&str> {
-        self.minisign.iter().map(|k| k.origin.as_str()).chain(self.cosign.iter().map(|k| k.origin.as_str())).collect()
+        let keys = self.minisign.iter().map(|k| k.origin.as_str()).chain(self.cosign.iter().map(|k| k.origin.as_str()));
+        keys.chain(self.sigstore.iter().map(|s| s.origin.as_str())).collect()
     }
 
     /// One key as written in settings: PEM (cosign) or minisign's base64.
@@ -68,6 +76,7 @@ impl Keys {
     pub fn extend(&mut self, other: Keys) {
         self.minisign.extend(other.minisign);
         self.cosign.extend(other.cosign);
+        self.sigstore.extend(other.sigstore);
     }
 }
 

@@ -649,5 +649,7 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, ()> {
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2).ok_or(())?, 16).map_err(|_| ())).collect()
 }
 
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
 #[cfg(test)]
 mod tests;

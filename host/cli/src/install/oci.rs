@@ -17,6 +17,7 @@ use oci_client::{Client, Reference};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use toolhost_verify::cosign::{self, Found};
+use toolhost_verify::sigstore;
 
 /// How an OCI reference is written on the command line.
 pub const SCHEME: &str = "oci://";
@@ -32,6 +33,8 @@ const WASM_LAYERS: [&str; 3] = [
 
 /// The largest component pulled: a registry cannot make the host hold more.
 const MAX_COMPONENT: u64 = 512 << 20;
+/// The most bundles read for one manifest.
+const MAX_BUNDLES: usize = 16;
 /// The largest signed payload read (cosign's are a few hundred bytes).
 const MAX_PAYLOAD: u64 = 64 << 10;
 
@@ -48,6 +51,8 @@ pub struct Pulled {
     /// The cosign signatures kept beside the manifest (none is no
     /// error), or why they could not be read.
     pub signatures: Result<Vec<Found>, String>,
+    /// The Sigstore bundles attached to the manifest (OCI referrers).
+    pub bundles: Result<Vec<Vec<u8>>, String>,
 }
 
 /// The reference in `source` when it is an `oci://` one: `None` for a
@@ -126,7 +131,8 @@ async fn pull_async(source: &str, reference: &Reference) -> Result<Pulled, Strin
         ));
     }
     let signatures = signatures(&client, reference, &digest, &auth).await;
-    Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials, signatures })
+    let bundles = bundles(&client, reference, &digest, &auth).await;
+    Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials, signatures, bundles })
 }
 
 /// The cosign signatures of the manifest `digest`, from the tag cosign keeps
@@ -165,6 +171,53 @@ async fn signatures(
             return Err(format!("a signed payload of {tag} is not the blob its manifest names"));
         }
         found.push(Found { payload: out.bytes, signature: signature.clone() });
+    }
+    Ok(found)
+}
+
+/// The Sigstore bundles attached to the manifest `digest` (OCI referrers:
+/// the registry's API, else the `sha256-HEX` tag cosign keeps for a registry
+/// without it), as cosign 3 attaches them.
+async fn bundles(
+    client: &Client,
+    reference: &Reference,
+    digest: &str,
+    auth: &RegistryAuth,
+) -> Result<Vec<Vec<u8>>, String> {
+    let registry = reference.registry().to_string();
+    let subject = Reference::with_digest(registry.clone(), reference.repository().to_string(), digest.to_string());
+    let index = match client.pull_referrers(&subject, Some(sigstore::BUNDLE_ARTIFACT)).await {
+        Ok(index) => index,
+        Err(e) if unknown(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(format!("listing what refers to {digest} failed: {e}")),
+    };
+    let mut found = Vec::new();
+    let attached = index.manifests.iter().filter(|m| m.artifact_type.as_deref() == Some(sigstore::BUNDLE_ARTIFACT));
+    for entry in attached.take(MAX_BUNDLES) {
+        let at = Reference::with_digest(registry.clone(), reference.repository().to_string(), entry.digest.clone());
+        let manifest = match client.pull_manifest(&at, auth).await {
+            Ok((OciManifest::Image(manifest), _)) => manifest,
+            Ok((OciManifest::ImageIndex(_), _)) => continue,
+            Err(e) => return Err(format!("reading the bundle manifest {} failed: {e}", entry.digest)),
+        };
+        for layer in manifest.layers.iter().filter(|l| l.media_type == sigstore::BUNDLE_ARTIFACT) {
+            let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+            if size > sigstore::MAX_BUNDLE {
+                return Err(format!(
+                    "a bundle of {digest} is {size} bytes, more than the {} toolhost reads",
+                    sigstore::MAX_BUNDLE
+                ));
+            }
+            let mut out = Capped { bytes: Vec::new(), cap: size };
+            client
+                .pull_blob(&at, layer, &mut out)
+                .await
+                .map_err(|e| format!("reading a bundle of {digest} failed: {e}"))?;
+            if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
+                return Err(format!("a bundle of {digest} is not the blob its manifest names"));
+            }
+            found.push(out.bytes);
+        }
     }
     Ok(found)
 }

@@ -145,6 +145,10 @@ pub struct Settings {
     /// `toolhost install` requires. Other layers' keys are ignored with a
     /// warning: a workspace must not choose whose signatures are trusted.
     pub trusted_plugin_keys: Vec<(String, String)>,
+    /// `trustedPluginSigners` of the user and managed files, each with the
+    /// file it is written in: whose Sigstore keyless signatures vouch for a
+    /// registry component (other layers' are ignored with a warning).
+    pub trusted_plugin_signers: Vec<(TrustedSigner, String)>,
     /// `stateStore`: where a server keeps sessions' state (a `redis://` URL),
     /// from the strongest of the managed and user files that sets it (a
     /// workspace must not choose where state goes); `--state` overrides it.
@@ -152,6 +156,37 @@ pub struct Settings {
     /// `mcpServers` by name: the strongest layer's entry for each name
     /// (managed, command line, local, project and `.mcp.json`, user).
     pub mcp_servers: std::collections::BTreeMap<String, super::servers::ConfiguredServer>,
+}
+
+/// One entry of `trustedPluginSigners`: whose Sigstore keyless signatures
+/// count (as cosign's `--certificate-identity` or
+/// `--certificate-identity-regexp` and `--certificate-oidc-issuer` name
+/// them), under which trust root.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustedSigner {
+    /// The Sigstore trust root (`trusted_root.json`), made absolute.
+    pub trust_root: PathBuf,
+    /// The OIDC issuer the signing certificate must name.
+    pub issuer: String,
+    /// The identity (an email or a URI) it must name exactly,
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// or a regular expression the identity must match whole.
+    #[serde(default)]
+    pub identity_regexp: Option<String>,
+}
+
+impl TrustedSigner {
+    fn check(&self) -> Result<(), String> {
+        if self.trust_root.as_os_str().is_empty() || self.issuer.is_empty() {
+            return Err("a signer needs a trustRoot file and an issuer".into());
+        }
+        match (&self.identity, &self.identity_regexp) {
+            (Some(_), None) | (None, Some(_)) => Ok(()),
+            _ => Err("a signer names either an identity or an identityRegexp".into()),
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -171,6 +206,8 @@ pub(super) struct FileShape {
     pub(super) tool_grants: std::collections::BTreeMap<String, Allowance>,
     #[serde(default)]
     pub(super) trusted_plugin_keys: Vec<String>,
+    #[serde(default)]
+    pub(super) trusted_plugin_signers: Vec<TrustedSigner>,
     #[serde(default)]
     pub(super) state_store: Option<String>,
     #[serde(default)]
@@ -362,6 +399,20 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             }
             Layer::CommandLine | Layer::Local | Layer::Project if !keys.is_empty() => {
                 tracing::warn!(file = %label, "trustedPluginKeys only counts in user or managed settings")
+            }
+            Layer::CommandLine | Layer::Local | Layer::Project => {}
+        }
+        let signers = std::mem::take(&mut shape.trusted_plugin_signers);
+        match layer {
+            Layer::Managed | Layer::User => {
+                for mut signer in signers {
+                    signer.check().map_err(|e| invalid(format!("{label}: trustedPluginSigners: {e}")))?;
+                    signer.trust_root = expand(&signer.trust_root.to_string_lossy(), cwd, home.as_deref());
+                    settings.trusted_plugin_signers.push((signer, label.clone()));
+                }
+            }
+            Layer::CommandLine | Layer::Local | Layer::Project if !signers.is_empty() => {
+                tracing::warn!(file = %label, "trustedPluginSigners only counts in user or managed settings")
             }
             Layer::CommandLine | Layer::Local | Layer::Project => {}
         }
@@ -607,6 +658,38 @@ mod tests {
         let found: Vec<(&str, bool)> =
             s.trusted_plugin_keys.iter().map(|(k, file)| (k.as_str(), file.ends_with(".json"))).collect();
         assert_eq!(found, [("M", true), ("U", true)]);
+    }
+
+    #[test]
+    fn trusted_plugin_signers_count_in_user_and_managed_files_only_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let signer = |who: &str| {
+            format!(
+                r#"{{"trustedPluginSigners": [{{"trustRoot": "~/root.json", "issuer": "https://i", "identity": "{who}"}}]}}"#
+            )
+        };
+        let sources = Sources {
+            managed: Some(write(d, "managed.json", &signer("m@x"))),
+            user: Some(write(d, "user.json", &signer("u@x"))),
+            project: Some(write(d, "w/.toolhost/settings.json", &signer("p@x"))),
+            command_line_files: vec![signer("c@x")],
+            trust_store: None,
+            ..Sources::default()
+        };
+        let s = load(&sources, &d.join("w")).unwrap();
+        let found: Vec<&str> = s.trusted_plugin_signers.iter().map(|(s, _)| s.identity.as_deref().unwrap()).collect();
+        assert_eq!(found, ["m@x", "u@x"]);
+        assert!(s.trusted_plugin_signers[0].0.trust_root.is_absolute());
+        for bad in [
+            r#"{"trustedPluginSigners": [{"trustRoot": "r.json", "issuer": "https://i"}]}"#,
+            r#"{"trustedPluginSigners": [{"trustRoot": "r.json", "issuer": "https://i", "identity": "a", "identityRegexp": "b"}]}"#,
+            r#"{"trustedPluginSigners": [{"trustRoot": "r.json", "issuer": "", "identity": "a"}]}"#,
+            r#"{"trustedPluginSigners": [{"trustRoot": "r.json", "issuer": "https://i", "identity": "a", "extra": 1}]}"#,
+        ] {
+            let sources = Sources { user: Some(write(d, "bad.json", bad)), trust_store: None, ..Sources::default() };
+            assert!(load(&sources, &d.join("w")).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,196 +1,11 @@
-//! A certificate authority, a transparency log and signers of the tests'
-//! own, making bundles as cosign and Sigstore do; each check shown to hold
-//! and to refuse what it must.
+//! Each check shown to hold and to refuse what it must, on bundles of the
+//! fixture's CA and log.
 
+use super::fixture::*;
 use super::*;
-use rcgen::{
-    BasicConstraints, CertificateParams, CustomExtension, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, PublicKeyData as _, SanType, SigningKey as _,
-    date_time_ymd,
-};
 use serde_json::json;
 
 const DIGEST: &str = "sha256:3f1a2b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a";
-const ISSUER: &str = "https://issuer.example";
-const ALICE: &str = "alice@example.com";
-/// 2026-01-01T12:00:00Z: inside the leaf's validity.
-const LOGGED: i64 = 1_767_268_800;
-
-fn b64(bytes: &[u8]) -> String {
-    STANDARD.encode(bytes)
-}
-
-/// A CA (a P-384 root and intermediate, as Fulcio's), a log key, and
-/// the trust root naming both.
-struct World {
-    intermediate: Issuer<'static, KeyPair>,
-    chain: Vec<Vec<u8>>,
-    log: KeyPair,
-    log_id: [u8; 32],
-}
-
-impl World {
-    fn new() -> World {
-        let ca = |name: &str| {
-            let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-            params.distinguished_name.push(DnType::CommonName, name);
-            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-            params.not_before = date_time_ymd(2025, 1, 1);
-            params.not_after = date_time_ymd(2030, 1, 1);
-            (params, KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).unwrap())
-        };
-        let (root_params, root_key) = ca("test sigstore root");
-        let root_cert = root_params.self_signed(&root_key).unwrap();
-        let root = Issuer::new(root_params, root_key);
-        let (params, key) = ca("test sigstore intermediate");
-        let intermediate_cert = params.signed_by(&key, &root).unwrap();
-        let log = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
-        World {
-            intermediate: Issuer::new(params, key),
-            chain: vec![intermediate_cert.der().to_vec(), root_cert.der().to_vec()],
-            log_id: Sha256::digest(log.subject_public_key_info()).into(),
-            log,
-        }
-    }
-
-    fn trust_root(&self) -> String {
-        json!({
-            "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [{"baseUrl": "https://log.test", "hashAlgorithm": "SHA2_256",
-                "publicKey": {"rawBytes": b64(&self.log.subject_public_key_info()), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                    "validFor": {"start": "2025-01-01T00:00:00Z"}},
-                "logId": {"keyId": b64(&self.log_id)}}],
-            "certificateAuthorities": [{"subject": {"commonName": "test"}, "uri": "https://ca.test",
-                "certChain": {"certificates": self.chain.iter().map(|c| json!({"rawBytes": b64(c)})).collect::<Vec<_>>()},
-                "validFor": {"start": "2025-01-01T00:00:00.000Z"}}],
-            "ctlogs": [],
-        })
-        .to_string()
-    }
-
-    fn signer(&self, identity: Identity) -> Signer {
-        Signer {
-            origin: "the test's settings".into(),
-            root: TrustRoot::parse(&self.trust_root()).unwrap(),
-            issuer: ISSUER.into(),
-            identity,
-        }
-    }
-
-    /// A short-lived signing certificate for `email`, valid on 2026-01-01.
-    fn leaf(&self, email: &str, issuer: &str) -> (KeyPair, Vec<u8>) {
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.subject_alt_names = vec![SanType::Rfc822Name(email.try_into().unwrap())];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
-        params.not_before = date_time_ymd(2026, 1, 1);
-        params.not_after = date_time_ymd(2026, 1, 2);
-        let mut utf8 = vec![0x0c, issuer.len() as u8];
-        utf8.extend_from_slice(issuer.as_bytes());
-        params.custom_extensions = vec![CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 1, 8], utf8)];
-        let cert = params.signed_by(&key, &self.intermediate).unwrap();
-        (key, cert.der().to_vec())
-    }
-
-    /// A log entry of `body` (the 6th of 7), logged at `time`: its signed
-    /// entry timestamp, inclusion proof and checkpoint.
-    fn entry(&self, body: &Value, time: i64) -> Value {
-        let body = serde_json::to_vec(body).unwrap();
-        let leaf =
-            |bytes: &[u8]| -> [u8; 32] { Sha256::new().chain_update([0u8]).chain_update(bytes).finalize().into() };
-        let leaves: Vec<[u8; 32]> =
-            (0..7).map(|i| if i == 5 { leaf(&body) } else { leaf(format!("entry {i}").as_bytes()) }).collect();
-        let root = tree_hash(&leaves);
-        let proof = tree_path(5, &leaves);
-        let note = format!("log.test - 42\n7\n{}\n", b64(&root));
-        let mut signature = self.log_id[..4].to_vec();
-        signature.extend(self.log.sign(note.as_bytes()).unwrap());
-        let envelope = format!("{note}\n\u{2014} log.test {}\n", b64(&signature));
-        let promised = format!(
-            r#"{{"body":"{}","integratedTime":{time},"logID":"{}","logIndex":1005}}"#,
-            b64(&body),
-            hex(&self.log_id)
-        );
-        json!({
-            "logIndex": "1005",
-            "logId": {"keyId": b64(&self.log_id)},
-            "kindVersion": {"kind": "dsse", "version": "0.0.1"},
-            "integratedTime": time.to_string(),
-            "inclusionPromise": {"signedEntryTimestamp": b64(&self.log.sign(promised.as_bytes()).unwrap())},
-            "inclusionProof": {"logIndex": "5", "rootHash": b64(&root), "treeSize": "7",
-                "hashes": proof.iter().map(|h| b64(h)).collect::<Vec<_>>(),
-                "checkpoint": {"envelope": envelope}},
-            "canonicalizedBody": b64(&body),
-        })
-    }
-
-    /// A bundle as `cosign sign` makes it (cosign 3): a DSSE envelope of the
-    /// signing statement for `digest`, signed keyless by `email`, logged.
-    fn bundle(&self, digest: &str, email: &str) -> Value {
-        let (key, leaf) = self.leaf(email, ISSUER);
-        let (payload, signature) = dsse(digest, |m| key.sign(m).unwrap());
-        let pem = format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", b64(&leaf));
-        let body = json!({"apiVersion": "0.0.1", "kind": "dsse", "spec": {
-            "envelopeHash": {"algorithm": "sha256", "value": "00"},
-            "payloadHash": {"algorithm": "sha256", "value": hex(&Sha256::digest(&payload))},
-            "signatures": [{"signature": b64(&signature), "verifier": b64(pem.as_bytes())}]}});
-        json!({
-            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-            "verificationMaterial": {"certificate": {"rawBytes": b64(&leaf)}, "tlogEntries": [self.entry(&body, LOGGED)]},
-            "dsseEnvelope": {"payload": b64(&payload), "payloadType": "application/vnd.in-toto+json",
-                "signatures": [{"sig": b64(&signature), "keyid": ""}]},
-        })
-    }
-}
-
-/// The signing statement for `digest`, and its DSSE signature by `sign`.
-fn dsse(digest: &str, sign: impl Fn(&[u8]) -> Vec<u8>) -> (Vec<u8>, Vec<u8>) {
-    let statement = json!({"_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"digest": {"sha256": digest.trim_start_matches("sha256:")}}],
-        "predicateType": SIGN_PREDICATE, "predicate": {}});
-    let payload = serde_json::to_vec(&statement).unwrap();
-    let mut pae = format!("DSSEv1 28 application/vnd.in-toto+json {} ", payload.len()).into_bytes();
-    pae.extend_from_slice(&payload);
-    let signature = sign(&pae);
-    (payload, signature)
-}
-
-fn node(l: &[u8; 32], r: &[u8; 32]) -> [u8; 32] {
-    Sha256::new().chain_update([1u8]).chain_update(l).chain_update(r).finalize().into()
-}
-
-/// The largest power of two below `n` (n > 1).
-fn split(n: usize) -> usize {
-    1 << (usize::BITS - 1 - (n - 1).leading_zeros())
-}
-
-/// RFC 6962's MTH.
-fn tree_hash(leaves: &[[u8; 32]]) -> [u8; 32] {
-    if leaves.len() == 1 {
-        return leaves[0];
-    }
-    let k = split(leaves.len());
-    node(&tree_hash(&leaves[..k]), &tree_hash(&leaves[k..]))
-}
-
-/// RFC 6962's PATH(m, D).
-fn tree_path(m: usize, leaves: &[[u8; 32]]) -> Vec<[u8; 32]> {
-    if leaves.len() == 1 {
-        return Vec::new();
-    }
-    let k = split(leaves.len());
-    if m < k {
-        let mut path = tree_path(m, &leaves[..k]);
-        path.push(tree_hash(&leaves[k..]));
-        path
-    } else {
-        let mut path = tree_path(m - k, &leaves[k..]);
-        path.push(tree_hash(&leaves[..k]));
-        path
-    }
-}
 
 fn check(bundle: &Value, signers: &[Signer]) -> Result<Verified, String> {
     verify(&serde_json::to_vec(bundle).unwrap(), DIGEST, &[], signers)
@@ -268,11 +83,7 @@ fn the_certificate_must_chain_to_the_trust_root_when_logged() {
     let world = World::new();
     let signer = world.signer(Identity::Exact(ALICE.into()));
     // Another CA's certificate, with a log entry of the trusted log.
-    let stranger = World {
-        log: KeyPair::try_from(world.log.serialize_der().as_slice()).unwrap(),
-        log_id: world.log_id,
-        ..World::new()
-    };
+    let stranger = world.stranger();
     let bundle = stranger.bundle(DIGEST, ALICE);
     let why = check(&bundle, std::slice::from_ref(&signer)).unwrap_err();
     assert!(why.contains("does not chain to the trust root"), "{why}");
@@ -337,43 +148,22 @@ fn the_log_entry_must_be_signed_included_and_about_this_signature() {
 #[test]
 fn a_message_signature_logged_as_a_hashedrekord_verifies() {
     let world = World::new();
-    let (key, leaf) = world.leaf(ALICE, ISSUER);
-    // A signature of the manifest's bytes: a prehashed signature of its digest.
-    let digest = decode_hex(DIGEST.trim_start_matches("sha256:")).unwrap();
-    let signing = p256::ecdsa::SigningKey::from_pkcs8_der(&key.serialize_der()).unwrap();
-    use p256::ecdsa::signature::hazmat::PrehashSigner as _;
-    use p256::pkcs8::DecodePrivateKey as _;
-    let signature: p256::ecdsa::Signature = signing.sign_prehash(&digest).unwrap();
-    let signature = signature.to_der().as_bytes().to_vec();
-    let pem = format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", b64(&leaf));
-    let body = json!({"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
-        "data": {"hash": {"algorithm": "sha256", "value": DIGEST.trim_start_matches("sha256:")}},
-        "signature": {"content": b64(&signature), "publicKey": {"content": b64(pem.as_bytes())}}}});
-    let mut entry = world.entry(&body, LOGGED);
-    entry["kindVersion"] = json!({"kind": "hashedrekord", "version": "0.0.1"});
-    let bundle = json!({
-        "mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.2",
-        "verificationMaterial": {"x509CertificateChain": {"certificates": [{"rawBytes": b64(&leaf)}]}, "tlogEntries": [entry]},
-        "messageSignature": {"messageDigest": {"algorithm": "SHA2_256", "digest": b64(&digest)}, "signature": b64(&signature)},
-    });
-    assert!(check(&bundle, &[world.signer(Identity::Exact(ALICE.into()))]).is_ok());
+    let signer = [world.signer(Identity::Exact(ALICE.into()))];
+    let bundle = world.message_bundle(DIGEST, ALICE);
+    assert!(check(&bundle, &signer).is_ok());
+    let other = world.message_bundle("sha256:1111111111111111111111111111111111111111111111111111111111111111", ALICE);
+    assert!(check(&other, &signer).unwrap_err().contains("signs the message sha256:1111"));
+    // The log entry of another artifact's signature does not vouch.
+    let mut bundle = bundle;
+    bundle["verificationMaterial"]["tlogEntries"] = other["verificationMaterial"]["tlogEntries"].clone();
+    assert!(check(&bundle, &signer).unwrap_err().contains("not of this signature"));
 }
 
 #[test]
 fn a_key_pair_bundle_verifies_with_a_trusted_key_only() {
-    use p256::ecdsa::signature::Signer as _;
     use p256::pkcs8::EncodePublicKey as _;
     let signing = p256::ecdsa::SigningKey::from_slice(&[7; 32]).unwrap();
-    let (payload, signature) = dsse(DIGEST, |m| {
-        let s: p256::ecdsa::Signature = signing.sign(m);
-        s.to_der().as_bytes().to_vec()
-    });
-    let bundle = json!({
-        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-        "verificationMaterial": {"publicKey": {"hint": "ignored"}, "tlogEntries": []},
-        "dsseEnvelope": {"payload": b64(&payload), "payloadType": "application/vnd.in-toto+json",
-            "signatures": [{"sig": b64(&signature)}]},
-    });
+    let bundle = key_bundle(DIGEST, &signing);
     let pem = signing.verifying_key().to_public_key_pem(Default::default()).unwrap();
     let trusted = CosignKey::parse(&pem, "trustedPluginKeys of the test".into()).unwrap();
     let bytes = serde_json::to_vec(&bundle).unwrap();
