@@ -110,3 +110,91 @@ fn check(u: &mut Unstructured) -> Result<()> {
 pub fn signatures(data: &[u8]) {
     let _ = check(&mut Unstructured::new(data));
 }
+
+/// The Sigstore checks on the fuzzer's bytes: see [`sigstore_check`].
+pub fn sigstore(data: &[u8]) {
+    let _ = sigstore_check(&mut Unstructured::new(data));
+}
+
+/// A Sigstore of the checker's own (a CA and a log whose keys are made
+/// afresh in each process, so no saved input can carry their signatures),
+/// its signer trusting Alice.
+fn world() -> &'static (toolhost_verify::sigstore::fixture::World, toolhost_verify::sigstore::Signer) {
+    use toolhost_verify::sigstore::fixture::{ALICE, World};
+    static WORLD: OnceLock<(World, toolhost_verify::sigstore::Signer)> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let world = World::new();
+        let signer = world.signer(toolhost_verify::sigstore::Identity::Exact(ALICE.into()));
+        (world, signer)
+    })
+}
+
+/// What a registry or a tool's author hands the Sigstore checks: trust
+/// roots and bundles. Invariants: nothing panics; a bundle the fuzzer wrote
+/// never verifies; a bundle the checker made for Alice and the manifest,
+/// then changed where the fuzzer says, never verifies for another manifest
+/// or another signer, and still verifies when the change left every byte
+/// the checks read as it was.
+fn sigstore_check(u: &mut Unstructured) -> Result<()> {
+    use serde_json::Value;
+    use toolhost_verify::sigstore::{self, Identity, TrustRoot, fixture::ALICE};
+    let (world, signer) = world();
+    let (_, pem) = cosign_key();
+    let keys = [CosignKey::parse(pem, "trusted".into()).expect("the trusted key")];
+    let signers = std::slice::from_ref(signer);
+    match u.int_in_range(0..=2)? {
+        0 => {
+            let text: String = u.arbitrary()?;
+            let _ = TrustRoot::parse(&text);
+        }
+        1 => {
+            let bytes: Vec<u8> = u.arbitrary()?;
+            assert!(
+                sigstore::verify(&bytes, DIGEST, &keys, signers).is_err(),
+                "a bundle the checker did not make verified"
+            );
+        }
+        _ => {
+            let mut bundle =
+                if u.arbitrary()? { world.bundle(DIGEST, ALICE) } else { world.message_bundle(DIGEST, ALICE) };
+            let original = bundle.clone();
+            // Changes at paths the fuzzer picks: a value replaced by one it
+            // writes, or removed.
+            for _ in 0..u.int_in_range(0..=3)? {
+                let mut pointer = String::new();
+                for _ in 0..u.int_in_range(1..=6)? {
+                    let step = match bundle.pointer(&pointer) {
+                        Some(Value::Object(map)) if !map.is_empty() => {
+                            let key = map.keys().nth(u.choose_index(map.len())?).cloned().unwrap_or_default();
+                            key.replace('~', "~0").replace('/', "~1")
+                        }
+                        Some(Value::Array(items)) if !items.is_empty() => u.choose_index(items.len())?.to_string(),
+                        _ => break,
+                    };
+                    pointer = format!("{pointer}/{step}");
+                }
+                let Some(at) = bundle.pointer_mut(&pointer) else { continue };
+                *at = match u.int_in_range(0..=3)? {
+                    0 => Value::Null,
+                    1 => Value::String(u.arbitrary()?),
+                    2 => Value::from(u.arbitrary::<i64>()?),
+                    _ => serde_json::from_str(&u.arbitrary::<String>()?).unwrap_or(Value::Null),
+                };
+            }
+            let bytes = serde_json::to_vec(&bundle).unwrap_or_default();
+            let other = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+            assert!(sigstore::verify(&bytes, other, &keys, signers).is_err(), "a bundle verified another manifest");
+            let mut mallory = signer.clone();
+            mallory.identity = Identity::Exact("mallory@example.com".into());
+            assert!(
+                sigstore::verify(&bytes, DIGEST, &keys, std::slice::from_ref(&mallory)).is_err(),
+                "a bundle verified for a signer who did not sign it"
+            );
+            let verified = sigstore::verify(&bytes, DIGEST, &keys, signers);
+            if bundle == original {
+                assert!(verified.is_ok(), "the checker's own bundle did not verify: {verified:?}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -139,6 +139,7 @@ targets!(
     mcp_http,
     mcp_tool,
     signatures,
+    sigstore,
     session_paths,
     token_file,
     notebook_json,
