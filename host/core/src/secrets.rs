@@ -263,15 +263,66 @@ pub fn valid_name(name: &str) -> bool {
         && name.len() <= 128
 }
 
-/// `text` with every value of `secrets` replaced by `[secret NAME]`.
+/// The shortest encoded form masked: a shorter run of base64 characters
+/// turns up in ordinary output by chance.
+const MIN_ENCODED: usize = 8;
+
+/// `text` with every value of `secrets` replaced by `[secret NAME]`: as it
+/// is, and as the usual encodings write it (JSON string escapes, hex in
+/// either case, percent-encoding, and base64, standard or URL-safe, also
+/// where the value sits at any offset inside a longer encoded text, as in
+/// an HTTP Basic `user:token`).
 pub fn mask(text: &str, secrets: &[(String, String)]) -> String {
     let mut out = text.to_string();
     for (name, value) in secrets {
-        if value.chars().count() >= MIN_LEN && out.contains(value.as_str()) {
-            out = out.replace(value.as_str(), &format!("[secret {name}]"));
+        if value.chars().count() < MIN_LEN {
+            continue;
+        }
+        for form in forms(value) {
+            if out.contains(form.as_str()) {
+                out = out.replace(form.as_str(), &format!("[secret {name}]"));
+            }
         }
     }
     out
+}
+
+/// The ways `value` may be written out, longest first.
+fn forms(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let bytes = value.as_bytes();
+    let mut forms = vec![value.to_string()];
+    let escaped = serde_json::to_string(value).unwrap_or_default();
+    forms.push(escaped[1..escaped.len().saturating_sub(1).max(1)].to_string());
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    forms.push(hex.to_uppercase());
+    forms.push(hex);
+    let percent: String = bytes
+        .iter()
+        .map(|&b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    forms.push(percent);
+    // Base64 of the value after `k` other bytes: the characters that only
+    // the value's bits decide.
+    for k in 0..3usize {
+        let mut shifted = vec![0u8; k];
+        shifted.extend_from_slice(bytes);
+        let (first, end) = ((8 * k).div_ceil(6), (8 * (k + bytes.len())) / 6);
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&shifted);
+            if let Some(middle) = encoded.get(first..end) {
+                forms.push(middle.to_string());
+            }
+        }
+    }
+    forms.retain(|f| f == value || f.len() >= MIN_ENCODED);
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms.dedup();
+    forms
 }
 
 /// Every string of `value` masked (object keys included).
@@ -321,6 +372,42 @@ mod tests {
         assert!(store.list().unwrap_err().contains("can be read by others"));
         assert!(store.set("Mail", "1BAD", "value").unwrap_err().contains("not a secret name"));
         assert!(store.set("Mail", "SHORT", "abc").is_err());
+    }
+
+    #[test]
+    fn encoded_values_are_masked_too() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        let value = "tok-5e3c?8a1f/9b2d+x";
+        let secrets = [("TOKEN".to_string(), value.to_string())];
+        let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
+        let basic = STANDARD.encode(format!("alice:{value}"));
+        for shown in [
+            STANDARD.encode(value),
+            URL_SAFE.encode(value),
+            format!("Authorization: Basic {basic}"),
+            STANDARD.encode(format!("ab{value}")),
+            STANDARD.encode(format!("{value}ab")),
+            hex.clone(),
+            hex.to_uppercase(),
+            "tok-5e3c%3F8a1f%2F9b2d%2Bx".to_string(),
+            serde_json::to_string(&format!("{value}\"")).unwrap(),
+        ] {
+            let masked = mask(&shown, &secrets);
+            assert!(masked.contains("[secret TOKEN]"), "{shown} -> {masked}");
+        }
+        // The Basic credential's value part is gone: what is left does not
+        // decode to the token.
+        let masked = mask(&basic, &secrets);
+        assert!(
+            !String::from_utf8_lossy(&STANDARD.decode(masked.replace("[secret TOKEN]", "")).unwrap_or_default())
+                .contains("5e3c")
+        );
+        // A short value's base64 is too short to tell from chance and is
+        // left; its hex is not. Ordinary text is left alone.
+        let short = [("PIN".to_string(), "4821".to_string())];
+        assert_eq!(mask("pin 4821 hex 34383231 b64 NDgyMQ", &short), "pin [secret PIN] hex [secret PIN] b64 NDgyMQ");
+        assert_eq!(mask("nothing secret here", &secrets), "nothing secret here");
     }
 
     #[test]
