@@ -149,6 +149,10 @@ struct Authority {
 pub struct TrustRoot {
     authorities: Vec<Authority>,
     logs: Vec<Log>,
+    /// Logs named with a key this verifier does not check (Ed25519, as
+    /// Rekor v2 has, or RSA): their ids and URLs, to say why an entry in
+    /// one is refused.
+    unchecked: Vec<(Vec<u8>, String)>,
 }
 
 impl TrustRoot {
@@ -163,11 +167,14 @@ impl TrustRoot {
             STANDARD.decode(v.as_str().unwrap_or("")).map_err(|e| format!("{what} is not base64 ({e})"))
         };
         let mut logs = Vec::new();
+        let mut unchecked = Vec::new();
         for log in root["tlogs"].as_array().into_iter().flatten() {
             let url = log["baseUrl"].as_str().unwrap_or("a log").to_string();
             let der = bytes(&log["publicKey"]["rawBytes"], "a log's key")?;
             let Some(key) = Key::from_spki(&der) else {
                 // An Ed25519 or RSA log: never matched, so never trusted.
+                let id = STANDARD.decode(log["logId"]["keyId"].as_str().unwrap_or("")).unwrap_or_default();
+                unchecked.push((id, url));
                 continue;
             };
             let id: [u8; 32] = Sha256::digest(&der).into();
@@ -192,7 +199,7 @@ impl TrustRoot {
         if logs.is_empty() || authorities.is_empty() {
             return Err("it names no ECDSA transparency log or no certificate authority".into());
         }
-        Ok(TrustRoot { authorities, logs })
+        Ok(TrustRoot { authorities, logs, unchecked })
     }
 }
 
@@ -474,11 +481,14 @@ fn logged(
 ) -> Result<(i64, (String, u64)), String> {
     let number = |v: &Value| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
     let id = STANDARD.decode(entry["logId"]["keyId"].as_str().unwrap_or("")).unwrap_or_default();
-    let log = root
-        .logs
-        .iter()
-        .find(|l| l.id[..] == id[..])
-        .ok_or("its transparency log entry is in a log the trust root does not name")?;
+    let Some(log) = root.logs.iter().find(|l| l.id[..] == id[..]) else {
+        if let Some((_, url)) = root.unchecked.iter().find(|(known, _)| !id.is_empty() && known[..] == id[..]) {
+            return Err(format!(
+                "its transparency log entry is in {url}, a log whose key type (Ed25519 or RSA, as Rekor v2's logs have) this verifier does not check"
+            ));
+        }
+        return Err("its transparency log entry is in a log the trust root does not name".into());
+    };
     let body_b64 = entry["canonicalizedBody"].as_str().ok_or("its log entry has no body")?;
     let body = STANDARD.decode(body_b64).map_err(|_| "its log entry's body is not base64")?;
     let time = number(&entry["integratedTime"]).ok_or("its log entry has no time")?;
