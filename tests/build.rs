@@ -20,6 +20,7 @@ const GUESTS: &[&str] = &[
     "mover",
     "grantee",
     "fetcher",
+    "async-adversary",
 ];
 
 fn main() {

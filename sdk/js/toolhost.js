@@ -1,5 +1,5 @@
 // Writing toolhost tools in JavaScript, built into components with
-// componentize-qjs (QuickJS, `--sync`) or componentize-js (SpiderMonkey).
+// componentize-qjs (QuickJS), jco (`--backend quickjs`) or componentize-js (SpiderMonkey).
 //
 // A tool is a declaration plus `call` (and, where the answer depends on the
 // input, the classifications), handed to `define`:

@@ -1,6 +1,7 @@
 //! Tools written in JavaScript with the SDK's helper (`sdk/js/toolhost.js`),
-//! built by componentize-qjs (QuickJS, `--sync`) and componentize-js
-//! (SpiderMonkey), each pinned and installed from npm on first use, served
+//! built by componentize-qjs (QuickJS, `--sync`, and its default on the
+//! component-model async ABI), jco's default QuickJS build and
+//! componentize-js (SpiderMonkey), each pinned and installed from npm on first use, served
 //! through `call`, `run` and `serve`: the example Notes, and a test tool
 //! whose faults the helper must turn into answers.
 
@@ -24,7 +25,14 @@ fn notes() -> &'static Path {
 fn faults(engine: Engine) -> &'static Path {
     static QJS: OnceLock<PathBuf> = OnceLock::new();
     static SM: OnceLock<PathBuf> = OnceLock::new();
-    let cell = if engine == Engine::QuickJs { &QJS } else { &SM };
+    static QJS_ASYNC: OnceLock<PathBuf> = OnceLock::new();
+    static JCO: OnceLock<PathBuf> = OnceLock::new();
+    let cell = match engine {
+        Engine::QuickJs => &QJS,
+        Engine::SpiderMonkey => &SM,
+        Engine::QuickJsAsync => &QJS_ASYNC,
+        Engine::Jco => &JCO,
+    };
     built("tests/js/faults", engine, cell)
 }
 
@@ -184,19 +192,25 @@ fn spidermonkey_faults_become_answers_with_their_stack() {
     faults_become_answers(Engine::SpiderMonkey);
 }
 
-/// A default componentize-qjs build (the async ABI) is refused before any
-/// compile, with the flag that fixes it.
+/// componentize-qjs's default build (its runtime on the component-model
+/// async ABI) loads and answers as the synchronous build does.
 #[test]
-fn a_default_quickjs_build_is_refused_with_its_fix() {
-    let wasm = js_tool(&toolhost_tests::repo_root().join("tests/js/faults"), Engine::QuickJsAsync);
+fn a_default_quickjs_build_on_the_async_abi_answers_the_same() {
+    faults_become_answers(Engine::QuickJsAsync);
+}
+
+/// jco's default QuickJS build (`jco componentize app.js --wit wit -n
+/// plugin --backend quickjs`, no other flag) loads and answers; a guest
+/// spinning in it is stopped at its deadline.
+#[test]
+fn a_default_jco_quickjs_build_answers_and_is_stopped_at_its_deadline() {
+    faults_become_answers(Engine::Jco);
     let sb = Sandbox::new();
-    let r = toolhost(&sb, &["check", wasm.to_str().unwrap()]);
-    assert_ne!(r.code, 0, "{r:?}");
-    assert!(r.stdout.contains("async ABI") && r.stdout.contains("componentize-qjs --sync"), "{r:?}");
-    install(&sb, &wasm, "faults.wasm");
-    let tools = toolhost(&sb, &["tools"]);
-    assert!(!tools.stdout.contains("JsFaults"), "{tools:?}");
-    assert!(tools.stderr.contains("componentize-qjs --sync"), "{tools:?}");
+    install(&sb, faults(Engine::Jco), "faults.wasm");
+    let started = std::time::Instant::now();
+    let spin = call(&sb, "JsFaults", &json!({"do": "spin"}), &["--allow", "JsFaults", "--timeout-ms", "1000"]);
+    spin.assert_error("JsFaults timed out after 1000 ms and was stopped.");
+    assert!(started.elapsed() < std::time::Duration::from_secs(9), "{:?}", started.elapsed());
 }
 
 /// A tool that declares `reuse-instance`: one warm instance serves a

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod async_abi;
 mod bash;
 mod check;
 mod cluster;

@@ -12,6 +12,8 @@ use std::process::Command;
 pub const COMPONENTIZE_QJS: &str = "0.4.5";
 /// The componentize-js the tests build with.
 pub const COMPONENTIZE_JS: &str = "0.23.0";
+/// The jco the tests build with (`jco componentize --backend quickjs`).
+pub const JCO: &str = "1.35.0";
 
 /// The JavaScript engine a tool is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +25,11 @@ pub enum Engine {
     /// host).
     SpiderMonkey,
     /// componentize-qjs without `--sync`: its default runtime, which uses
-    /// the component-model async ABI (the host refuses it).
+    /// the component-model async ABI.
     QuickJsAsync,
+    /// `jco componentize --backend quickjs` with no other flag: jco's
+    /// default QuickJS build, on the async ABI.
+    Jco,
 }
 
 impl Engine {
@@ -32,6 +37,7 @@ impl Engine {
         match self {
             Engine::QuickJs | Engine::QuickJsAsync => format!("componentize-qjs@{COMPONENTIZE_QJS}"),
             Engine::SpiderMonkey => format!("@bytecodealliance/componentize-js@{COMPONENTIZE_JS}"),
+            Engine::Jco => format!("@bytecodealliance/jco@{JCO}"),
         }
     }
 
@@ -39,6 +45,7 @@ impl Engine {
         match self {
             Engine::QuickJs | Engine::QuickJsAsync => "qjs",
             Engine::SpiderMonkey => "spidermonkey",
+            Engine::Jco => "jco",
         }
     }
 }
@@ -89,6 +96,15 @@ pub fn js_tool(dir: &Path, engine: Engine) -> PathBuf {
                     .arg("--wit")
                     .arg(&wit)
                     .args(["--world-name", "plugin", "--out"])
+                    .arg(out),
+            ),
+            Engine::Jco => toolchain::run(
+                &what,
+                Command::new(modules.join(".bin").join("jco"))
+                    .current_dir(&stage)
+                    .args(["componentize", "app.js", "--wit"])
+                    .arg(&wit)
+                    .args(["-n", "plugin", "--backend", "quickjs", "-o"])
                     .arg(out),
             ),
         }

@@ -257,8 +257,8 @@ export const tool = define({{
         r#"#!/bin/sh
 # Builds {wasm} with componentize-qjs {COMPONENTIZE_QJS} (QuickJS; installed into
 # node_modules by npm on first use; set COMPONENTIZE_QJS to use another
-# installation). `--sync`: synchronous exports, which toolhost runs (the
-# default runtime uses the component-model async ABI, which it refuses).
+# installation), with its defaults (its runtime uses the component-model
+# async ABI, which toolhost runs).
 set -eu
 cd "$(dirname "$0")"
 if [ -z "${{COMPONENTIZE_QJS:-}}" ]; then
@@ -267,7 +267,7 @@ if [ -z "${{COMPONENTIZE_QJS:-}}" ]; then
     fi
     COMPONENTIZE_QJS=node_modules/.bin/componentize-qjs
 fi
-"$COMPONENTIZE_QJS" --wit wit --world plugin --sync --js app.js --output {wasm}
+"$COMPONENTIZE_QJS" --wit wit --world plugin --js app.js --output {wasm}
 "#
     );
     let package = format!(

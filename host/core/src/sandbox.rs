@@ -32,6 +32,8 @@ pub(crate) struct Sandbox {
     linker: Linker<HostState>,
     /// The quick engine's, when there is one.
     quick_linker: Option<Linker<HostState>>,
+    /// The concurrent engine's.
+    concurrent_linker: Linker<HostState>,
     limits: CallLimits,
     gate: Gate,
 }
@@ -68,7 +70,8 @@ impl Sandbox {
         let runtime = engine::Runtime::new(allocator, sizes)?;
         let linker = contract_linker(&runtime.engine)?;
         let quick_linker = runtime.quick.as_ref().map(contract_linker).transpose()?;
-        Ok(Sandbox { runtime, linker, quick_linker, limits, gate: Gate::new(instances as usize) })
+        let concurrent_linker = contract_linker(&runtime.concurrent)?;
+        Ok(Sandbox { runtime, linker, quick_linker, concurrent_linker, limits, gate: Gate::new(instances as usize) })
     }
 
     /// The optimizing engine.
@@ -81,8 +84,24 @@ impl Sandbox {
         self.runtime.quick.as_ref()
     }
 
+    /// The engine of the components that use the component-model async
+    /// ABI (optimizing; with concurrency support, which the others go
+    /// without).
+    pub(crate) fn concurrent_engine(&self) -> &Engine {
+        &self.runtime.concurrent
+    }
+
+    /// The engine a component compiles on, for good: the concurrent one if
+    /// it uses the async ABI.
+    pub(crate) fn engine_for(&self, concurrent: bool) -> &Engine {
+        if concurrent { self.concurrent_engine() } else { self.engine() }
+    }
+
     /// The linker for components compiled by `engine` (one of this sandbox's).
     pub(crate) fn linker_for(&self, engine: &Engine) -> &Linker<HostState> {
+        if Engine::same(&self.runtime.concurrent, engine) {
+            return &self.concurrent_linker;
+        }
         match (&self.runtime.quick, &self.quick_linker) {
             (Some(quick), Some(linker)) if Engine::same(quick, engine) => linker,
             _ => &self.linker,

@@ -98,7 +98,9 @@ fn the_python_3_12_5_release_signature_verifies_against_production() {
 #[test]
 fn a_github_actions_release_verifies_by_its_workflow_identity() {
     let name = "bundle_v3_github.whl.sigstore.json";
-    let workflow = Identity::pattern(r"https://github\.com/trailofbits/rfc8785\.py/\.github/workflows/release\.yml@refs/tags/v.*").unwrap();
+    let workflow =
+        Identity::pattern(r"https://github\.com/trailofbits/rfc8785\.py/\.github/workflows/release\.yml@refs/tags/v.*")
+            .unwrap();
     let who = signer("production", "https://token.actions.githubusercontent.com", workflow);
     verify(&data(name), &digest_named_in(name), &[], &[who]).unwrap();
     let other_repo = Identity::pattern(r"https://github\.com/trailofbits/other/.*").unwrap();

@@ -27,6 +27,10 @@ macro_rules! frozen_contract {
         use super::bindings::exports::toolhost::tool::tool as new_tool;
         use super::bindings::toolhost::tool::types as new;
 
+        // The names the table of versions calls its types by.
+        pub(super) use old::{PermissionDecision as Decision, ToolError as Error, ToolInfo as Info, ToolOutput as Output};
+        pub(super) use old_tool::CallContext as Context;
+
         /// The newest call context, in this version's types.
         pub(crate) fn context(ctx: &new_tool::CallContext) -> std::borrow::Cow<'static, old_tool::CallContext> {
             std::borrow::Cow::Owned(old_tool::CallContext {

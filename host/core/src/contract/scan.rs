@@ -17,9 +17,6 @@ pub struct Outline {
     /// The first async-ABI construct found (a built-in like `task.return`,
     /// or an `async` lift or lower), if any.
     pub async_abi: Option<&'static str>,
-    /// The toolchain that made it, where knowing it names a fix (looked
-    /// for only when there is one to name).
-    pub toolchain: Option<&'static str>,
 }
 
 /// An import this host does not provide, and what to do about it.
@@ -128,16 +125,8 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
         }
         Ok(())
     })?;
-    // componentize-qjs leaves no `producers` entry of its own; the name of
-    // its runtime module tells.
-    if out.async_abi.is_some() && component.windows(QJS_RUNTIME.len()).any(|w| w == QJS_RUNTIME) {
-        out.toolchain = Some("componentize-qjs");
-    }
     Ok(out)
 }
-
-/// The name componentize-qjs gives the QuickJS runtime module it links in.
-const QJS_RUNTIME: &[u8] = b"componentize_qjs_runtime.wasm";
 
 /// The WASI 0.2 interfaces the host links, by `package/interface`.
 const WASI: &[&str] = &[
@@ -189,23 +178,7 @@ pub fn check(outline: &Outline) -> Result<(), ShapeError> {
     if !missing.is_empty() {
         return Err(ShapeError::MissingImports(missing));
     }
-    if let Some(what) = outline.async_abi {
-        return Err(ShapeError::AsyncAbi { what, fix: async_fix(outline.toolchain) });
-    }
     Ok(())
-}
-
-/// How to build without the async ABI, for the toolchain that made it.
-fn async_fix(toolchain: Option<&str>) -> String {
-    if toolchain == Some("componentize-qjs") {
-        "it was made by componentize-qjs, whose default runtime uses it: build again with `componentize-qjs \
-         --sync` (what `toolhost new --lang js` writes)"
-            .into()
-    } else {
-        "build the tool for WASI 0.2 (wasm32-wasip2) with synchronous exports and imports (no `async` in its WIT \
-         bindings)"
-            .into()
-    }
 }
 
 /// Why `import` cannot be linked, if it cannot.
@@ -277,7 +250,6 @@ mod tests {
             imports: imports.iter().map(|s| s.to_string()).collect(),
             exports: vec![format!("{PACKAGE}/tool@{CONTRACT}")],
             async_abi: None,
-            toolchain: None,
         }
     }
 
@@ -320,20 +292,15 @@ mod tests {
     }
 
     #[test]
-    fn http_and_async_abi() {
+    fn http_and_the_async_abi() {
         let http = check(&outline_of(&["wasi:http/types@0.2.3", "wasi:http/outgoing-handler@0.2.3"]));
         assert_eq!(http.is_ok(), cfg!(feature = "http"), "{http:?}");
         let incoming = check(&outline_of(&["wasi:http/incoming-handler@0.2.3"])).unwrap_err().to_string();
         assert!(incoming.contains("wasi:http/incoming-handler"), "{incoming}");
+        // The async ABI loads (its calls run as tasks).
         let mut asynchronous = outline_of(&[]);
         asynchronous.async_abi = Some("task.return");
-        let text = check(&asynchronous).unwrap_err().to_string();
-        assert!(text.contains("async ABI") && text.contains("task.return"), "{text}");
-        assert!(text.contains("synchronous exports"), "{text}");
-        // The fix for the toolchain that made it.
-        asynchronous.toolchain = Some("componentize-qjs");
-        let text = check(&asynchronous).unwrap_err().to_string();
-        assert!(text.contains("componentize-qjs --sync"), "{text}");
+        check(&asynchronous).unwrap();
     }
 
     #[test]

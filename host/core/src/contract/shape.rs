@@ -153,14 +153,6 @@ pub enum ShapeError {
     #[error("imports what toolhost does not provide: {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; "))]
     /// It imports what the host does not provide (each with its fix).
     MissingImports(Vec<super::scan::Missing>),
-    #[error("uses the component-model async ABI ({what}), which toolhost does not run: {fix}")]
-    /// It uses the component-model async ABI.
-    AsyncAbi {
-        /// The first construct of the ABI found.
-        what: &'static str,
-        /// How to build it without.
-        fix: String,
-    },
 }
 
 fn list(items: &[String]) -> String {
@@ -176,6 +168,10 @@ pub struct Shape {
     pub capabilities: Vec<Capability>,
     /// Every import, by name (WASI and toolhost).
     pub imports: Vec<String>,
+    /// It uses the component-model async ABI (async lifts or lowers, its
+    /// own tasks, futures or streams): its exports are called as tasks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub concurrent: bool,
 }
 
 /// Checks the first bytes of a file: a component, a core module, or neither.
@@ -243,7 +239,7 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, S
     }
     capabilities.sort();
     capabilities.dedup();
-    Ok(Shape { version, capabilities, imports })
+    Ok(Shape { version, capabilities, imports, concurrent: false })
 }
 
 #[cfg(test)]

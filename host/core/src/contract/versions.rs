@@ -16,7 +16,7 @@ use super::shape::{Support, Version};
 use super::{CONTRACT, RELEASED, since_v1_0_0};
 use std::borrow::Cow;
 use wasmtime::AsContextMut;
-use wasmtime::component::InstancePre;
+use wasmtime::component::{ComponentNamedList, Func, Instance, InstancePre, Lift, Lower};
 
 /// Every released version, with the SHA-256 of its WIT as it was frozen
 /// (`wit/tool.wit` while it is the newest, `wit/vX.Y.Z/tool.wit` after).
@@ -60,12 +60,25 @@ pub(crate) fn support(guest: Version, current: Version, released: impl IntoItera
 /// Generates [`ToolPre`] and [`Guest`] from one row per range of versions,
 /// newest first: `Variant => module since Version(..)`. A module provides
 /// `FullPre`, `Full` (its bindings), `context` (today's call context in its
-/// types, borrowed where they are today's) and `From` conversions of its
-/// answers into today's types.
+/// types, borrowed where they are today's), the names `Context`, `Info`,
+/// `Output`, `Error` and `Decision` for its types, and `From` conversions of
+/// its answers into today's types.
+///
+/// A component that uses the component-model async ABI (async lifts of its
+/// exports, async lowers of its imports, its own subtasks, futures and
+/// streams) is called through [`Concurrent`]: wasmtime refuses a
+/// synchronous call of an async-lifted export, and runs the call's tasks to
+/// completion in `call_async`, on the calling thread.
 macro_rules! versions {
     ($($variant:ident => $module:ident since $since:expr;)+) => {
         /// A tool component linked and ready to instantiate.
-        pub(crate) enum ToolPre<T: 'static> {
+        pub(crate) struct ToolPre<T: 'static> {
+            row: Row<T>,
+            /// It uses the async ABI.
+            concurrent: bool,
+        }
+
+        enum Row<T: 'static> {
             $($variant($module::FullPre<T>),)+
         }
 
@@ -81,108 +94,152 @@ macro_rules! versions {
         // Cheap: the linked component is shared.
         impl<T: 'static> Clone for ToolPre<T> {
             fn clone(&self) -> Self {
-                match self {
-                    $(ToolPre::$variant(pre) => ToolPre::$variant(pre.clone()),)+
-                }
+                let row = match &self.row {
+                    $(Row::$variant(pre) => Row::$variant(pre.clone()),)+
+                };
+                ToolPre { row, concurrent: self.concurrent }
             }
         }
 
-        impl<T: 'static> ToolPre<T> {
+        impl<T: Send + 'static> ToolPre<T> {
             /// The bindings for a component built against contract
-            /// `version` (one this host loads, see [`Version::support`]).
-            pub(crate) fn new(version: Version, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
+            /// `version` (one this host loads, see [`Version::support`]),
+            /// `concurrent` if it uses the async ABI.
+            pub(crate) fn new(version: Version, concurrent: bool, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
                 let Some(row) = row(version) else {
                     wasmtime::bail!("this host does not run components built against contract {version}");
                 };
                 $(if row == $since {
-                    return Ok(ToolPre::$variant($module::FullPre::new(pre)?));
+                    return Ok(ToolPre { row: Row::$variant($module::FullPre::new(pre)?), concurrent });
                 })+
                 unreachable!("`row` returns a row's version")
             }
 
             /// The engine it was compiled by (its stores must be made on it).
             pub(crate) fn engine(&self) -> &wasmtime::Engine {
-                match self {
-                    $(ToolPre::$variant(pre) => pre.engine(),)+
+                match &self.row {
+                    $(Row::$variant(pre) => pre.engine(),)+
                 }
             }
 
             /// A fresh instance in `store`.
-            pub(crate) fn instantiate(&self, store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
-                Ok(match self {
-                    $(ToolPre::$variant(pre) => Guest::$variant(pre.instantiate(store)?),)+
+            pub(crate) fn instantiate(&self, mut store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
+                if !self.concurrent {
+                    return Ok(Guest {
+                        exports: match &self.row {
+                            $(Row::$variant(pre) => Exports::$variant(pre.instantiate(store)?),)+
+                        },
+                        concurrent: None,
+                    });
+                }
+                Ok(match &self.row {
+                    $(Row::$variant(pre) => {
+                        let instance = pre.instance_pre().instantiate(&mut store)?;
+                        let exports = Exports::$variant($module::Full::new(&mut store, &instance)?);
+                        let interface = format!("{}/tool@{}", super::PACKAGE, $since);
+                        let concurrent = Concurrent::new(&mut store, &instance, &interface)?;
+                        Guest { exports, concurrent: Some(concurrent) }
+                    })+
                 })
             }
         }
 
         /// A live tool instance's exports.
-        pub(crate) enum Guest {
+        pub(crate) struct Guest {
+            exports: Exports,
+            /// Its exports' functions, where it uses the async ABI.
+            concurrent: Option<Concurrent>,
+        }
+
+        enum Exports {
             $($variant($module::Full),)+
         }
 
         // The newest version's conversions are the identity.
         #[allow(clippy::useless_conversion)]
         impl Guest {
-            pub(crate) fn info<S: AsContextMut>(&self, store: S) -> wasmtime::Result<ToolInfo> {
-                match self {
-                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
+            pub(crate) fn info<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<ToolInfo> {
+                match (&self.exports, &self.concurrent) {
+                    $((Exports::$variant(_), Some(c)) => c.call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
+                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
                 }
             }
 
-            pub(crate) fn is_enabled<S: AsContextMut>(&self, store: S) -> wasmtime::Result<bool> {
-                match self {
-                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_enabled(store),)+
+            pub(crate) fn is_enabled<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<bool> {
+                match (&self.exports, &self.concurrent) {
+                    (_, Some(c)) => c.call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
+                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_enabled(store),)+
                 }
             }
 
-            pub(crate) fn is_concurrency_safe<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
-                match self {
-                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
+            pub(crate) fn is_concurrency_safe<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match (&self.exports, &self.concurrent) {
+                    (_, Some(c)) => c.call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
+                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
                 }
             }
 
-            pub(crate) fn is_read_only<S: AsContextMut>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
-                match self {
-                    $(Guest::$variant(g) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
+            pub(crate) fn is_read_only<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match (&self.exports, &self.concurrent) {
+                    (_, Some(c)) => c.call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
+                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
                 }
             }
 
-            pub(crate) fn validate_input<S: AsContextMut>(
+            pub(crate) fn validate_input<S: AsContextMut<Data: Send>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<(), ToolError>> {
-                match self {
-                    $(Guest::$variant(g) => Ok(g
+                match (&self.exports, &self.concurrent) {
+                    $((Exports::$variant(_), Some(c)) => {
+                        let ctx = $module::context(ctx);
+                        let (r,) = c.call::<_, (&str, &$module::Context), (Result<(), $module::Error>,)>(
+                            store, &c.validate_input, (input, &*ctx))?;
+                        Ok(r.map_err(Into::into))
+                    })+
+                    $((Exports::$variant(g), None) => Ok(g
                         .toolhost_tool_tool()
                         .call_validate_input(store, input, &$module::context(ctx))?
                         .map_err(Into::into)),)+
                 }
             }
 
-            pub(crate) fn check_permissions<S: AsContextMut>(
+            pub(crate) fn check_permissions<S: AsContextMut<Data: Send>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<PermissionDecision> {
-                match self {
-                    $(Guest::$variant(g) => g
+                match (&self.exports, &self.concurrent) {
+                    $((Exports::$variant(_), Some(c)) => {
+                        let ctx = $module::context(ctx);
+                        let (r,) = c.call::<_, (&str, &$module::Context), ($module::Decision,)>(
+                            store, &c.check_permissions, (input, &*ctx))?;
+                        Ok(r.into())
+                    })+
+                    $((Exports::$variant(g), None) => g
                         .toolhost_tool_tool()
                         .call_check_permissions(store, input, &$module::context(ctx))
                         .map(Into::into),)+
                 }
             }
 
-            pub(crate) fn call<S: AsContextMut>(
+            pub(crate) fn call<S: AsContextMut<Data: Send>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<ToolOutput, ToolError>> {
-                match self {
-                    $(Guest::$variant(g) => Ok(g
+                match (&self.exports, &self.concurrent) {
+                    $((Exports::$variant(_), Some(c)) => {
+                        let ctx = $module::context(ctx);
+                        let (r,) = c.call::<_, (&str, &$module::Context), (Result<$module::Output, $module::Error>,)>(
+                            store, &c.call, (input, &*ctx))?;
+                        Ok(r.map(Into::into).map_err(Into::into))
+                    })+
+                    $((Exports::$variant(g), None) => Ok(g
                         .toolhost_tool_tool()
                         .call_call(store, input, &$module::context(ctx))?
                         .map(Into::into)
@@ -193,6 +250,58 @@ macro_rules! versions {
     };
 }
 
+/// The `tool` export's functions of an instance that uses the async ABI,
+/// called with `call_async` and run to completion on the calling thread.
+/// Every task the call starts (its own subtasks, futures and streams) runs
+/// inside it: when none can make progress any more (a guest waiting on a
+/// future nothing will complete), wasmtime traps, so a call ends one way or
+/// another; the epoch deadline and cancellation interrupt it as they do a
+/// synchronous call, at the next wasm instruction it runs.
+struct Concurrent {
+    info: Func,
+    is_enabled: Func,
+    is_concurrency_safe: Func,
+    is_read_only: Func,
+    validate_input: Func,
+    check_permissions: Func,
+    call: Func,
+}
+
+impl Concurrent {
+    fn new(mut store: impl AsContextMut, instance: &Instance, interface: &str) -> wasmtime::Result<Concurrent> {
+        let tool = instance
+            .get_export_index(&mut store, None, interface)
+            .ok_or_else(|| wasmtime::format_err!("no `{interface}` export"))?;
+        let mut func = |name: &str| {
+            instance
+                .get_export_index(&mut store, Some(&tool), name)
+                .and_then(|index| instance.get_func(&mut store, index))
+                .ok_or_else(|| wasmtime::format_err!("no `{name}` in its `{interface}` export"))
+        };
+        Ok(Concurrent {
+            info: func("info")?,
+            is_enabled: func("is-enabled")?,
+            is_concurrency_safe: func("is-concurrency-safe")?,
+            is_read_only: func("is-read-only")?,
+            validate_input: func("validate-input")?,
+            check_permissions: func("check-permissions")?,
+            call: func("call")?,
+        })
+    }
+
+    /// Calls `func`, typed as `P -> R` (checked against its type), until
+    /// its task and every task it started are done.
+    fn call<S, P, R>(&self, mut store: S, func: &Func, params: P) -> wasmtime::Result<R>
+    where
+        S: AsContextMut<Data: Send>,
+        P: ComponentNamedList + Lower + Send + Sync,
+        R: ComponentNamedList + Lift + Send + Sync + 'static,
+    {
+        let typed = func.typed::<P, R>(&store)?;
+        futures::executor::block_on(typed.call_async(&mut store, params))
+    }
+}
+
 versions! {
     Current => newest since CONTRACT;
     V1_0 => since_v1_0_0 since Version(1, 0, 0);
@@ -201,6 +310,8 @@ versions! {
 /// The newest contract's bindings, in the shape the table expects.
 mod newest {
     use super::*;
+    pub(super) use bindings::exports::toolhost::tool::tool::{CallContext as Context, PermissionDecision as Decision};
+    pub(super) use bindings::toolhost::tool::types::{ToolError as Error, ToolInfo as Info, ToolOutput as Output};
     pub(super) use bindings::{Full, FullPre};
 
     pub(super) fn context(ctx: &CallContext) -> Cow<'_, CallContext> {

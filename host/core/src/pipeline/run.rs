@@ -314,7 +314,16 @@ pub(super) fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: 
         GuestFault::Trap(trap) => {
             let stderr = instance.captured.last_stderr_lines(4);
             let detail = if stderr.is_empty() { String::new() } else { format!("\nThe tool's last output:\n{stderr}") };
-            format!("{name} crashed ({trap}). This is a bug in the tool; the host keeps serving.{detail}")
+            let why = match trap {
+                // The component-model async ABI's states that cannot end.
+                wasmtime::Trap::CannotBlockSyncTask => {
+                    " (a synchronous export waited on a future, stream or task of its own, which nothing outside \
+                     it could complete)"
+                }
+                wasmtime::Trap::AsyncDeadlock => " (every task it started was waiting, and none could go on)",
+                _ => "",
+            };
+            format!("{name} crashed ({trap}){why}. This is a bug in the tool; the host keeps serving.{detail}")
         }
         GuestFault::Other => {
             format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")

@@ -167,6 +167,7 @@ mod tests {
             version: crate::contract::Version(1, 1, 0),
             capabilities: vec![crate::contract::Capability::Files],
             imports: vec!["wasi:cli/stdout@0.2.6".into()],
+            concurrent: true,
         };
         let requests = crate::grants::Allowance { process: true, ..Default::default() };
         let described = Described { spec, warnings: vec!["cut".into()], shape, requests };

@@ -6,8 +6,7 @@
 use super::cache;
 use super::load::Loader;
 use super::tool::{LinkLater, LoadError, WasmSource};
-use crate::contract::ToolPre;
-use crate::contract::Version;
+use crate::contract::{Shape, ToolPre};
 use crate::sandbox::{HostState, Sandbox};
 use std::borrow::Cow;
 use std::path::Path;
@@ -44,23 +43,25 @@ impl Loader<'_> {
     /// engine: a plugin (`quick_ok`) of at least [`Loader::quick_above`]
     /// bytes whose optimized form is not cached compiles quick, and its
     /// optimized compile is asked of [`Loader::optimizer`]. A compile that
-    /// takes long is reported to [`Loader::progress`] and the log.
+    /// takes long is reported to [`Loader::progress`] and the log. A
+    /// component on the async ABI (`concurrent`) compiles on the concurrent
+    /// engine, never quick.
     pub(super) fn compile(
         &self,
         source: &str,
         wasm: Cow<'static, [u8]>,
         hash: &str,
         timeout: Duration,
-        quick_ok: bool,
+        (quick_ok, concurrent): (bool, bool),
     ) -> Result<(Component, bool), LoadError> {
         // A compiled form in the cache is read here; only a compile needs a
         // thread of its own (and the bytes copied to it).
-        let optimizing = self.sandbox.engine();
+        let optimizing = self.sandbox.engine_for(concurrent);
         if let Some(component) = self.cached_on(optimizing, hash) {
             return Ok((component, false));
         }
         let quick = match (self.quick_above, self.sandbox.quick_engine(), self.cache_dir) {
-            (Some(above), Some(quick), Some(_)) if quick_ok && wasm.len() >= above => Some(quick),
+            (Some(above), Some(quick), Some(_)) if quick_ok && !concurrent && wasm.len() >= above => Some(quick),
             _ => None,
         };
         let wasm = Arc::new(wasm.into_owned());
@@ -196,23 +197,19 @@ pub(super) fn compile_within(
     }
 }
 
-/// `component` linked against the sandbox's linker, as a tool serving the
-/// contract `version`.
-pub(super) fn link(
-    sandbox: &Sandbox,
-    component: &Component,
-    version: Version,
-) -> Result<ToolPre<HostState>, LoadError> {
+/// `component` linked against the sandbox's linker, as a tool of `shape`
+/// (the contract version it serves, whether it uses the async ABI).
+pub(super) fn link(sandbox: &Sandbox, component: &Component, shape: &Shape) -> Result<ToolPre<HostState>, LoadError> {
     let linker = sandbox.linker_for(component.engine());
     let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-    ToolPre::new(version, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
+    ToolPre::new(shape.version, shape.concurrent, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
 }
 
 /// Links a tool loaded with [`Linked::later`]: its compiled form from the
 /// cache, or, if that went missing or stale since, compiled again from its
 /// bytes (a file's only while they still have the hash it was loaded with).
 pub(super) fn link_later(sandbox: &Sandbox, later: &LinkLater) -> Result<ToolPre<HostState>, LoadError> {
-    let engine = sandbox.engine();
+    let engine = sandbox.engine_for(later.concurrent);
     let component = match cache::cached(engine, &later.hash, &later.cache_dir) {
         Some(component) => component,
         None => {
@@ -235,7 +232,9 @@ pub(super) fn link_later(sandbox: &Sandbox, later: &LinkLater) -> Result<ToolPre
         }
     };
     tracing::debug!(hash = %later.hash, "linked at first use");
-    link(sandbox, &component, later.version)
+    let shape =
+        Shape { version: later.version, capabilities: Vec::new(), imports: Vec::new(), concurrent: later.concurrent };
+    link(sandbox, &component, &shape)
 }
 
 /// `f` of every item, on up to one thread per core, in the items' order

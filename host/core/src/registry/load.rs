@@ -9,7 +9,7 @@ use super::declare::{parse_info, recheck};
 use super::pool::Registry;
 use super::tool::{LinkLater, Linked, LoadError, LoadedTool, Origin, ToolSpec, WasmSource};
 use crate::contract::ToolPre;
-use crate::contract::{self, Capability, Version};
+use crate::contract::{self, Capability, Shape, Version};
 use crate::fsx::Dirs;
 use crate::grants::{Allowance, FileAccess, Grants};
 use crate::imports::{CallScope, Namespace};
@@ -222,7 +222,7 @@ impl Loader<'_> {
         let engine = self.sandbox.engine();
         let path = cache::spec_path(dir, engine, content);
         let known = cache::read_spec(&path).and_then(|known| rechecked(known, &path.display()))?;
-        if !cache::has_compiled(engine, content, dir) {
+        if !cache::has_compiled(self.sandbox.engine_for(known.shape.concurrent), content, dir) {
             return None;
         }
         linked_later(known, dir, content, origin, from)
@@ -261,9 +261,11 @@ impl Loader<'_> {
         let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, content));
         let known = spec_file.as_deref().and_then(known_description);
         let quick_ok = origin != Origin::Builtin;
-        let (component, quick) = self.compile(source, wasm, content, COMPILE_TIMEOUT, quick_ok)?;
-        let shape = contract::inspect(component.engine(), &component)?;
-        let pre = link(self.sandbox, &component, shape.version)?;
+        // The built-ins are synchronous; a plugin may use the async ABI.
+        let concurrent = origin != Origin::Builtin && contract::scan::outline(&wasm)?.async_abi.is_some();
+        let (component, quick) = self.compile(source, wasm, content, COMPILE_TIMEOUT, (quick_ok, concurrent))?;
+        let shape = Shape { concurrent, ..contract::inspect(component.engine(), &component)? };
+        let pre = link(self.sandbox, &component, &shape)?;
         let (spec, warnings) = match known {
             Some(known) => (known.spec, known.warnings),
             None => {
@@ -363,8 +365,13 @@ fn linked_later(
         return None;
     }
     let cache::Described { spec, warnings, shape, requests } = known;
-    let later =
-        LinkLater { cache_dir: dir.to_path_buf(), hash: content.to_string(), version: shape.version, wasm: from };
+    let later = LinkLater {
+        cache_dir: dir.to_path_buf(),
+        hash: content.to_string(),
+        version: shape.version,
+        concurrent: shape.concurrent,
+        wasm: from,
+    };
     Some(LoadedTool::new(spec, origin, requests, shape, Linked::later(later), warnings))
 }
 
@@ -436,7 +443,7 @@ mod tests {
             let compile = |wasm: &[u8], quick_ok| {
                 let hash = cache::content_hash(wasm);
                 loader
-                    .compile("test", Cow::Owned(wasm.to_vec()), &hash, COMPILE_TIMEOUT, quick_ok)
+                    .compile("test", Cow::Owned(wasm.to_vec()), &hash, COMPILE_TIMEOUT, (quick_ok, false))
                     .map(|(_, quick)| quick)
             };
             assert!(!compile(&tail, true).unwrap(), "compiled optimized after Winch refused it");

@@ -326,7 +326,7 @@ impl LoadedTool {
 
     /// A tool another program serves, described by `tool`.
     pub(crate) fn remote(tool: super::remote::RemoteTool) -> LoadedTool {
-        let shape = Shape { version: Version::HOST, capabilities: Vec::new(), imports: Vec::new() };
+        let shape = Shape { version: Version::HOST, capabilities: Vec::new(), imports: Vec::new(), concurrent: false };
         let linked = Linked { ready: OnceLock::from(Err("it is served by an MCP server".to_string())), later: None };
         let origin = Origin::Mcp(tool.remote.server.clone());
         let mut loaded = LoadedTool::new(tool.spec, origin, Allowance::default(), shape, linked, tool.warnings);
@@ -391,6 +391,8 @@ pub(crate) struct LinkLater {
     /// The SHA-256 of its bytes.
     pub hash: String,
     pub version: Version,
+    /// It uses the async ABI.
+    pub concurrent: bool,
     /// Its bytes, compiled again if the cached form went missing or stale.
     pub wasm: WasmSource,
 }

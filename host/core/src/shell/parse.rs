@@ -250,6 +250,8 @@ impl Parser {
 /// stack; pooled slots reset copy-on-write when `pooling`.
 fn config(pooling: bool) -> Config {
     let mut config = Config::new();
+    // No component-model concurrency: it costs every Store.
+    config.concurrency_support(false);
     config.epoch_interruption(true);
     config.max_wasm_stack(WASM_STACK);
     config.memory_init_cow(true);
