@@ -160,28 +160,28 @@ macro_rules! versions {
         impl Guest {
             pub(crate) fn info<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<ToolInfo> {
                 match (&self.exports, &self.concurrent) {
-                    $((Exports::$variant(_), Some(c)) => c.call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
+                    $((Exports::$variant(_), Some(c)) => Concurrent::call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
                     $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
                 }
             }
 
             pub(crate) fn is_enabled<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<bool> {
                 match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => c.call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
+                    (_, Some(c)) => Concurrent::call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
                     $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_enabled(store),)+
                 }
             }
 
             pub(crate) fn is_concurrency_safe<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => c.call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
+                    (_, Some(c)) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
                     $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
                 }
             }
 
             pub(crate) fn is_read_only<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => c.call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
+                    (_, Some(c)) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
                     $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
                 }
             }
@@ -195,7 +195,7 @@ macro_rules! versions {
                 match (&self.exports, &self.concurrent) {
                     $((Exports::$variant(_), Some(c)) => {
                         let ctx = $module::context(ctx);
-                        let (r,) = c.call::<_, (&str, &$module::Context), (Result<(), $module::Error>,)>(
+                        let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<(), $module::Error>,)>(
                             store, &c.validate_input, (input, &*ctx))?;
                         Ok(r.map_err(Into::into))
                     })+
@@ -215,7 +215,7 @@ macro_rules! versions {
                 match (&self.exports, &self.concurrent) {
                     $((Exports::$variant(_), Some(c)) => {
                         let ctx = $module::context(ctx);
-                        let (r,) = c.call::<_, (&str, &$module::Context), ($module::Decision,)>(
+                        let (r,) = Concurrent::call::<_, (&str, &$module::Context), ($module::Decision,)>(
                             store, &c.check_permissions, (input, &*ctx))?;
                         Ok(r.into())
                     })+
@@ -235,7 +235,7 @@ macro_rules! versions {
                 match (&self.exports, &self.concurrent) {
                     $((Exports::$variant(_), Some(c)) => {
                         let ctx = $module::context(ctx);
-                        let (r,) = c.call::<_, (&str, &$module::Context), (Result<$module::Output, $module::Error>,)>(
+                        let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<$module::Output, $module::Error>,)>(
                             store, &c.call, (input, &*ctx))?;
                         Ok(r.map(Into::into).map_err(Into::into))
                     })+
@@ -291,7 +291,7 @@ impl Concurrent {
 
     /// Calls `func`, typed as `P -> R` (checked against its type), until
     /// its task and every task it started are done.
-    fn call<S, P, R>(&self, mut store: S, func: &Func, params: P) -> wasmtime::Result<R>
+    fn call<S, P, R>(mut store: S, func: &Func, params: P) -> wasmtime::Result<R>
     where
         S: AsContextMut<Data: Send>,
         P: ComponentNamedList + Lower + Send + Sync,

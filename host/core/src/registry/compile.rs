@@ -6,7 +6,7 @@
 use super::cache;
 use super::load::Loader;
 use super::tool::{LinkLater, LoadError, WasmSource};
-use crate::contract::{Shape, ToolPre};
+use crate::contract::{ToolPre, Version};
 use crate::sandbox::{HostState, Sandbox};
 use std::borrow::Cow;
 use std::path::Path;
@@ -197,12 +197,17 @@ pub(super) fn compile_within(
     }
 }
 
-/// `component` linked against the sandbox's linker, as a tool of `shape`
-/// (the contract version it serves, whether it uses the async ABI).
-pub(super) fn link(sandbox: &Sandbox, component: &Component, shape: &Shape) -> Result<ToolPre<HostState>, LoadError> {
+/// `component` linked against the sandbox's linker, as a tool serving the
+/// contract `version`, `concurrent` if it uses the async ABI.
+pub(super) fn link(
+    sandbox: &Sandbox,
+    component: &Component,
+    version: Version,
+    concurrent: bool,
+) -> Result<ToolPre<HostState>, LoadError> {
     let linker = sandbox.linker_for(component.engine());
     let pre = linker.instantiate_pre(component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
-    ToolPre::new(shape.version, shape.concurrent, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
+    ToolPre::new(version, concurrent, pre).map_err(|e| LoadError::Link(format!("{e:#}")))
 }
 
 /// Links a tool loaded with [`Linked::later`]: its compiled form from the
@@ -232,9 +237,7 @@ pub(super) fn link_later(sandbox: &Sandbox, later: &LinkLater) -> Result<ToolPre
         }
     };
     tracing::debug!(hash = %later.hash, "linked at first use");
-    let shape =
-        Shape { version: later.version, capabilities: Vec::new(), imports: Vec::new(), concurrent: later.concurrent };
-    link(sandbox, &component, &shape)
+    link(sandbox, &component, later.version, later.concurrent)
 }
 
 /// `f` of every item, on up to one thread per core, in the items' order

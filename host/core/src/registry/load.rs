@@ -81,7 +81,9 @@ impl Loader<'_> {
                     Some(tool) => tool,
                     None => {
                         let requests = contract::requests::read(embedded.wasm).map_err(|e| fail(e.into()))?;
-                        self.load(&source, wasm, from, embedded.sha256, Origin::Builtin, requests).map_err(fail)?
+                        // The built-ins are synchronous (no async ABI).
+                        let origin = (Origin::Builtin, false);
+                        self.load(&source, wasm, from, embedded.sha256, origin, requests).map_err(fail)?
                     }
                 },
             };
@@ -174,10 +176,11 @@ impl Loader<'_> {
     ) -> Result<LoadedTool, LoadError> {
         contract::check_header(&bytes)?;
         // What it imports and which contract it serves, before compiling.
-        contract::scan::check(&contract::scan::outline(&bytes)?)?;
+        let outline = contract::scan::outline(&bytes)?;
+        contract::scan::check(&outline)?;
         let requests = contract::requests::read(&bytes)?;
         let (source, from) = (path.display().to_string(), WasmSource::File(path.to_path_buf()));
-        let origin = Origin::Plugin(path.to_path_buf());
+        let origin = (Origin::Plugin(path.to_path_buf()), outline.async_abi.is_some());
         let mut tool = self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Allowance::default();
@@ -244,14 +247,16 @@ impl Loader<'_> {
     /// depends only on its bytes: one saved beside its compiled form by an
     /// earlier load (and checked again) is used without instantiating it;
     /// otherwise it is asked, and saved. With both in the cache and
-    /// [`Loader::link_later`], the tool is linked at its first use.
+    /// [`Loader::link_later`], the tool is linked at its first use. With its
+    /// origin comes whether it uses the async ABI (`concurrent`, from the
+    /// outline its caller read).
     fn load(
         &self,
         source: &str,
         wasm: Cow<'static, [u8]>,
         from: WasmSource,
         content: &str,
-        origin: Origin,
+        (origin, concurrent): (Origin, bool),
         requests: Allowance,
     ) -> Result<LoadedTool, LoadError> {
         if let Some(tool) = self.cached(content, origin.clone(), from) {
@@ -261,11 +266,9 @@ impl Loader<'_> {
         let spec_file = self.cache_dir.map(|d| cache::spec_path(d, engine, content));
         let known = spec_file.as_deref().and_then(known_description);
         let quick_ok = origin != Origin::Builtin;
-        // The built-ins are synchronous; a plugin may use the async ABI.
-        let concurrent = origin != Origin::Builtin && contract::scan::outline(&wasm)?.async_abi.is_some();
         let (component, quick) = self.compile(source, wasm, content, COMPILE_TIMEOUT, (quick_ok, concurrent))?;
         let shape = Shape { concurrent, ..contract::inspect(component.engine(), &component)? };
-        let pre = link(self.sandbox, &component, &shape)?;
+        let pre = link(self.sandbox, &component, shape.version, concurrent)?;
         let (spec, warnings) = match known {
             Some(known) => (known.spec, known.warnings),
             None => {
@@ -468,7 +471,9 @@ mod tests {
                 let requests = contract::requests::read(embedded.wasm).unwrap();
                 let from = WasmSource::Embedded(embedded.wasm);
                 let wasm = Cow::Borrowed(embedded.wasm);
-                loader.load(embedded.crate_dir, wasm, from, embedded.sha256, Origin::Builtin, requests).unwrap();
+                loader
+                    .load(embedded.crate_dir, wasm, from, embedded.sha256, (Origin::Builtin, false), requests)
+                    .unwrap();
                 let saved = cache::read_spec(&cache::spec_path(cache, loader.sandbox.engine(), embedded.sha256));
                 let described = serde_json::to_value(saved.unwrap()).unwrap();
                 if file.get(embedded.crate_dir) != Some(&described) {
