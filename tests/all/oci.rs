@@ -341,12 +341,7 @@ fn with_a_trusted_cosign_key_only_a_component_it_signed_installs() {
     let wasm = std::fs::read(ECHO).unwrap();
     let digest = push(&registry, "tools/echo:1.0", &wasm);
     let source = format!("oci://{}/tools/echo:1.0", registry.address);
-    let refused = |why: &str| {
-        let r = install(&sb, Some(&docker), &[&source, "--yes"]);
-        assert_eq!(r.code, 1, "{r:?}");
-        assert!(r.stderr.contains(why), "{}", r.stderr);
-        assert!(!sb.plugins.join("Echo.wasm").exists(), "a refused install copied something");
-    };
+    let refused = |why: &str| refused_echo(&sb, &docker, &source, why);
     refused("it has no cosign signature");
     // Signed by a key nobody trusts; then by the trusted key, over another
     // manifest.
@@ -374,6 +369,15 @@ fn with_a_trusted_cosign_key_only_a_component_it_signed_installs() {
     refused_as(&sb, &docker, &source, "none is a cosign key");
 }
 
+/// `install SOURCE --yes` of the echo component is refused with `why`,
+/// and nothing is copied.
+fn refused_echo(sb: &Sandbox, docker: &PathBuf, source: &str, why: &str) {
+    let r = install(sb, Some(docker), &[source, "--yes"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(why), "{}", r.stderr);
+    assert!(!sb.plugins.join("Echo.wasm").exists(), "a refused install copied something");
+}
+
 fn refused_as(sb: &Sandbox, docker: &PathBuf, source: &str, why: &str) {
     let r = install(sb, Some(docker), &[source]);
     assert_eq!(r.code, 1, "{r:?}");
@@ -396,12 +400,7 @@ fn with_trusted_sigstore_signers_only_a_bundle_they_signed_installs() {
     std::fs::write(config.join("settings.json"), signers.to_string()).unwrap();
     let digest = push(&registry, "tools/echo:1.0", &std::fs::read(ECHO).unwrap());
     let source = format!("oci://{}/tools/echo:1.0", registry.address);
-    let refused = |why: &str| {
-        let r = install(&sb, Some(&docker), &[&source, "--yes"]);
-        assert_eq!(r.code, 1, "{r:?}");
-        assert!(r.stderr.contains(why), "{}", r.stderr);
-        assert!(!sb.plugins.join("Echo.wasm").exists(), "a refused install copied something");
-    };
+    let refused = |why: &str| refused_echo(&sb, &docker, &source, why);
     refused("no Sigstore bundle attached");
     // Signed keyless by someone else; by Alice, with a certificate of a CA
     // the trust root does not name; by Alice, for another manifest.

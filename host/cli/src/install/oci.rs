@@ -156,21 +156,8 @@ async fn signatures(
         let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(cosign::SIGNATURE_ANNOTATION)) else {
             continue;
         };
-        let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
-        if size > MAX_PAYLOAD {
-            return Err(format!(
-                "a signed payload in {tag} is {size} bytes, more than the {MAX_PAYLOAD} toolhost reads"
-            ));
-        }
-        let mut out = Capped { bytes: Vec::new(), cap: size };
-        client
-            .pull_blob(&at, layer, &mut out)
-            .await
-            .map_err(|e| format!("reading a signed payload of {tag} failed: {e}"))?;
-        if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
-            return Err(format!("a signed payload of {tag} is not the blob its manifest names"));
-        }
-        found.push(Found { payload: out.bytes, signature: signature.clone() });
+        let payload = small_blob(client, &at, layer, MAX_PAYLOAD, &format!("a signed payload of {tag}")).await?;
+        found.push(Found { payload, signature: signature.clone() });
     }
     Ok(found)
 }
@@ -201,25 +188,31 @@ async fn bundles(
             Err(e) => return Err(format!("reading the bundle manifest {} failed: {e}", entry.digest)),
         };
         for layer in manifest.layers.iter().filter(|l| l.media_type == sigstore::BUNDLE_ARTIFACT) {
-            let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
-            if size > sigstore::MAX_BUNDLE {
-                return Err(format!(
-                    "a bundle of {digest} is {size} bytes, more than the {} toolhost reads",
-                    sigstore::MAX_BUNDLE
-                ));
-            }
-            let mut out = Capped { bytes: Vec::new(), cap: size };
-            client
-                .pull_blob(&at, layer, &mut out)
-                .await
-                .map_err(|e| format!("reading a bundle of {digest} failed: {e}"))?;
-            if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
-                return Err(format!("a bundle of {digest} is not the blob its manifest names"));
-            }
-            found.push(out.bytes);
+            found.push(small_blob(client, &at, layer, sigstore::MAX_BUNDLE, &format!("a bundle of {digest}")).await?);
         }
     }
     Ok(found)
+}
+
+/// The blob `layer` of the manifest `at` (`what`, in messages: "a bundle of
+/// sha256:…"), of at most `max` bytes, checked against its digest.
+async fn small_blob(
+    client: &Client,
+    at: &Reference,
+    layer: &OciDescriptor,
+    max: u64,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+    if size > max {
+        return Err(format!("{what} is {size} bytes, more than the {max} toolhost reads"));
+    }
+    let mut out = Capped { bytes: Vec::new(), cap: size };
+    client.pull_blob(at, layer, &mut out).await.map_err(|e| format!("reading {what} failed: {e}"))?;
+    if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
+        return Err(format!("{what} is not the blob its manifest names"));
+    }
+    Ok(out.bytes)
 }
 
 /// Whether the registry said it has no such manifest.
