@@ -21,6 +21,7 @@ const GUESTS: &[&str] = &[
     "grantee",
     "fetcher",
     "async-adversary",
+    "async-tool",
 ];
 
 fn main() {

@@ -38,8 +38,8 @@
 // - The input arrives parsed; `call` may return a string, any other JSON
 //   value (sent as a JSON block), or an `Output`.
 
-import { log as hostLog, report } from "toolhost:tool/progress@1.5.0";
-import * as hostSession from "toolhost:tool/session@1.5.0";
+import { log as hostLog, report } from "toolhost:tool/progress@1.6.0";
+import * as hostSession from "toolhost:tool/session@1.6.0";
 
 const KINDS = [
   "invalid-input",

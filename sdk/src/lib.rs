@@ -54,7 +54,7 @@
 //! # Contract version
 //!
 //! The contract version ([`CONTRACT_VERSION`]) is part of the names of the
-//! interfaces the component exports (`toolhost:tool/tool@1.5.0`): the host reads it
+//! interfaces the component exports (`toolhost:tool/tool@1.6.0`): the host reads it
 //! before anything else and refuses a component built against another major version.
 //! Which versions were released, and what each added: `wit/CHANGELOG.md`.
 //!
@@ -81,7 +81,7 @@ pub use context::{Context, LogLevel, Mode, OutputStream, Session};
 pub use output::{Content, ErrorKind, InterruptBehavior, Output, PathAccess, Permission, ToolError};
 
 /// The version of the WIT contract this SDK builds components against.
-pub const CONTRACT_VERSION: &str = "1.5.0";
+pub const CONTRACT_VERSION: &str = "1.6.0";
 
 #[doc(hidden)]
 pub mod __private {

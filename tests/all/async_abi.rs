@@ -131,3 +131,206 @@ fn an_interrupt_stops_a_guest_yielding_forever() {
     }
     assert!(started.elapsed() < Duration::from_millis(500) + SLACK, "took {:?}", started.elapsed());
 }
+
+// A tool whose exports are async functions (the `async-tool` interface, as
+// wit-bindgen writes them by default) and which uses WASI 0.3.
+
+mod async_exports {
+    use super::*;
+    use toolhost_tests::ASYNC_TOOL;
+
+    fn async_use(id: &str, input: Value) -> Value {
+        json!({"type": "tool_use", "id": id, "name": "AsyncTool", "input": input})
+    }
+
+    #[test]
+    fn async_exports_on_wasi_03_answer_over_call_run_and_serve() {
+        let sb = Sandbox::new();
+        sb.install(ASYNC_TOOL);
+        let check = toolhost(&sb, &["check", ASYNC_TOOL]);
+        assert_eq!(check.code, 0, "{check:?}");
+        assert!(check.stdout.contains("contract:      1.6.0"), "{}", check.stdout);
+
+        let done = format!("3 steps done in {}", p(&sb.workspace));
+        assert_eq!(call(&sb, "AsyncTool", &json!({"action": "ok"}), &[]).assert_ok(), done);
+        // Its async `validate-input` and `check-permissions` are asked too.
+        call(&sb, "AsyncTool", &json!({"action": "invalid"}), &[]).assert_error("asked to be invalid");
+        call(&sb, "AsyncTool", &json!({"action": "denied"}), &[]).assert_error("asked to be denied");
+
+        let lines = [async_use("a", json!({"action": "ok"})), async_use("b", json!({"action": "subtasks", "n": 2000}))];
+        let out = run_stream(&sb, &[], &lines);
+        let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+        assert_eq!(results.len(), 2, "{out:?}");
+        for r in &results {
+            assert_eq!(r["is_error"], json!(false), "{r}");
+        }
+        let text = |id: &str| results.iter().find(|r| r["tool_use_id"] == id).map(|r| content_text(r)).unwrap();
+        assert_eq!(text("a"), done);
+        assert_eq!(text("b"), "2000 waits done");
+        // Progress reported between waits on the host reaches the stream.
+        assert!(out.iter().any(|v| v["type"] == "progress" && v.to_string().contains("step 2")), "{out:?}");
+
+        let want = done.clone();
+        with_served(&sb, |client, progress| async move {
+            let r = client.call_tool(mcp_call("AsyncTool", json!({"action": "ok"}))).await.unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            assert_eq!(mcp_text(&r), want);
+            let _ = progress;
+            client
+        });
+    }
+
+    /// WASI 0.3's files, sockets and environment give what the 0.2 forms
+    /// would: what the tool requested and was granted, nothing else.
+    #[test]
+    fn wasi_03_reaches_only_what_was_granted() {
+        let sb = Sandbox::new();
+        let requests = json!({
+            "directories": [{"path": "data", "access": "read-only"}, {"path": "out", "access": "read-write"}],
+            "hosts": ["*"],
+            "env": ["GREETING", "NOT_GRANTED"],
+        });
+        let stamped = sb.plugins.join("async-tool.wasm");
+        let r = toolhost(&sb, &["stamp", ASYNC_TOOL, &requests.to_string(), "--out", &p(&stamped)]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let notes = sb.write("data/notes.txt", "granted data");
+        let private = sb.write("other/private.txt", "not granted");
+        std::fs::create_dir_all(sb.ws("out")).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let address = format!("127.0.0.1:{port}");
+
+        let act = |input: Value, settings: Option<&str>| {
+            let mut args = vec!["--allow", "AsyncTool"];
+            args.extend(settings.iter().flat_map(|s| ["--settings", *s]));
+            let input = input.to_string();
+            let mut cmd_args = vec!["call", "AsyncTool", input.as_str(), "--json"];
+            cmd_args.extend(args);
+            run_with(&sb, &cmd_args, |cmd| {
+                cmd.env("GREETING", "hello").env("NOT_GRANTED", "a secret");
+            })
+        };
+        let read = |path: &std::path::Path| json!({"action": "read", "path": p(path)});
+        let write = |path: &std::path::Path| json!({"action": "write", "path": p(path), "text": "written"});
+        let connect = json!({"action": "connect", "path": address});
+
+        // Nothing granted: nothing reachable.
+        assert!(act(read(&notes), None).is_error());
+        act(connect.clone(), None).assert_error("AccessDenied");
+        let env = act(json!({"action": "env"}), None);
+        assert_eq!(env.assert_ok(), "", "{env:?}");
+
+        let grants = json!({"toolGrants": {"AsyncTool": {
+            "directories": [{"path": "data", "access": "read-only"}, {"path": "out", "access": "read-write"}],
+            "hosts": [address],
+            "env": ["GREETING"],
+        }}})
+        .to_string();
+        let g = Some(grants.as_str());
+        assert_eq!(act(read(&notes), g).assert_ok(), "granted data");
+        assert!(act(read(&private), g).is_error(), "a directory not granted");
+        assert!(act(read(&sb.ws("data/../other/private.txt")), g).is_error(), "no escape by `..`");
+        assert!(act(write(&sb.ws("data/new.txt")), g).is_error(), "read-only");
+        assert!(!sb.ws("data/new.txt").exists());
+        assert_eq!(act(write(&sb.ws("out/new.txt")), g).assert_ok(), "written");
+        assert_eq!(std::fs::read_to_string(sb.ws("out/new.txt")).unwrap(), "written");
+        assert_eq!(act(json!({"action": "env"}), g).assert_ok(), "GREETING");
+        assert_eq!(act(connect, g).assert_ok(), "connected");
+        // Another port of the same address is not granted.
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let elsewhere =
+            json!({"action": "connect", "path": format!("127.0.0.1:{}", other.local_addr().unwrap().port())});
+        act(elsewhere, g).assert_error("AccessDenied");
+    }
+
+    /// Waiting on the host (a WASI 0.3 sleep), on a future of its own, many
+    /// subtasks, spinning, allocating, flooding stdout: each ends at the
+    /// call's limits, and the host serves the next call.
+    #[test]
+    fn every_wait_of_an_async_export_ends_at_the_calls_limits() {
+        let sb = Sandbox::new();
+        sb.install(ASYNC_TOOL);
+        let _ = toolhost(&sb, &["tools"]);
+        let cases: &[(&str, u64, Option<&str>)] = &[
+            ("sleep-forever", 0, Some("AsyncTool timed out after 1500 ms and was stopped.")),
+            ("future-never", 0, Some("every task it started was waiting, and none could go on")),
+            ("spin", 0, Some("AsyncTool timed out after 1500 ms and was stopped.")),
+            ("allocate", 0, Some("AsyncTool exceeded its memory limit of 64 MiB and was stopped.")),
+            ("handles", 0, Some("held more futures, streams, resources and tasks at once than a call may")),
+            ("subtasks", 5000, None),
+            ("stdout-flood", 64 << 20, None),
+        ];
+        std::thread::scope(|s| {
+            let runs: Vec<_> = cases
+                .iter()
+                .map(|&(action, n, want)| {
+                    let sb = &sb;
+                    s.spawn(move || {
+                        let started = Instant::now();
+                        let args = ["--timeout-ms", "1500", "--memory-mib", "64"];
+                        let run = call(sb, "AsyncTool", &json!({"action": action, "n": n}), &args);
+                        (action, want, run, started.elapsed())
+                    })
+                })
+                .collect();
+            for r in runs {
+                let (action, want, run, took) = r.join().unwrap();
+                let text = match want {
+                    Some(want) => run.assert_error(want),
+                    None => run.assert_ok(),
+                };
+                assert!(took < Duration::from_millis(1500) + SLACK, "{action} took {took:?}: {text}");
+                if action == "stdout-flood" {
+                    // Its output is captured up to the cap, and the stream
+                    // then refuses more: it stops writing long before 64 MiB.
+                    let written: u64 = text.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap();
+                    assert!(written < 64 << 20, "{text}");
+                }
+            }
+        });
+        let lines: Vec<Value> = ["sleep-forever", "ok", "future-never", "ok"]
+            .iter()
+            .enumerate()
+            .map(|(i, a)| async_use(&format!("c{i}"), json!({"action": a})))
+            .collect();
+        let out = run_stream(&sb, &["--timeout-ms", "1500"], &lines);
+        let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+        assert_eq!(results.len(), lines.len(), "{out:?}");
+        for r in results {
+            let ok = r["tool_use_id"] == "c1" || r["tool_use_id"] == "c3";
+            assert_eq!(r["is_error"], json!(!ok), "{r}");
+        }
+    }
+
+    /// An interrupt reaches a guest waiting on the host, where no wasm runs
+    /// for the epoch to stop.
+    #[test]
+    fn an_interrupt_stops_async_exports_waiting_on_the_host() {
+        let sb = Sandbox::new();
+        sb.install(ASYNC_TOOL);
+        let _ = toolhost(&sb, &["tools"]);
+        let started = Instant::now();
+        let mut child = spawn_piped(&sb, &["run"]);
+        let mut stdin = child.stdin.take().unwrap();
+        for i in 0..3 {
+            writeln!(stdin, "{}", async_use(&format!("w{i}"), json!({"action": "sleep-forever"}))).unwrap();
+        }
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        writeln!(stdin, "{}", json!({"type": "interrupt"})).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let results: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["type"] == "tool_result")
+            .collect();
+        assert_eq!(results.len(), 3, "{text}");
+        for r in &results {
+            assert_eq!(r["is_error"], json!(true), "{r}");
+        }
+        assert!(started.elapsed() < Duration::from_millis(500) + SLACK, "took {:?}", started.elapsed());
+    }
+}

@@ -9,7 +9,7 @@ fn a_good_component_passes() {
     let r = toolhost(&sb, &["check", ECHO]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("is the tool `Echo`"), "{}", r.stdout);
-    assert!(r.stdout.contains("contract:      1.5.0"), "{}", r.stdout);
+    assert!(r.stdout.contains("contract:      1.6.0"), "{}", r.stdout);
     assert!(r.stdout.contains("capabilities:  progress"), "{}", r.stdout);
 }
 
@@ -54,9 +54,11 @@ fn patched(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
 #[test]
 fn imports_the_host_does_not_provide_are_named_before_compiling() {
     let sb = Sandbox::new();
-    // Echo, importing a WASI 0.3 interface and an interface WASI does not have.
+    // Echo, importing a WASI 0.3 interface that does not exist in 0.3 (its
+    // `wasi:io` went into the component model), and an interface WASI does
+    // not have.
     let echo = std::fs::read(ECHO).unwrap();
-    let odd = patched(&echo, "wasi:random/insecure-seed@0.2.", "wasi:random/insecure-seed@0.3.");
+    let odd = patched(&echo, "wasi:io/streams@0.2.", "wasi:io/streams@0.3.");
     let odd = patched(&odd, "wasi:cli/terminal-stdin@", "wasi:cli/terminal-stdio@");
     let file = sb.root.join("odd.wasm");
     std::fs::write(&file, odd).unwrap();
@@ -65,7 +67,7 @@ fn imports_the_host_does_not_provide_are_named_before_compiling() {
     let out = &r.stdout;
     assert!(out.contains("imports what toolhost does not provide"), "{out}");
     assert!(
-        out.contains("`wasi:random/insecure-seed@0.3.6` (a WASI 0.3 (preview 3) import: build for WASI 0.2"),
+        out.contains("`wasi:io/streams@0.3.6` (not a WASI 0.3 interface toolhost links; those are cli/environment"),
         "{out}"
     );
     assert!(out.contains("`wasi:cli/terminal-stdio@0.2.6` (not an interface of wasi:cli that toolhost links"), "{out}");
@@ -117,13 +119,13 @@ fn a_component_built_against_a_retired_development_contract_is_refused_with_the_
     // (here Echo with its interface names rewritten; the names are all the
     // host reads before refusing) is refused, and told what to build against.
     let sb = Sandbox::new();
-    let retired = patched(&std::fs::read(ECHO).unwrap(), "@1.5.0", "@1.2.0");
+    let retired = patched(&std::fs::read(ECHO).unwrap(), "@1.6.0", "@1.2.0");
     let path = sb.root.join("retired.wasm");
     std::fs::write(&path, &retired).unwrap();
     let r = toolhost(&sb, &["check", path.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{r:?}");
     let reason = "was built against toolhost contract 1.2.0, a development version that was never released";
-    assert!(r.stdout.contains(reason) && r.stdout.contains("rebuild it against contract 1.5.0"), "{r:?}");
+    assert!(r.stdout.contains(reason) && r.stdout.contains("rebuild it against contract 1.6.0"), "{r:?}");
     // Installed anyway, it is not loaded, and the other tools still are.
     sb.install(path.to_str().unwrap());
     let r = toolhost(&sb, &["tools"]);

@@ -83,7 +83,7 @@ fn installs_a_file_whose_hash_matches_the_pinned_one() {
     assert!(r.stdout.contains(&format!("sha256:          {hash} (as pinned)")), "{}", r.stdout);
     assert!(r.stdout.contains("signature:       not checked: no trusted keys are configured"), "{}", r.stdout);
     assert!(r.stdout.contains("tool:            Echo: "), "{}", r.stdout);
-    assert!(r.stdout.contains("contract:        1.5.0"), "{}", r.stdout);
+    assert!(r.stdout.contains("contract:        1.6.0"), "{}", r.stdout);
     assert!(r.stdout.contains("requests:        nothing"), "{}", r.stdout);
     let target = sb.plugins.join("Echo.wasm");
     assert!(r.stdout.contains(&format!("installed:       Echo as {}", target.display())), "{}", r.stdout);

@@ -210,7 +210,7 @@ fn broken_components_are_left_out_and_the_rest_serve() {
     );
     for expected in [
         "broken on purpose while describing itself",
-        "was built against toolhost contract 2.0.0, but this host implements contract 1.5.0",
+        "was built against toolhost contract 2.0.0, but this host implements contract 1.6.0",
         "imports the `files` capability, which is not granted to it",
         "toolhost_guest_process_thief.wasm: imports the `process` capability, which is not granted to it",
         "garbage.wasm: not a WebAssembly file",

@@ -19,14 +19,14 @@ pub use scan::Missing as MissingImport;
 pub use shape::{Capability, Version};
 pub use shape::{Shape, ShapeError};
 pub(crate) use shape::{check_header, inspect};
-pub(crate) use versions::{Guest, ToolPre};
+pub(crate) use versions::{Bounds, Guest, ToolPre, Wait};
 
 /// The newest contract version this host implements (the package version of
 /// `wit/tool.wit`).
-pub const CONTRACT: Version = Version(1, 5, 0);
+pub const CONTRACT: Version = Version(1, 6, 0);
 /// The newest released contract version. While [`CONTRACT`] is newer, it is
 /// unreleased: only development builds load third-party components built
 /// against it (`wit/CHANGELOG.md`).
-pub const RELEASED: Version = Version(1, 5, 0);
+pub const RELEASED: Version = Version(1, 6, 0);
 /// The contract's package, without version.
 pub(crate) const PACKAGE: &str = "toolhost:tool";

@@ -38,10 +38,17 @@ pub(crate) struct Sandbox {
     gate: Gate,
 }
 
-/// The linker of the contract on `engine`: WASI and the toolhost interfaces.
-fn contract_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+/// The linker of the contract on `engine`: WASI and the toolhost interfaces,
+/// and WASI 0.3 with `wasi_03` (an engine with concurrency support only).
+fn contract_linker(engine: &Engine, wasi_03: bool) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    // The same WASI context as 0.2 serves 0.3: the same directories,
+    // network checks, variables and captured output. Its waits are host
+    // futures the call's `Stop` bounds (`contract::Bounds`).
+    if wasi_03 {
+        wasmtime_wasi::p3::add_to_linker(&mut linker)?;
+    }
     // Waiting in WASI ends at the call's deadline or cancellation.
     bounded::add_to_linker(&mut linker)?;
     // Outgoing HTTP, policed by the call's network (refused to a tool
@@ -68,9 +75,9 @@ impl Sandbox {
         // The calls' slots, and the warm instances' beside them.
         let sizes = PoolSizes { instances: instances + warm, max_memory };
         let runtime = engine::Runtime::new(allocator, sizes)?;
-        let linker = contract_linker(&runtime.engine)?;
-        let quick_linker = runtime.quick.as_ref().map(contract_linker).transpose()?;
-        let concurrent_linker = contract_linker(&runtime.concurrent)?;
+        let linker = contract_linker(&runtime.engine, false)?;
+        let quick_linker = runtime.quick.as_ref().map(|quick| contract_linker(quick, false)).transpose()?;
+        let concurrent_linker = contract_linker(&runtime.concurrent, true)?;
         Ok(Sandbox { runtime, linker, quick_linker, concurrent_linker, limits, gate: Gate::new(instances as usize) })
     }
 

@@ -76,6 +76,24 @@ pub(super) fn walk<'a, E>(
     }
 }
 
+impl Outline {
+    /// Whether calls into it run as component-model tasks, on the engine
+    /// with concurrency support: it uses the async ABI, exports
+    /// `async-tool` (whose `async func`s only that engine validates), or
+    /// imports WASI 0.3 (linked only there).
+    pub fn concurrent(&self) -> bool {
+        self.async_abi.is_some()
+            || self.exports.iter().any(|e| e.starts_with(&format!("{PACKAGE}/async-tool@")))
+            || self.imports.iter().any(|i| i.starts_with("wasi:") && wasi_03(i))
+    }
+}
+
+/// Whether `import` names a WASI 0.3 interface (`…@0.3.x`, pre-releases
+/// included: they are refused by name).
+fn wasi_03(import: &str) -> bool {
+    import.split_once('@').is_some_and(|(_, v)| v.starts_with("0.3."))
+}
+
 /// Reads the outline of `component`, skipping function bodies.
 pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
     use wasmparser::{CanonicalFunction, CanonicalOption, Payload};
@@ -128,6 +146,9 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
     Ok(out)
 }
 
+/// The `wasip3` crates whose WASI is the 0.3.0 wasmtime links.
+const WASIP3_CRATE: &str = "0.7 to 0.9, `+wasi-0.3.0`";
+
 /// The WASI 0.2 interfaces the host links, by `package/interface`.
 const WASI: &[&str] = &[
     "wasi:cli/environment",
@@ -157,6 +178,32 @@ const WASI: &[&str] = &[
     "wasi:sockets/tcp-create-socket",
     "wasi:sockets/udp",
     "wasi:sockets/udp-create-socket",
+];
+
+/// The WASI 0.3 interfaces the host links (wasmtime-wasi's `p3`), for
+/// components that run as tasks, with the same grants as their 0.2 forms.
+const WASI_03: &[&str] = &[
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/types",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+    "wasi:clocks/types",
+    "wasi:clocks/monotonic-clock",
+    "wasi:clocks/system-clock",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+    "wasi:sockets/types",
+    "wasi:sockets/ip-name-lookup",
 ];
 
 /// `wasi:http`, linked when the host is built with its `http` feature.
@@ -196,19 +243,26 @@ fn missing(import: &str) -> Option<Missing> {
     }
     let Some(package) = path.strip_prefix("wasi:") else {
         return with(Some(
-            "a tool may import WASI 0.2 and toolhost:tool interfaces only; bundle this dependency into the \
+            "a tool may import WASI 0.2, WASI 0.3 and toolhost:tool interfaces only; bundle this dependency into the \
              component (wac plug / wasm-tools compose) instead of importing it"
                 .into(),
         ));
     };
-    let wasi_02 = version.starts_with("0.2.");
-    if !wasi_02 {
-        let fix = if version.starts_with("0.3") {
-            "a WASI 0.3 (preview 3) import: build for WASI 0.2 (the wasm32-wasip2 target) instead"
-        } else {
-            "toolhost links WASI 0.2 (0.2.x) interfaces; build for the wasm32-wasip2 target"
-        };
-        return with(Some(fix.into()));
+    if version.starts_with("0.3.") {
+        if version.contains('-') {
+            return with(Some(format!(
+                "a release candidate of WASI 0.3; toolhost links WASI 0.3.0 itself: build against it (for Rust, the \
+                 `wasip3` crate {WASIP3_CRATE})"
+            )));
+        }
+        if WASI_03.contains(&path) {
+            return None;
+        }
+        let linked: Vec<&str> = WASI_03.iter().filter_map(|w| w.strip_prefix("wasi:")).collect();
+        return with(Some(format!("not a WASI 0.3 interface toolhost links; those are {}", linked.join(", "))));
+    }
+    if !version.starts_with("0.2.") {
+        return with(Some("toolhost links WASI 0.2 (0.2.x) and 0.3 (0.3.x) interfaces".into()));
     }
     if WASI.contains(&path) {
         return None;

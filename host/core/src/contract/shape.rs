@@ -113,7 +113,11 @@ pub enum ShapeError {
     #[error("not a valid component: {0}")]
     /// It does not parse as a component.
     Invalid(String),
-    #[error("does not export the toolhost tool interface `{PACKAGE}/tool@{}`; its exports are: {}", Version::HOST, list(.0))]
+    #[error(
+        "does not export the toolhost tool interface `{PACKAGE}/tool@{}` (or `async-tool`); its exports are: {}",
+        Version::HOST,
+        list(.0)
+    )]
     /// It exports no `tool` interface (its exports are listed).
     NoToolExport(Vec<String>),
     #[error(
@@ -189,10 +193,10 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<(), ShapeError> {
 /// The contract version of the `tool` export among `exports`, if this host
 /// serves it.
 pub(super) fn contract_version(exports: &[String]) -> Result<Version, ShapeError> {
-    let tool_prefix = format!("{PACKAGE}/tool@");
+    let (tool, async_tool) = (format!("{PACKAGE}/tool@"), format!("{PACKAGE}/async-tool@"));
     let version = exports
         .iter()
-        .find_map(|name| name.strip_prefix(&tool_prefix))
+        .find_map(|name| name.strip_prefix(&tool).or_else(|| name.strip_prefix(&async_tool)))
         .map(|v| Version::parse(v).ok_or_else(|| ShapeError::Invalid(format!("unreadable contract version `{v}`"))))
         .transpose()?
         .ok_or_else(|| ShapeError::NoToolExport(exports.to_vec()))?;

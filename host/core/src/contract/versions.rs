@@ -24,6 +24,7 @@ use wasmtime::component::{ComponentNamedList, Func, Instance, InstancePre, Lift,
 pub(crate) const FROZEN: &[(Version, &str)] = &[
     (Version(1, 0, 0), "6ec59301b3a122f9df83912807844988428f14e0e52d5be133efda9fcf5a7c76"),
     (Version(1, 5, 0), "486930aad56effeda31e0571e2417f258934ca06987d07ef2968ca63bd634aad"),
+    (Version(1, 6, 0), "ff10f01ce620ea9209b5baa256001b44883c459141f188d345cad2d2da5ac9c6"),
 ];
 
 /// The released versions, oldest first.
@@ -66,20 +67,28 @@ pub(crate) fn support(guest: Version, current: Version, released: impl IntoItera
 ///
 /// A component that uses the component-model async ABI (async lifts of its
 /// exports, async lowers of its imports, its own subtasks, futures and
-/// streams) is called through [`Concurrent`]: wasmtime refuses a
-/// synchronous call of an async-lifted export, and runs the call's tasks to
-/// completion in `call_async`, on the calling thread.
+/// streams, WASI 0.3), and every component that exports `async-tool`, is
+/// called through [`Concurrent`]: wasmtime refuses a synchronous call of an
+/// async-lifted export, and runs the call's tasks in `call_async`, on the
+/// calling thread, within the call's deadline and cancellation.
 macro_rules! versions {
     ($($variant:ident => $module:ident since $since:expr;)+) => {
         /// A tool component linked and ready to instantiate.
         pub(crate) struct ToolPre<T: 'static> {
-            row: Row<T>,
-            /// It uses the async ABI.
-            concurrent: bool,
+            pre: Pre<T>,
         }
 
-        enum Row<T: 'static> {
+        enum Pre<T: 'static> {
             $($variant($module::FullPre<T>),)+
+            /// Called through [`Concurrent`]: the functions of its export
+            /// `interface`, typed as the row `row` types them.
+            Tasks { row: Row, pre: InstancePre<T>, interface: String },
+        }
+
+        /// A row of the table.
+        #[derive(Clone, Copy)]
+        enum Row {
+            $($variant,)+
         }
 
         /// The first version of the row of bindings that serves `version`,
@@ -94,152 +103,157 @@ macro_rules! versions {
         // Cheap: the linked component is shared.
         impl<T: 'static> Clone for ToolPre<T> {
             fn clone(&self) -> Self {
-                let row = match &self.row {
-                    $(Row::$variant(pre) => Row::$variant(pre.clone()),)+
+                let pre = match &self.pre {
+                    $(Pre::$variant(pre) => Pre::$variant(pre.clone()),)+
+                    Pre::Tasks { row, pre, interface } => Pre::Tasks { row: *row, pre: pre.clone(), interface: interface.clone() },
                 };
-                ToolPre { row, concurrent: self.concurrent }
+                ToolPre { pre }
             }
         }
 
-        impl<T: Send + 'static> ToolPre<T> {
+        impl<T: Bounds + 'static> ToolPre<T> {
             /// The bindings for a component built against contract
             /// `version` (one this host loads, see [`Version::support`]),
-            /// `concurrent` if it uses the async ABI.
+            /// `concurrent` if it uses the async ABI (an `async-tool`
+            /// export always does).
             pub(crate) fn new(version: Version, concurrent: bool, pre: InstancePre<T>) -> wasmtime::Result<ToolPre<T>> {
-                let Some(row) = row(version) else {
+                let Some(since) = row(version) else {
                     wasmtime::bail!("this host does not run components built against contract {version}");
                 };
-                $(if row == $since {
-                    return Ok(ToolPre { row: Row::$variant($module::FullPre::new(pre)?), concurrent });
+                let engine = pre.component().engine().clone();
+                let exports: Vec<String> =
+                    pre.component().component_type().exports(&engine).map(|(name, _)| name.to_string()).collect();
+                let named = |interface: &str| exports.iter().find(|e| e.starts_with(&format!("{}/{interface}@", super::PACKAGE))).cloned();
+                // A component exports `async-tool` or `tool`.
+                let tasks = named("async-tool").or_else(|| concurrent.then(|| named("tool")).flatten());
+                $(if since == $since {
+                    return Ok(ToolPre { pre: match tasks {
+                        Some(interface) => Pre::Tasks { row: Row::$variant, pre, interface },
+                        None => Pre::$variant($module::FullPre::new(pre)?),
+                    }});
                 })+
                 unreachable!("`row` returns a row's version")
             }
 
             /// The engine it was compiled by (its stores must be made on it).
             pub(crate) fn engine(&self) -> &wasmtime::Engine {
-                match &self.row {
-                    $(Row::$variant(pre) => pre.engine(),)+
+                match &self.pre {
+                    $(Pre::$variant(pre) => pre.engine(),)+
+                    Pre::Tasks { pre, .. } => pre.component().engine(),
                 }
             }
 
             /// A fresh instance in `store`.
             pub(crate) fn instantiate(&self, mut store: impl AsContextMut<Data = T>) -> wasmtime::Result<Guest> {
-                if !self.concurrent {
-                    return Ok(Guest {
-                        exports: match &self.row {
-                            $(Row::$variant(pre) => Exports::$variant(pre.instantiate(store)?),)+
-                        },
-                        concurrent: None,
-                    });
-                }
-                Ok(match &self.row {
-                    $(Row::$variant(pre) => {
-                        let instance = pre.instance_pre().instantiate(&mut store)?;
-                        let exports = Exports::$variant($module::Full::new(&mut store, &instance)?);
-                        let interface = format!("{}/tool@{}", super::PACKAGE, $since);
-                        let concurrent = Concurrent::new(&mut store, &instance, &interface)?;
-                        Guest { exports, concurrent: Some(concurrent) }
-                    })+
-                })
+                Ok(Guest { exports: match &self.pre {
+                    $(Pre::$variant(pre) => Exports::$variant(pre.instantiate(store)?),)+
+                    Pre::Tasks { row, pre, interface } => {
+                        // Async host functions (WASI 0.3's) make wasmtime
+                        // require async instantiation.
+                        let stop = store.as_context_mut().data().stop();
+                        let instance = stop.wait(pre.instantiate_async(&mut store))??;
+                        Exports::Tasks(*row, Concurrent::new(&mut store, &instance, interface)?)
+                    }
+                }})
             }
         }
 
         /// A live tool instance's exports.
         pub(crate) struct Guest {
             exports: Exports,
-            /// Its exports' functions, where it uses the async ABI.
-            concurrent: Option<Concurrent>,
         }
 
         enum Exports {
             $($variant($module::Full),)+
+            /// Its export's functions, typed as the row's.
+            Tasks(Row, Concurrent),
         }
 
         // The newest version's conversions are the identity.
         #[allow(clippy::useless_conversion)]
         impl Guest {
-            pub(crate) fn info<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<ToolInfo> {
-                match (&self.exports, &self.concurrent) {
-                    $((Exports::$variant(_), Some(c)) => Concurrent::call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
-                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
+            pub(crate) fn info<S: AsContextMut<Data: Bounds>>(&self, store: S) -> wasmtime::Result<ToolInfo> {
+                match &self.exports {
+                    $(Exports::Tasks(Row::$variant, c) => Concurrent::call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
+                    $(Exports::$variant(g) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
                 }
             }
 
-            pub(crate) fn is_enabled<S: AsContextMut<Data: Send>>(&self, store: S) -> wasmtime::Result<bool> {
-                match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => Concurrent::call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
-                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_enabled(store),)+
+            pub(crate) fn is_enabled<S: AsContextMut<Data: Bounds>>(&self, store: S) -> wasmtime::Result<bool> {
+                match &self.exports {
+                    Exports::Tasks(_, c) => Concurrent::call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
+                    $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_enabled(store),)+
                 }
             }
 
-            pub(crate) fn is_concurrency_safe<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
-                match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
-                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
+            pub(crate) fn is_concurrency_safe<S: AsContextMut<Data: Bounds>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match &self.exports {
+                    Exports::Tasks(_, c) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
+                    $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
                 }
             }
 
-            pub(crate) fn is_read_only<S: AsContextMut<Data: Send>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
-                match (&self.exports, &self.concurrent) {
-                    (_, Some(c)) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
-                    $((Exports::$variant(g), None) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
+            pub(crate) fn is_read_only<S: AsContextMut<Data: Bounds>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
+                match &self.exports {
+                    Exports::Tasks(_, c) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
+                    $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
                 }
             }
 
-            pub(crate) fn validate_input<S: AsContextMut<Data: Send>>(
+            pub(crate) fn validate_input<S: AsContextMut<Data: Bounds>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<(), ToolError>> {
-                match (&self.exports, &self.concurrent) {
-                    $((Exports::$variant(_), Some(c)) => {
+                match &self.exports {
+                    $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<(), $module::Error>,)>(
                             store, &c.validate_input, (input, &*ctx))?;
                         Ok(r.map_err(Into::into))
                     })+
-                    $((Exports::$variant(g), None) => Ok(g
+                    $(Exports::$variant(g) => Ok(g
                         .toolhost_tool_tool()
                         .call_validate_input(store, input, &$module::context(ctx))?
                         .map_err(Into::into)),)+
                 }
             }
 
-            pub(crate) fn check_permissions<S: AsContextMut<Data: Send>>(
+            pub(crate) fn check_permissions<S: AsContextMut<Data: Bounds>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<PermissionDecision> {
-                match (&self.exports, &self.concurrent) {
-                    $((Exports::$variant(_), Some(c)) => {
+                match &self.exports {
+                    $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), ($module::Decision,)>(
                             store, &c.check_permissions, (input, &*ctx))?;
                         Ok(r.into())
                     })+
-                    $((Exports::$variant(g), None) => g
+                    $(Exports::$variant(g) => g
                         .toolhost_tool_tool()
                         .call_check_permissions(store, input, &$module::context(ctx))
                         .map(Into::into),)+
                 }
             }
 
-            pub(crate) fn call<S: AsContextMut<Data: Send>>(
+            pub(crate) fn call<S: AsContextMut<Data: Bounds>>(
                 &self,
                 store: S,
                 input: &str,
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<ToolOutput, ToolError>> {
-                match (&self.exports, &self.concurrent) {
-                    $((Exports::$variant(_), Some(c)) => {
+                match &self.exports {
+                    $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<$module::Output, $module::Error>,)>(
                             store, &c.call, (input, &*ctx))?;
                         Ok(r.map(Into::into).map_err(Into::into))
                     })+
-                    $((Exports::$variant(g), None) => Ok(g
+                    $(Exports::$variant(g) => Ok(g
                         .toolhost_tool_tool()
                         .call_call(store, input, &$module::context(ctx))?
                         .map(Into::into)
@@ -250,13 +264,30 @@ macro_rules! versions {
     };
 }
 
-/// The `tool` export's functions of an instance that uses the async ABI,
-/// called with `call_async` and run to completion on the calling thread.
-/// Every task the call starts (its own subtasks, futures and streams) runs
-/// inside it: when none can make progress any more (a guest waiting on a
-/// future nothing will complete), wasmtime traps, so a call ends one way or
-/// another; the epoch deadline and cancellation interrupt it as they do a
-/// synchronous call, at the next wasm instruction it runs.
+/// What a Store's data tells a call into a guest that may wait with no wasm
+/// running (on a host future, in the async ABI): when it must stop.
+pub(crate) trait Bounds: Send {
+    type Stop: Wait;
+    /// The call's deadline and cancellation, taken before the call borrows
+    /// the Store.
+    fn stop(&self) -> Self::Stop;
+}
+
+/// Runs a call into the guest within the limits it was taken from.
+pub(crate) trait Wait {
+    /// Runs `work` until it finishes or the call must stop, whichever is
+    /// first; the error says why it stopped.
+    fn wait<F: std::future::Future>(&self, work: F) -> wasmtime::Result<F::Output>;
+}
+
+/// The `tool` or `async-tool` export's functions of an instance that uses
+/// the async ABI, called with `call_async` and run to completion on the
+/// calling thread. Every task the call starts (its own subtasks, futures
+/// and streams, the host's work for its WASI 0.3 imports) runs inside it:
+/// when none can make progress any more (a guest waiting on a future
+/// nothing will complete), wasmtime traps; the epoch deadline and
+/// cancellation interrupt it at the next wasm instruction it runs, and
+/// [`Wait::wait`] while it waits on the host.
 struct Concurrent {
     info: Func,
     is_enabled: Func,
@@ -290,20 +321,29 @@ impl Concurrent {
     }
 
     /// Calls `func`, typed as `P -> R` (checked against its type), until
-    /// its task and every task it started are done.
+    /// its task and every task it started are done, or the call's deadline
+    /// or cancellation stops it. The epoch stops a guest running wasm;
+    /// this stops one waiting on the host (a WASI 0.3 sleep, read or
+    /// connect), which no epoch tick reaches. A call stopped so leaves
+    /// its instance unusable; the pipeline never reuses an instance after a
+    /// fault.
     fn call<S, P, R>(mut store: S, func: &Func, params: P) -> wasmtime::Result<R>
     where
-        S: AsContextMut<Data: Send>,
+        S: AsContextMut<Data: Bounds>,
         P: ComponentNamedList + Lower + Send + Sync,
         R: ComponentNamedList + Lift + Send + Sync + 'static,
     {
+        let stop = store.as_context_mut().data().stop();
         let typed = func.typed::<P, R>(&store)?;
-        futures::executor::block_on(typed.call_async(&mut store, params))
+        stop.wait(typed.call_async(&mut store, params))?
     }
 }
 
+// The newest bindings serve 1.5.x too: 1.6.0 only added `async-tool`, and
+// wasmtime finds a component's `tool@1.5.0` export under `tool@1.6.0`
+// (semver-compatible names).
 versions! {
-    Current => newest since CONTRACT;
+    Current => newest since Version(1, 5, 0);
     V1_0 => since_v1_0_0 since Version(1, 0, 0);
 }
 
@@ -374,7 +414,7 @@ mod tests {
         for (version, row) in loadable.iter().zip(&rows) {
             assert!(row <= version && row.0 == version.0, "{version} is served by the row since {row}");
         }
-        assert_eq!(row(CONTRACT), Some(CONTRACT), "the newest bindings serve the newest version");
+        assert_eq!(row(CONTRACT), Some(Version(1, 5, 0)), "the newest bindings serve the newest version");
         assert_eq!(row(Version(1, 0, 3)), Some(Version(1, 0, 0)));
         assert_eq!(row(Version(1, 2, 0)), None, "retired");
         assert_eq!(row(Version(2, 0, 0)), None);

@@ -325,6 +325,10 @@ pub(super) fn fault_result(name: &str, id: &str, e: &wasmtime::Error, instance: 
             };
             format!("{name} crashed ({trap}){why}. This is a bug in the tool; the host keeps serving.{detail}")
         }
+        GuestFault::Handles => format!(
+            "{name} held more futures, streams, resources and tasks at once than a call may, and was stopped. \
+             This is a bug in the tool; the host keeps serving."
+        ),
         GuestFault::Other => {
             format!("{name} returned malformed output: {e:#}. This is a bug in the tool; the host keeps serving.")
         }

@@ -180,7 +180,7 @@ impl Loader<'_> {
         contract::scan::check(&outline)?;
         let requests = contract::requests::read(&bytes)?;
         let (source, from) = (path.display().to_string(), WasmSource::File(path.to_path_buf()));
-        let origin = (Origin::Plugin(path.to_path_buf()), outline.async_abi.is_some());
+        let origin = (Origin::Plugin(path.to_path_buf()), outline.concurrent());
         let mut tool = self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?;
         // What it gets: requested ∩ granted, granted by its name.
         let none = Allowance::default();
@@ -314,7 +314,7 @@ impl Loader<'_> {
                 GuestFault::Timeout(limit) => format!("timed out after {} ms and was stopped", limit.as_millis()),
                 GuestFault::Memory(limit) => format!("exceeded its memory limit of {} MiB", limit >> 20),
                 GuestFault::Trap(trap) => format!("crashed ({trap})"),
-                GuestFault::Cancelled | GuestFault::Other => e.to_string(),
+                GuestFault::Cancelled | GuestFault::Handles | GuestFault::Other => e.to_string(),
             };
             let stderr = captured.last_stderr_lines(3).replace('\n', "; ");
             LoadError::Describe(if stderr.is_empty() { what } else { format!("{what}: {stderr}") })

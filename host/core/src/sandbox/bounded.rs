@@ -13,6 +13,7 @@
 use super::store::{HostState, Interrupted};
 use std::future::{Future, poll_fn};
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -53,6 +54,28 @@ impl HasData for BoundedIo {
 impl BoundedIo {
     fn view(state: &mut HostState) -> Bounded<'_> {
         Bounded { table: &mut state.table, deadline: state.call.deadline, cancel: state.call.cancel.as_deref() }
+    }
+}
+
+/// When a call must stop: its deadline and cancellation, owned, so a call
+/// into the guest may borrow the Store while they are watched.
+pub(crate) struct Stop {
+    deadline: Option<(Instant, Duration)>,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+impl crate::contract::Wait for Stop {
+    /// Runs `work` inside the shared tokio runtime, which wasmtime-wasi's
+    /// host futures need.
+    fn wait<F: Future>(&self, work: F) -> wasmtime::Result<F::Output> {
+        Ok(until_stopped(self.deadline, self.cancel.as_deref(), work)?)
+    }
+}
+
+impl crate::contract::Bounds for HostState {
+    type Stop = Stop;
+    fn stop(&self) -> Stop {
+        Stop { deadline: self.call.deadline, cancel: self.call.cancel.clone() }
     }
 }
 

@@ -45,6 +45,10 @@ pub(crate) enum GuestFault<'a> {
     Memory(usize),
     /// Trapped (a Rust guest's panic included).
     Trap(&'a wasmtime::Trap),
+    /// Held more component-model handles (resources, futures, streams,
+    /// tasks) at once than wasmtime lets a Store hold: state in the host,
+    /// outside its memory, which wasmtime caps.
+    Handles,
     /// Anything else: output the host could not read, a link error.
     Other,
 }
@@ -60,11 +64,18 @@ impl GuestFault<'_> {
             GuestFault::Memory(m.limit)
         } else if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
             GuestFault::Trap(trap)
+        } else if e.chain().any(|cause| cause.to_string().ends_with(HANDLE_LIMIT)) {
+            GuestFault::Handles
         } else {
             GuestFault::Other
         }
     }
 }
+
+/// How wasmtime 48 ends the message of the error it raises when a Store's
+/// component handles reach its cap (`vm/component/handle_table.rs`; a test
+/// of the async-ABI guests notices if it changes).
+const HANDLE_LIMIT: &str = "store handle limit exceeded";
 
 /// Per-Store limits, enforced through [`ResourceLimiter`], and the memory
 /// the Store's instances use.

@@ -1,7 +1,9 @@
 //! A hostile third-party tool, written against the raw bindings so it can break
 //! every rule of the contract. The input's `action` picks the misbehaviour.
 
-// The plugin world, plus the shell parser that every tool may import.
+// The plugin world, plus the shell parser that every tool may import. Built
+// against the frozen contract 1.5.0 (`wit/v1.5.0`), as published tools
+// were: the newest bindings serve it.
 wit_bindgen::generate!({
     inline: "
         package toolhost:adversary;
@@ -10,7 +12,7 @@ wit_bindgen::generate!({
             import toolhost:tool/shell@1.5.0;
         }
     ",
-    path: "../../../wit",
+    path: "../../../wit/v1.5.0",
     generate_all,
 });
 

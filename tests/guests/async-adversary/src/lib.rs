@@ -19,7 +19,7 @@ wit_bindgen::generate!({
         }
 
         world async-adversary {
-            include toolhost:tool/plugin@1.5.0;
+            include toolhost:tool/plugin@1.6.0;
             export pipes;
         }
     ",
