@@ -3,7 +3,8 @@
 //! `toolhost new Shout --lang rust|python|js` makes the same small tool in
 //! each language (schema, classification, progress, a session write, an
 //! error path); each is built with the pinned toolchains (the JavaScript one
-//! with QuickJS and with SpiderMonkey), and the examples Calc (Python) and
+//! with QuickJS, `--sync` and by default on the component-model async ABI,
+//! and with SpiderMonkey), and the examples Calc (Python) and
 //! Notes (JavaScript) are built beside them. For each component, in one run:
 //! - its size;
 //! - its first load: `toolhost check` in a new process whose cache holds the
@@ -62,6 +63,12 @@ fn main() {
         Subject {
             label: "JS, QuickJS (componentize-qjs)",
             wasm: js_tool(&js, Engine::QuickJs),
+            tool: "Shout",
+            input: shout.clone(),
+        },
+        Subject {
+            label: "JS, QuickJS default: async ABI (componentize-qjs)",
+            wasm: js_tool(&js, Engine::QuickJsAsync),
             tool: "Shout",
             input: shout.clone(),
         },
