@@ -219,8 +219,8 @@ impl CommandRules for ToolRules {
         self.rules.entries().is_empty()
     }
 
-    fn check_command(&self, parsed: &Parsed) -> CommandVerdict {
-        let v = self.rules.check(&Subject::command(&self.tool, parsed));
+    fn check_command(&self, text: &str, parsed: &Parsed) -> CommandVerdict {
+        let v = self.rules.check(&Subject::command(&self.tool, text, parsed));
         CommandVerdict { deny: v.deny.map(ToString::to_string), unclear: v.unclear, allowed: v.allow.is_some() }
     }
 }
@@ -254,7 +254,12 @@ mod tests {
     #[test]
     fn rules_are_checked_again_at_spawn() {
         let (_t, dirs) = crate::process::fixtures::dirs();
-        let entries = [(Behavior::Allow, "Bash(touch allowed.txt)"), (Behavior::Deny, "Bash(rm:*)")]
+        let list = [
+            (Behavior::Allow, "Bash(touch allowed.txt)"),
+            (Behavior::Allow, "Bash(touch \\(x\\):*)"),
+            (Behavior::Deny, "Bash(rm:*)"),
+        ];
+        let entries = list
             .into_iter()
             .map(|(behavior, text)| RuleEntry {
                 rule: Rule::parse(text).unwrap(),
@@ -294,6 +299,8 @@ mod tests {
         assert!(start("touch allowed.txt", Approval::Rules).is_ok());
         assert!(start("ls", Approval::Rules).is_ok());
         assert!(refused("touch other.txt", Approval::Rules).contains("neither"));
+        assert!(start("touch '(x)' y", Approval::Rules).is_ok(), "a rule read as text");
+        assert!(refused("touch '(y)'", Approval::Rules).contains("neither"));
         // A call the user approved starts that command.
         let approved = Approval::Command("touch mine.txt".into());
         assert!(start("touch mine.txt", approved.clone()).is_ok());

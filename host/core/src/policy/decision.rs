@@ -608,7 +608,7 @@ mod tests {
             home: Some("/home/u".into()),
         };
         let subject = |paths: Vec<(&'static str, PathAccess)>, command: Option<&'static toolhost_shell::Parsed>| {
-            Subject { tool: "T", paths, command, addresses: Vec::new() }
+            Subject { tool: "T", paths, command, text: None, addresses: Vec::new() }
         };
         // A path the call edits, relative to the working directory; one it
         // only reads is not a write.

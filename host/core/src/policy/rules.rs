@@ -40,10 +40,13 @@ use std::sync::Arc;
 mod commands;
 mod paths;
 mod suggest;
+mod syntax;
 
 use commands::*;
 use paths::*;
 pub(crate) use suggest::suggest;
+pub use syntax::Rule;
+pub(crate) use syntax::RuleError;
 
 /// Which list a rule is in. Strength: deny > ask > allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,30 +81,13 @@ impl Behavior {
     }
 }
 
-/// A rule that cannot be used, and why.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RuleError {
-    #[error("rule `{0}` opens `(` but does not end with `)`")]
-    Unclosed(String),
-    #[error("rule `{0}` names no tool")]
-    NoTool(String),
-    #[error("rule `{rule}`: `{tool}` is not a tool name (expected `Tool` or `Tool(content)`)")]
-    BadTool { rule: String, tool: String },
-    /// The content is malformed for what the tool's input is.
-    #[error("{entry}: {problem}")]
-    Content { entry: String, problem: ContentError },
-    /// The path rules, each valid, are too many or too large to match together.
-    #[error("path rules: {0}")]
-    PathSet(String),
-}
-
 /// What is wrong with a rule's content.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ContentError {
-    #[error("`*` is only understood at the end, as `prefix:*`")]
-    StarInside,
-    #[error("a command rule must be one simple command (`git status`) or a prefix (`npm run test:*`)")]
-    NotOneCommand,
+    #[error("Prefix cannot be empty before :*. Specify a command prefix before :*. Examples: Bash(npm *), Bash(git *)")]
+    EmptyPrefix,
+    #[error("not a pattern toolhost can match: {0}")]
+    Pattern(String),
     #[error("`~` is used but the home directory is unknown")]
     NoHome,
     #[error("not a valid path pattern: {0}")]
@@ -189,52 +175,6 @@ impl<const N: usize> From<[(String, ContentKind); N]> for Catalog {
     }
 }
 
-/// One rule as written: a tool name and optional content.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Rule {
-    /// The tool the rule names.
-    pub tool: String,
-    /// What is inside the parentheses, if anything.
-    pub content: Option<String>,
-}
-
-impl Rule {
-    /// Parses `Tool` or `Tool(content)`. `Tool()` and `Tool(*)` are the whole
-    /// tool.
-    pub fn parse(text: &str) -> Result<Rule, RuleError> {
-        let text = text.trim();
-        let (tool, content) = match text.find('(') {
-            None => (text, None),
-            Some(open) => {
-                let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(RuleError::Unclosed(text.to_string()));
-                };
-                let inner = inner.trim();
-                (text[..open].trim(), (!inner.is_empty() && inner != "*").then(|| inner.to_string()))
-            }
-        };
-        if tool.is_empty() {
-            return Err(RuleError::NoTool(text.to_string()));
-        }
-        // `mcp__SERVER__*`: every tool of an MCP server, as `mcp__SERVER` is.
-        let named =
-            tool.strip_prefix("mcp__").and_then(|t| t.strip_suffix("__*")).map_or(tool, |_| &tool[..tool.len() - 3]);
-        if !named.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
-            return Err(RuleError::BadTool { rule: text.to_string(), tool: tool.to_string() });
-        }
-        Ok(Rule { tool: tool.to_string(), content })
-    }
-}
-
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.content {
-            None => f.write_str(&self.tool),
-            Some(c) => write!(f, "{}({c})", self.tool),
-        }
-    }
-}
-
 /// A rule in a list, with where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleEntry {
@@ -282,7 +222,7 @@ pub struct RuleSet {
 struct List {
     /// Tool → the first rule naming it wholesale.
     whole: HashMap<String, usize>,
-    /// Tool → first word → command rules.
+    /// Tool → command rules.
     commands: HashMap<String, Commands>,
     /// Tool → domain rules.
     domains: HashMap<String, Vec<(Domain, usize)>>,
@@ -322,6 +262,8 @@ pub struct Subject<'a> {
     pub paths: Vec<(&'a str, PathAccess)>,
     /// The host's parse of the command the call runs.
     pub command: Option<&'a Parsed>,
+    /// The command as written, where known.
+    pub text: Option<&'a str>,
     /// The URLs or host names the call connects to.
     pub addresses: Vec<&'a str>,
 }
@@ -330,12 +272,14 @@ impl<'a> Subject<'a> {
     /// The call of `tool` with `input`, read through the tool's declared
     /// `roles`; `command` is the parse of its command field.
     pub fn of(tool: &'a str, roles: &'a InputRoles, input: &'a Value, command: Option<&'a Parsed>) -> Subject<'a> {
-        Subject { tool, paths: roles.paths_in(input), command, addresses: roles.addresses_in(input) }
+        let (paths, addresses, text) = (roles.paths_in(input), roles.addresses_in(input), roles.command_in(input));
+        Subject { tool, paths, command, text, addresses }
     }
 
-    /// A command started through the process capability by `tool`.
-    pub fn command(tool: &'a str, parsed: &'a Parsed) -> Subject<'a> {
-        Subject { tool, paths: Vec::new(), command: Some(parsed), addresses: Vec::new() }
+    /// A command started through the process capability by `tool`: `text`
+    /// as a shell reads it, and its parse.
+    pub fn command(tool: &'a str, text: &'a str, parsed: &'a Parsed) -> Subject<'a> {
+        Subject { tool, paths: Vec::new(), command: Some(parsed), text: Some(text), addresses: Vec::new() }
     }
 }
 
@@ -390,9 +334,7 @@ impl RuleSet {
             let domain = content.strip_prefix("domain:");
             match (kind, domain) {
                 (ContentKind::Command, _) => {
-                    let command = command_rule(content, index).map_err(fail)?;
-                    let commands = list.commands.entry(tool.to_string()).or_default();
-                    commands.entry(command.words[0].clone()).or_default().push(command);
+                    list.commands.entry(tool.to_string()).or_default().add(content, index).map_err(fail)?;
                 }
                 (ContentKind::Path, _) => {
                     let (pattern, dir_only) =
@@ -635,8 +577,8 @@ impl RuleSet {
         }
         let by_command = match (subject.command, list.commands.get(tool)) {
             (Some(parsed), Some(commands)) => match behavior {
-                Behavior::Allow => self.command_allow(commands, parsed),
-                Behavior::Ask | Behavior::Deny => command_any(commands, parsed),
+                Behavior::Allow => self.command_allow(commands, parsed, subject.text),
+                Behavior::Ask | Behavior::Deny => command_any(commands, parsed, subject.text),
             },
             _ => None,
         };
@@ -663,9 +605,15 @@ impl RuleSet {
     }
 
     /// The rule allowing every part of a command that is not read-only by
-    /// itself; `None` when some part has none or the command cannot be
-    /// allowed by rules at all.
-    fn command_allow(&self, commands: &Commands, parsed: &Parsed) -> Option<usize> {
+    /// itself, or a rule that is the whole command `text` word for word;
+    /// `None` when some part has none or the command cannot be allowed by
+    /// rules at all.
+    fn command_allow(&self, commands: &Commands, parsed: &Parsed, text: Option<&str>) -> Option<usize> {
+        // What the user approved, character for character: whatever it is
+        // made of, it runs as approved.
+        if let Some(exact) = text.and_then(|t| commands.whole_text(t)) {
+            return Some(exact);
+        }
         if parsed.parse_error
             || parsed.command_substitution
             || parsed.process_substitution
@@ -686,7 +634,11 @@ impl RuleSet {
             }
             let found = candidates(cmd, false)
                 .into_iter()
-                .find_map(|(argv, dynamic)| match_command(commands, &argv[0], argv, dynamic, false))?;
+                .find_map(|(argv, dynamic)| {
+                    match_command(commands, &argv[0], argv, dynamic, false)
+                        .or_else(|| commands.text_of(argv, dynamic, true))
+                })
+                .or_else(|| commands.text_of_whole(cmd, true))?;
             first = Some(first.map_or(found, |f: usize| f.min(found)));
         }
         first
@@ -881,7 +833,7 @@ mod tests {
 
     #[test]
     fn malformed_contents_are_errors() {
-        for bad in ["Bash(ls && rm:*)", "Bash(ls $(x))", "Bash(npm * test)", "Read([)"] {
+        for bad in ["Bash(:*)", "Read([)"] {
             let e = RuleSet::compile(entries(&[(Behavior::Allow, bad)]), places(), &catalog()).unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }
@@ -1157,7 +1109,13 @@ mod tests {
         use Behavior::*;
         // `Later` is not in the catalog (not loaded when the rules compiled).
         let s = set(&[(Deny, "Later(domain:evil.com)")]);
-        let subject = |addresses: Vec<&'static str>| Subject { tool: "Later", paths: vec![], command: None, addresses };
+        let subject = |addresses: Vec<&'static str>| Subject {
+            tool: "Later",
+            paths: vec![],
+            command: None,
+            text: None,
+            addresses,
+        };
         assert!(s.check(&subject(vec!["https://evil.com/x"])).deny.is_some());
         assert!(s.check(&subject(vec!["https://good.org/x"])).deny.is_none(), "a domain rule, not every call");
         assert!(s.warnings().is_empty(), "{:?}", s.warnings());
@@ -1404,11 +1362,69 @@ mod tests {
         assert_eq!(allowed("env -u X A=1 make"), None, "allow rules do not look through `env`");
     }
 
+    /// Content that is not one plain command is read as Claude Code reads
+    /// it: text, matched against the whole command as written (exact) or
+    /// one simple command at a time (its words joined by spaces).
     #[test]
-    fn a_command_rule_is_one_plain_command() {
+    fn a_command_rule_that_is_not_one_plain_command_is_text() {
         use Behavior::*;
-        for bad in ["Bash(rm > x)", "Bash(X=1 rm)", "Bash(rm x &)", "Bash(rm; ls)", "Bash(rm <(ls))", "Bash(rm $X)"] {
-            assert!(RuleSet::compile(entries(&[(Deny, bad)]), places(), &catalog()).is_err(), "{bad}");
+        let s = set(&[(Allow, "Bash(echo (x))"), (Allow, "Bash(make \\(all\\):*)"), (Deny, "Bash(rm x > y)")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("echo (x)").as_deref(), Some("allow Bash(echo (x))"), "the command as approved");
+        assert_eq!(cmd("  echo (x) ").as_deref(), Some("allow Bash(echo (x))"), "white space around it");
+        for not_it in ["echo (x); rm -rf /", "echo (x) && rm -rf /", "echo (y)", "echo \\(x\\)", "echo '(x)'"] {
+            assert_eq!(cmd(not_it), None, "{not_it}");
+        }
+        // A prefix: one simple command at a time, never past an operator.
+        assert_eq!(cmd("make '(all)' -j4").as_deref(), Some("allow Bash(make (all):*)"), "unquoted words");
+        assert_eq!(cmd("make (all) -j4"), None, "only the whole text can allow what does not parse");
+        let text_prefix = set(&[(Allow, "Bash(ls && rm:*)"), (Allow, "Bash(git * commit)")]);
+        let cmd = |c: &str| strongest(&text_prefix, "Bash", json!({"command": c}));
+        assert_eq!(cmd("ls && rm -rf /"), None, "a prefix never spans simple commands");
+        assert_eq!(cmd("'ls && rm' -rf /"), None, "nor words");
+        assert_eq!(cmd("git -C x commit").as_deref(), Some("allow Bash(git * commit)"));
+        assert_eq!(cmd("git -C x commit && curl evil"), None, "every part needs a rule");
+        assert_eq!(cmd("git $(curl evil) commit"), None, "a substitution is never allowed");
+        assert_eq!(cmd("git \"$X\" commit"), None, "nor a word only known when it runs");
+        assert_eq!(strongest(&s, "Bash", json!({"command": "ls; rm x > y"})).as_deref(), Some("deny Bash(rm x > y)"));
+        for bad in ["Bash(:*)", "Bash( :* )"] {
+            let e = RuleSet::compile(entries(&[(Allow, bad)]), places(), &catalog()).unwrap_err();
+            assert!(e.to_string().contains("Prefix cannot be empty before :*"), "{e}");
+        }
+    }
+
+    #[test]
+    fn escaped_parentheses_are_literal_in_words() {
+        use Behavior::*;
+        let s = set(&[(Allow, "Bash(python -c \"print\\(1\\)\")"), (Deny, "Bash(echo \\\\\\(x\\\\\\))")]);
+        let cmd = |c: &str| strongest(&s, "Bash", json!({"command": c}));
+        assert_eq!(cmd("python -c \"print(1)\"").as_deref(), Some("allow Bash(python -c \"print(1)\")"));
+        assert_eq!(cmd("python -c 'print(1)'").as_deref(), Some("allow Bash(python -c \"print(1)\")"), "words");
+        assert_eq!(cmd("python -c \"print(2)\""), None);
+        // `Bash(echo \\\(x\\\))` is the content `echo \(x\)`: the words `echo (x)`.
+        assert_eq!(cmd("ls; echo '(x)'").as_deref(), Some("deny Bash(echo \\\\\\(x\\\\\\))"));
+    }
+
+    #[test]
+    fn wildcards_follow_claude_code() {
+        for (pattern, text, matches) in [
+            ("git * status", "git -C x status", true),
+            ("git * status", "git status", false),
+            ("git *", "git", true),
+            ("git *", "gitx", false),
+            ("npm run*", "npm runx", true),
+            ("a \\* b", "a * b", true),
+            ("a \\* b", "a x b", false),
+            ("ls src/**/x *", "ls src/x", false),
+            ("ls src/**/x *", "ls src/a/x y", true),
+            ("ls src/**/x*", "ls src/x", true),
+            ("ls src/**/x*", "ls src/a/b/x.rs", true),
+            ("echo (*)", "echo (a b)", true),
+            ("echo *", "echo a\nb", true),
+            ("a.b*", "axb", false),
+        ] {
+            let regex = super::commands::wildcard_for_tests(pattern);
+            assert_eq!(regex.is_match(text), matches, "{pattern} ~ {text}: {regex}");
         }
     }
 

@@ -87,8 +87,9 @@ pub(crate) struct Spawn {
 pub(crate) trait CommandRules: Send + Sync {
     /// Whether there are no rules at all (then nothing is checked).
     fn is_empty(&self) -> bool;
-    /// The rules' verdict on a command.
-    fn check_command(&self, parsed: &shell::Parsed) -> CommandVerdict;
+    /// The rules' verdict on a command: `text` as a shell reads it, and its
+    /// parse.
+    fn check_command(&self, text: &str, parsed: &shell::Parsed) -> CommandVerdict;
 }
 
 /// What the rules say about one command.
@@ -135,7 +136,7 @@ pub(super) fn prepare(request: &Spawn, permit: &Permit<'_>) -> Result<(Command, 
     let rules = permit.rules.filter(|r| !r.is_empty());
     if permit.approval != Approval::Any || rules.is_some() {
         let parsed = shell::parse(&text);
-        let verdicts = rules.map(|r| r.check_command(&parsed)).unwrap_or_default();
+        let verdicts = rules.map(|r| r.check_command(&text, &parsed)).unwrap_or_default();
         if let Some(rule) = verdicts.deny {
             return Err(ProcessError::NotPermitted(format!("the {rule} forbids `{}`", clip(&text))));
         }

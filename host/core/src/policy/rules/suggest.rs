@@ -10,7 +10,9 @@ use super::*;
 pub(crate) fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
     let tool = subject.tool;
     let mut out: Vec<String> = Vec::new();
-    let mut add = |rule: String| {
+    // Printed as a rule prints: escaped where the content needs it.
+    let mut add = |tool: &str, content: String| {
+        let rule = Rule { tool: tool.to_string(), content: Some(content) }.to_string();
         if !out.contains(&rule) {
             out.push(rule);
         }
@@ -34,17 +36,17 @@ pub(crate) fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
                 && argv[1].chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
                 && argv[1].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
             if subcommand {
-                add(format!("{tool}({}:*)", words(2)));
+                add(tool, format!("{}:*", words(2)));
             } else if dynamic.iter().any(|&d| d) {
                 return Vec::new();
             } else {
-                add(format!("{tool}({})", words(argv.len())));
+                add(tool, words(argv.len()));
             }
         }
     } else if !subject.addresses.is_empty() {
         for address in &subject.addresses {
             let Some(host) = host_of(address) else { return Vec::new() };
-            add(format!("{tool}(domain:{host})"));
+            add(tool, format!("domain:{host}"));
         }
     } else if !subject.paths.is_empty() {
         for &(written, access) in &subject.paths {
@@ -58,10 +60,10 @@ pub(crate) fn suggest(subject: &Subject<'_>, places: &Places) -> Vec<String> {
                 Ok(rel) => format!("./{}", globset::escape(&rel.to_string_lossy())),
                 Err(_) => format!("/{}", globset::escape(&path.to_string_lossy())),
             };
-            add(format!("{family}({written})"));
+            add(family, written);
         }
     } else {
-        add(tool.to_string());
+        out.push(tool.to_string());
     }
     out
 }
