@@ -122,11 +122,12 @@ pub fn replace(path: &Path, contents: &[u8]) -> Result<(), ToolError> {
 /// What the built-in file tools remember about a read, under [`read_key`].
 ///
 /// Claude Code keeps the same per file: the modification time (whole
-/// milliseconds) when it was read, the range a Read asked for, and for the
-/// records Edit and Write leave behind, the text they wrote. A file counts
-/// as changed when its modification time is later than the recorded one;
-/// a record without a range (Edit's, Write's) also counts a file whose time
-/// moved but whose text is the same as unchanged.
+/// milliseconds) when it was read, the range a Read asked for, whether the
+/// Read gave only the start of the file (a partial view), and the text seen.
+/// A file counts as changed when its modification time is later than the
+/// recorded one; a record that is a *full view* (2.1.328's `s$`: from the
+/// first line, not partial, to the end of the file) also counts a file whose
+/// time moved but whose text is the same as unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadRecord {
     /// Modification time in nanoseconds since the epoch when the file was read.
@@ -139,16 +140,28 @@ pub struct ReadRecord {
     /// The `limit` of the Read that made the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
-    /// [`content_hash`] of the text Edit or Write left in the file.
+    /// [`content_hash`] of the whole text seen: set by Edit and Write, and by
+    /// a Read that was a full view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<u64>,
+    /// The Read gave only the start of the file (over its token cap): Write
+    /// refuses with [`PARTIAL_VIEW`], Edit takes the file as not read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 impl ReadRecord {
     /// The record of a Read of the whole file (Read's `offset` defaults to 1)
-    /// with metadata `meta`.
+    /// with metadata `meta`, its text not remembered.
     pub fn of(meta: &std::fs::Metadata) -> Self {
-        ReadRecord { mtime_ns: mtime_ns(meta), size: meta.len(), offset: Some(1), limit: None, content_hash: None }
+        ReadRecord {
+            mtime_ns: mtime_ns(meta),
+            size: meta.len(),
+            offset: Some(1),
+            limit: None,
+            content_hash: None,
+            partial: false,
+        }
     }
 
     /// The recorded modification time in whole milliseconds.
@@ -156,10 +169,10 @@ impl ReadRecord {
         self.mtime_ns / 1_000_000
     }
 
-    /// Whether the record covers the whole file and the text it saw (no
-    /// range, a hash): then an unchanged text makes a newer time harmless.
+    /// Whether the record is a full view whose text is known: then an
+    /// unchanged text makes a newer time harmless.
     pub fn is_full(&self) -> bool {
-        self.offset.is_none() && self.limit.is_none() && self.content_hash.is_some()
+        !self.partial && self.offset.unwrap_or(1) <= 1 && self.content_hash.is_some()
     }
 
     /// Whether the file, with metadata `meta` now, has a modification time
@@ -168,10 +181,17 @@ impl ReadRecord {
         mtime_ns(meta) / 1_000_000 > self.mtime_ms()
     }
 
-    /// Whether a full record saw exactly `text` (line endings normalized to `\n`).
+    /// Whether a full record saw exactly `text` (line endings normalized to
+    /// `\n`; a byte-order mark is not part of the text).
     pub fn saw(&self, text: &str) -> bool {
-        self.is_full() && self.content_hash == Some(content_hash(text))
+        self.is_full() && self.content_hash == Some(view_hash(text))
     }
+}
+
+/// [`content_hash`] of a file's text as the records compare it: without a
+/// leading byte-order mark.
+pub fn view_hash(text: &str) -> u64 {
+    content_hash(text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
 /// Modification time of `meta` in nanoseconds since the epoch (0 if unknown).
@@ -190,20 +210,29 @@ pub fn read_key(path: &Path) -> String {
 }
 
 /// Records that `path` was read whole in this session with `meta` (as a Read
-/// without `offset` and `limit` does).
+/// without `offset` and `limit` does), its text not remembered.
 pub fn record_read(ctx: &Context, path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError> {
     ctx.session().set_json(&read_key(path), &ReadRecord::of(meta))
 }
 
-/// Records a Read of `path` with the range it asked for (`offset` 1 when not given).
+/// Records a Read of `path` with the range it asked for (`offset` 1 when not
+/// given), and for a full view the text it saw (`Some` of [`view_hash`]).
 pub fn record_read_range(
     ctx: &Context,
     path: &Path,
     meta: &std::fs::Metadata,
     offset: u64,
     limit: Option<u64>,
+    full_view: Option<u64>,
 ) -> Result<(), ToolError> {
-    let record = ReadRecord { offset: Some(offset), limit, ..ReadRecord::of(meta) };
+    let record = ReadRecord { offset: Some(offset), limit, content_hash: full_view, ..ReadRecord::of(meta) };
+    ctx.session().set_json(&read_key(path), &record)
+}
+
+/// Records a Read that gave only the first `lines` lines of `path` (the
+/// token cap's partial view).
+pub fn record_partial_read(ctx: &Context, path: &Path, meta: &std::fs::Metadata, lines: u64) -> Result<(), ToolError> {
+    let record = ReadRecord { limit: Some(lines), partial: true, ..ReadRecord::of(meta) };
     ctx.session().set_json(&read_key(path), &record)
 }
 
@@ -214,7 +243,8 @@ pub fn record_write(ctx: &Context, path: &Path, meta: &std::fs::Metadata, text: 
         size: meta.len(),
         offset: None,
         limit: None,
-        content_hash: Some(content_hash(text)),
+        content_hash: Some(view_hash(text)),
+        partial: false,
     };
     ctx.session().set_json(&read_key(path), &record)
 }
@@ -229,8 +259,88 @@ pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before
 /// Claude Code's refusal (at validation) of a write to a file changed since it was read.
 pub const MODIFIED_SINCE_READ: &str = "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 /// Claude Code's error when the file changed between validation and the write.
-pub const UNEXPECTEDLY_MODIFIED: &str =
-    "File has been unexpectedly modified. Read it again before attempting to write it.";
+pub const UNEXPECTEDLY_MODIFIED: &str = "File content has changed since it was last read. This commonly happens when \
+     a linter or formatter run via Bash rewrites the file. Call Read on this file to refresh, then retry the edit.";
+/// Claude Code's refusal of a Write over a file a Read gave only the start of.
+pub const PARTIAL_VIEW: &str = "You were given only the start of this file, and nothing shows that you have since \
+     read all of it in one call, so a Write could lose the rest. To change part of it, use Edit. To replace it whole, \
+     first Read it in one call with no offset or limit. If Read returns only a page or says the file is too large, \
+     Read it again with allow_large: true. If even that cannot return all of it, use Edit.";
+/// The suffix of Edit's and Write's success texts when the model's view of
+/// the file is now its whole current text.
+pub const STATE_IS_CURRENT: &str = " (file state is current in your context — no need to Read it back)";
+
+/// Why a file's bytes are not text the editing tools can write back
+/// (2.1.328's `notText`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotText {
+    /// Invalid UTF-8.
+    NotUtf8,
+    /// A NUL byte in the first 8000 bytes.
+    Nul,
+    /// Starts with `FE FF`.
+    Utf16Be,
+}
+
+impl NotText {
+    /// What Claude Code says the file is.
+    pub fn why(self) -> &'static str {
+        match self {
+            NotText::NotUtf8 => {
+                "is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary"
+            }
+            NotText::Nul => {
+                "has NUL bytes in its first 8 KB: binary data, UTF-16/UTF-32 without a byte-order mark, or text with \
+                 embedded NULs"
+            }
+            NotText::Utf16Be => "is UTF-16 big-endian (it starts FE FF), which these tools cannot write",
+        }
+    }
+
+    /// Edit's, Write's and NotebookEdit's refusal of such a file.
+    pub fn refusal(self) -> String {
+        format!(
+            "File {}. These tools write UTF-8 (or UTF-16LE behind its byte-order mark) and never convert a file's \
+             encoding on their own, so nothing was written. If the file is text, make the change with a shell \
+             command that reads and writes it in its own encoding (iconv, or PowerShell Get-Content/Set-Content \
+             -Encoding), or ask the user whether to convert it to UTF-8 first. To replace the whole file with new \
+             UTF-8 text anyway, delete it first, then Write it.",
+            self.why()
+        )
+    }
+
+    /// The note Read appends to such a file's text.
+    pub fn read_note(self) -> String {
+        let extra = match self {
+            NotText::NotUtf8 => " Its undecodable bytes show above as U+FFFD.",
+            NotText::Nul | NotText::Utf16Be => "",
+        };
+        format!(
+            "[This file {}.{extra} Edit and Write will refuse it: change it with a shell command that keeps its \
+             encoding, or ask the user whether to convert it to UTF-8.]",
+            self.why()
+        )
+    }
+}
+
+/// Whether a file whose bytes are `bytes` is text the editing tools write
+/// back, as 2.1.328 decides (`Zot`): a UTF-16LE byte-order mark makes it
+/// text; then `FE FF`, a NUL in the first 8000 bytes, invalid UTF-8.
+pub fn not_text(bytes: &[u8]) -> Option<NotText> {
+    if bytes.starts_with(b"\xFF\xFE") {
+        return None;
+    }
+    if bytes.starts_with(b"\xFE\xFF") {
+        return Some(NotText::Utf16Be);
+    }
+    if bytes[..bytes.len().min(8000)].contains(&0) {
+        return Some(NotText::Nul);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(_) => None,
+        Err(_) => Some(NotText::NotUtf8),
+    }
+}
 /// What Claude Code's not-found messages say before the working directory.
 pub const CWD_NOTE: &str = "Note: your current working directory is";
 
@@ -611,10 +721,28 @@ mod tests {
         assert!(!record.is_older_than(&at(5_000_000_900)), "the same millisecond");
         assert!(!record.is_older_than(&at(4_000_000_000)), "an older time is not a change");
         assert!(record.is_older_than(&at(5_001_000_000)));
-        assert!(!record.saw("x"), "a Read's record has a range");
-        let written = ReadRecord { offset: None, content_hash: Some(content_hash("x")), ..record };
+        assert!(!record.saw("x"), "a Read's record without its text");
+        let full = ReadRecord { content_hash: Some(view_hash("x")), ..record.clone() };
+        assert!(full.saw("x") && full.saw("\u{feff}x") && !full.saw("y"), "a full view, byte-order mark aside");
+        assert!(!ReadRecord { offset: Some(2), ..full.clone() }.saw("x"), "from a later line");
+        assert!(!ReadRecord { partial: true, ..full.clone() }.saw("x"), "a partial view");
+        let written = ReadRecord { offset: None, ..full };
         assert!(written.saw("x") && !written.saw("y"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn files_that_are_not_text_are_told_apart() {
+        assert_eq!(not_text(b"plain \xC3\xA9"), None);
+        assert_eq!(not_text(b"\xFF\xFEa\0"), None, "UTF-16LE behind its mark");
+        assert_eq!(not_text(b"\xFE\xFF\0a"), Some(NotText::Utf16Be));
+        assert_eq!(not_text(b"a\0b"), Some(NotText::Nul));
+        let mut late = vec![b'a'; 8000];
+        late.push(0);
+        assert_eq!(not_text(&late), None, "a NUL after the first 8000 bytes");
+        assert_eq!(not_text(b"caf\xE9"), Some(NotText::NotUtf8));
+        assert!(NotText::NotUtf8.read_note().contains(" Its undecodable bytes show above as U+FFFD. Edit"));
+        assert!(NotText::Nul.read_note().contains("embedded NULs. Edit and Write"));
     }
 
     #[test]

@@ -42,9 +42,18 @@ fn read_caps_size_and_tokens() {
     let r = call(&sb, "Read", &json!({"file_path": p(&file), "limit": 60_000}), &s);
     let text = r.assert_error("File content (30000 tokens) exceeds maximum allowed tokens (25000).");
     assert!(!text.contains("1\tx"), "nothing of the file comes with the error");
-    // JSON counts two bytes a token.
+    // JSON counts two bytes a token; a whole-file read over the cap gives
+    // its first lines and the banner, and Write then refuses the file.
     let json_file = sb.write("data.json", "[1,2,3,4]\n".repeat(6_000));
-    call(&sb, "Read", &json!({"file_path": p(&json_file)}), &s).assert_error("(30000 tokens)");
+    let text = call(&sb, "Read", &json!({"file_path": p(&json_file)}), &s).assert_ok();
+    assert!(text.contains("\n4250\t[1,2,3,4]\n\n<system-reminder>\n[Truncated: PARTIAL view"), "{}", &text[..200]);
+    assert!(
+        text.contains("showing lines 1-4250 of 6001 total (30000 tokens, cap 25000)"),
+        "{}",
+        &text[text.len() - 400..]
+    );
+    call(&sb, "Write", &json!({"file_path": p(&json_file), "content": "[]"}), &s)
+        .assert_error("You were given only the start of this file");
 }
 
 #[test]
@@ -131,12 +140,13 @@ fn read_refusals() {
         .assert_error(&format!("EISDIR: illegal operation on a directory, read '{}'", p(&sb.ws("dir"))));
     let bin = sb.write("blob.bin", [0u8, 1, 2, 0, 159, 146, 150]);
     call(&sb, "Read", &json!({"file_path": p(&bin)}), &[]).assert_error(
-        "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Please use \
-         appropriate tools for binary file analysis.</tool_use_error>",
+        "<tool_use_error>This tool cannot read binary files. The file appears to be a binary .bin file. Use a skill \
+         for this file type if one is available, or a shell command or script that can read the format.</tool_use_error>",
     );
-    // Binary content under another name is read as text.
+    // Binary content under another name is read as text, with a note.
     let raw = sb.write("blob.raw", [b'a', 0, 1]);
-    assert_eq!(call(&sb, "Read", &json!({"file_path": p(&raw)}), &[]).assert_ok(), "1\ta\u{0}\u{1}");
+    let text = call(&sb, "Read", &json!({"file_path": p(&raw)}), &[]).assert_ok();
+    assert!(text.starts_with("1\ta\u{0}\u{1}\n\n[This file has NUL bytes in its first 8 KB"), "{text}");
 }
 
 #[test]
@@ -198,7 +208,13 @@ fn write_creates_and_requires_a_fresh_read_to_overwrite() {
     let s = ["--session", "w1", "--mode", "acceptEdits"];
     let new = sb.ws("sub/dir/new.txt");
     let text = call(&sb, "Write", &json!({"file_path": p(&new), "content": "fresh\n"}), &s).assert_ok();
-    assert_eq!(text, format!("File created successfully at: {}", p(&new)));
+    assert_eq!(
+        text,
+        format!(
+            "File created successfully at: {} (file state is current in your context — no need to Read it back)",
+            p(&new)
+        )
+    );
     assert_eq!(std::fs::read_to_string(&new).unwrap(), "fresh\n");
 
     let old = sb.write("old.txt", "original\n");
@@ -208,7 +224,13 @@ fn write_creates_and_requires_a_fresh_read_to_overwrite() {
 
     call(&sb, "Read", &json!({"file_path": p(&old)}), &s).assert_ok();
     let text = call(&sb, "Write", &json!({"file_path": p(&old), "content": "replaced\n"}), &s).assert_ok();
-    assert_eq!(text, format!("The file {} has been updated successfully.", p(&old)));
+    assert_eq!(
+        text,
+        format!(
+            "The file {} has been updated successfully. (file state is current in your context — no need to Read it back)",
+            p(&old)
+        )
+    );
     // Its own write counts as a read: a second write needs no new Read.
     call(&sb, "Write", &json!({"file_path": p(&old), "content": "again\n"}), &s).assert_ok();
     assert_eq!(std::fs::read_to_string(&old).unwrap(), "again\n");
@@ -251,9 +273,21 @@ fn edit_replaces_and_refuses_bad_edits() {
     assert_eq!(std::fs::read(&file).unwrap(), original, "failed edits leave the file as it was");
 
     let text = edit("fn b() {}", "fn b() { todo!() }", false).assert_ok();
-    assert_eq!(text, format!("The file {} has been updated successfully.", p(&file)));
+    assert_eq!(
+        text,
+        format!(
+            "The file {} has been updated successfully. (file state is current in your context — no need to Read it back)",
+            p(&file)
+        )
+    );
     let text = edit("let x = 1;", "let y = 1;", true).assert_ok();
-    assert_eq!(text, format!("The file {} has been updated. All occurrences were successfully replaced.", p(&file)));
+    assert_eq!(
+        text,
+        format!(
+            "The file {} has been updated. All occurrences were successfully replaced. (file state is current in your context — no need to Read it back)",
+            p(&file)
+        )
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn a() {}\nfn b() { todo!() }\nlet y = 1;\nlet y = 1;\n");
     let leftovers: Vec<_> = std::fs::read_dir(&sb.workspace)
         .unwrap()
@@ -279,9 +313,11 @@ fn edit_keeps_an_executable_bit() {
 fn a_failed_write_leaves_nothing_behind() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.ws("taken/inner")).unwrap();
-    // As in Claude Code, a directory is an existing path never read.
+    // As in Claude Code 2.1.328, a directory is refused as one.
     call(&sb, "Write", &json!({"file_path": p(&sb.ws("taken")), "content": "x"}), &["--mode", "acceptEdits"])
-        .assert_error("File has not been read yet. Read it first before writing to it.");
+        .assert_error(
+            "taken is a directory, not a file. To create a file inside it, include the file name in file_path.",
+        );
     // A parent that is a file.
     sb.write("plain", "data");
     call(&sb, "Write", &json!({"file_path": p(&sb.ws("plain/child.txt")), "content": "x"}), &["--mode", "acceptEdits"]);
@@ -345,10 +381,9 @@ fn grep_in_parallel_keeps_order_context_and_hidden_paths() {
             if !expected.is_empty() {
                 expected.push_str("--\n");
             }
-            // Claude Code makes the paths of match lines relative, not of context lines.
-            let abs = p(&sb.ws(&rel));
+            // Claude Code 2.1.328 makes the paths of context lines relative too.
             expected.push_str(&format!(
-                "{abs}-1-a\n{rel}:2:needle {d} {f}\n{abs}-3-b\n--\n{abs}-5-d\n{rel}:6:needle again\n"
+                "{rel}-1-a\n{rel}:2:needle {d} {f}\n{rel}-3-b\n--\n{rel}-5-d\n{rel}:6:needle again\n"
             ));
         }
     }

@@ -75,7 +75,7 @@ fn read_then_replace_insert_and_delete_cells() {
     call(&sb, "Read", &json!({"file_path": path}), &SESSION).assert_ok();
 
     // Replace: one source string, outputs and execution count cleared, the
-    // rest as JSON.stringify(nb, null, 1) writes it (no final newline).
+    // rest as JSON.stringify(nb, null, 1) writes it, the file's final newline kept.
     let text = edit(json!({"notebook_path": path, "cell_id": "calc", "new_source": "x = 2"})).assert_ok();
     assert_eq!(text, "Updated cell calc with x = 2");
     let on_disk = std::fs::read_to_string(&file).unwrap();
@@ -86,7 +86,7 @@ fn read_then_replace_insert_and_delete_cells() {
             "\"outputs\": []",
         )
         .replace("\"source\": [\n    \"print(1 + 1)\"\n   ]", "\"source\": \"x = 2\"");
-    assert_eq!(on_disk, expected.trim_end());
+    assert_eq!(on_disk, expected);
 
     // Insert after a cell: a new cell with a fresh id. Its own write counts
     // as a read, so no Read is needed in between.
@@ -99,7 +99,7 @@ fn read_then_replace_insert_and_delete_cells() {
         .and_then(|rest| rest.strip_suffix(" with ## Notes"))
         .unwrap_or_else(|| panic!("{text}"))
         .to_string();
-    assert!(!id.is_empty() && id.len() <= 13 && id.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+    assert!(id.len() == 8 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{id}");
     let now = cells(&file);
     assert_eq!(now.len(), 3);
     assert_eq!(now[1], json!({"cell_type": "markdown", "id": id, "source": "## Notes", "metadata": {}}));
@@ -134,13 +134,13 @@ fn older_notebooks_and_crlf_files_are_written_as_claude_code_writes_them() {
     load(&sb);
     call(&sb, "Read", &json!({"file_path": p(&file)}), &SESSION).assert_ok();
     let input = json!({"notebook_path": p(&file), "new_source": "a = 1", "cell_type": "code", "edit_mode": "insert"});
-    // Before nbformat 4.5 cells have no id, and Claude Code reports it as undefined.
-    assert_eq!(call(&sb, "NotebookEdit", &input, &SESSION).assert_ok(), "Inserted cell undefined with a = 1");
+    // Before nbformat 4.5 cells have no id: "a new cell".
+    assert_eq!(call(&sb, "NotebookEdit", &input, &SESSION).assert_ok(), "Inserted a new cell with a = 1");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "{\r\n \"cells\": [\r\n  {\r\n   \"cell_type\": \"code\",\r\n   \"source\": \"a = 1\",\r\n   \"metadata\": {},\r\n   \
          \"execution_count\": null,\r\n   \"outputs\": []\r\n  }\r\n ],\r\n \"metadata\": {},\r\n \"nbformat\": 4,\r\n \
-         \"nbformat_minor\": 2\r\n}"
+         \"nbformat_minor\": 2\r\n}\r\n"
     );
 }
 

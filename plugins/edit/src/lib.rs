@@ -1,5 +1,11 @@
 //! The `Edit` tool: exact string replacement in a file that was read first,
-//! with the checks, texts and text handling of Claude Code 2.1.88's Edit.
+//! with the checks, texts and text handling of Claude Code 2.1.328's Edit.
+//!
+//! 2.1.328 lets newer models edit a file they never read (when a Read of it
+//! would be allowed without asking), and applies an edit to a file changed
+//! since the Read when `old_string` still matches once; toolhost does not
+//! know the model, so it keeps the read-before-write rule and the refusal
+//! of a changed file for every model, as 2.1.328 does for the models it names.
 
 use serde::Deserializer;
 use std::path::Path;
@@ -99,6 +105,12 @@ impl Tool for Edit {
                     "Error calling tool (Edit): EISDIR: illegal operation on a directory, read",
                 ));
             }
+            Some(meta) if !meta.is_file() => {
+                return Err(ToolError::invalid_input(format!(
+                    "{} exists but is not a regular file (a device, FIFO or socket). Edit only changes regular files.",
+                    input.file_path
+                )));
+            }
             Some(_) => Some(read_text(ctx, &path)?),
         };
         let Some(file) = file else {
@@ -115,7 +127,7 @@ impl Tool for Edit {
             return Err(ToolError::not_found(message));
         };
         if input.old_string.is_empty() {
-            if !file.text.trim_matches(fs::is_js_whitespace).is_empty() {
+            if !file.text.text.trim_matches(fs::is_js_whitespace).is_empty() {
                 return Err(ToolError::invalid_input("Cannot create new file - file already exists."));
             }
             return Ok(());
@@ -125,20 +137,25 @@ impl Tool for Edit {
                 "File is a Jupyter Notebook. Use the NotebookEdit to edit this file.",
             ));
         }
-        let Some(record) = fs::read_record(ctx, &path) else {
+        // A partial view (the start of the file only) counts as not read.
+        let Some(record) = fs::read_record(ctx, &path).filter(|r| !r.partial) else {
             return Err(ToolError::conflict(fs::NOT_READ_YET));
         };
         let meta = meta.expect("the file exists");
-        if record.is_older_than(&meta) && !record.saw(&file.text) {
+        if record.is_older_than(&meta) && !record.saw(&file.text.text) {
             return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
         }
-        let Some(actual) = find_actual_string(&file.text, &input.old_string) else {
+        if let Some(not_text) = file.not_text {
+            return Err(ToolError::unsupported(not_text.refusal()));
+        }
+        let Some(actual) = find_actual_string(&file.text.text, &input.old_string) else {
             return Err(ToolError::invalid_input(format!(
-                "String to replace not found in file.\nString: {}",
-                input.old_string
+                "String to replace not found in file.\nString: {}{}",
+                input.old_string,
+                if has_escape_or_non_ascii(&input.old_string) { UNICODE_NOTE } else { "" }
             )));
         };
-        let matches = file.text.matches(actual.as_str()).count();
+        let matches = file.text.text.matches(actual.as_str()).count();
         if matches > 1 && !input.replace_all {
             return Err(ToolError::invalid_input(format!(
                 "Found {matches} matches of the string to replace, but replace_all is false. To replace all \
@@ -147,13 +164,13 @@ impl Tool for Edit {
                 input.old_string
             )));
         }
-        // Not a check of Claude Code's, which decodes such a file lossily and
-        // writes the replacement characters back: refuse instead of
-        // corrupting the bytes that are not text.
-        if !file.lossless {
+        // Not a check of Claude Code's, which decodes a UTF-16LE file with
+        // invalid units lossily and writes the replacement characters back:
+        // refuse instead of corrupting the bytes that are not text.
+        if !file.text.lossless {
             return Err(ToolError::unsupported(format!(
-                "{} is not valid UTF-8 (or UTF-16 with a byte-order mark); Edit only changes text files it can write \
-                 back unchanged. Use Write to replace the whole file.",
+                "{} is not valid UTF-16 behind its byte-order mark; Edit only changes text files it can write back \
+                 unchanged. Use Write to replace the whole file.",
                 path.display()
             )));
         }
@@ -167,29 +184,51 @@ impl Tool for Edit {
     fn call(input: EditInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
         let input = normalize_input(&input, &path);
-        let (file, exists) = match std::fs::read(&path) {
-            Ok(bytes) => (TextFile::decode(&bytes), true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (TextFile::decode(b""), false),
+        let (file, not_text, exists) = match std::fs::read(&path) {
+            Ok(bytes) => (TextFile::decode(&bytes), fs::not_text(&bytes), true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (TextFile::decode(b""), None, false),
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
                 return Err(ToolError::invalid_input("EISDIR: illegal operation on a directory, read"));
             }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
+        // Whether the model's view of the file is all of its current text:
+        // then the result says there is no need to read it back.
+        let mut in_view = true;
         if exists {
             let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-            let fresh = fs::read_record(ctx, &path).is_some_and(|r| !r.is_older_than(&meta) || r.saw(&file.text));
-            if !fresh {
+            let Some(record) = fs::read_record(ctx, &path) else {
+                return Err(ToolError::conflict(fs::NOT_READ_YET));
+            };
+            if record.is_older_than(&meta) && !record.saw(&file.text) {
                 return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
             }
+            in_view = record.saw(&file.text);
         }
-        let updated = apply(&file.text, &input)?;
+        if let Some(not_text) = not_text {
+            return Err(ToolError::unsupported(not_text.refusal()));
+        }
+        let mut updated = apply(&file.text, &input)?;
+        // An empty old_string replaces the whole text: the file's byte-order
+        // mark stays.
+        if input.old_string.is_empty()
+            && file.text.starts_with('\u{feff}')
+            && !updated.is_empty()
+            && !updated.starts_with('\u{feff}')
+        {
+            updated.insert(0, '\u{feff}');
+        }
         fs::replace(&path, &file.encode(&updated))?;
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         fs::record_write(ctx, &path, &meta, &updated)?;
+        let suffix = if in_view { fs::STATE_IS_CURRENT } else { "" };
         let text = if input.replace_all {
-            format!("The file {} has been updated. All occurrences were successfully replaced.", input.file_path)
+            format!(
+                "The file {} has been updated. All occurrences were successfully replaced.{suffix}",
+                input.file_path
+            )
         } else {
-            format!("The file {} has been updated successfully.", input.file_path)
+            format!("The file {} has been updated successfully.{suffix}", input.file_path)
         };
         Ok(Output::text(text).with_structured(serde_json::json!({
             "filePath": input.file_path,
@@ -201,10 +240,29 @@ impl Tool for Edit {
     }
 }
 
-/// Reads `path` as Claude Code's Edit does (see [`TextFile::decode`]).
-fn read_text(ctx: &Context, path: &Path) -> Result<TextFile, ToolError> {
+/// A file as Edit's validation reads it: its text (see
+/// [`TextFile::decode`]), and whether it is text Edit writes back.
+struct EditedFile {
+    text: TextFile,
+    not_text: Option<fs::NotText>,
+}
+
+/// Reads `path` as Claude Code's Edit does.
+fn read_text(ctx: &Context, path: &Path) -> Result<EditedFile, ToolError> {
     let bytes = std::fs::read(path).map_err(|e| fs::io_error(ctx, path, &e))?;
-    Ok(TextFile::decode(&bytes))
+    Ok(EditedFile { text: TextFile::decode(&bytes), not_text: fs::not_text(&bytes) })
+}
+
+/// What 2.1.328 adds to the not-found error when `old_string` holds a
+/// `\uXXXX` escape or a character beyond ASCII.
+const UNICODE_NOTE: &str = "\n(note: Edit also tried swapping \\uXXXX escapes and their characters; neither form \
+     matched, so the mismatch is likely elsewhere in old_string. Re-read the file and copy the exact surrounding text.)";
+
+/// Whether `s` holds a `\uXXXX` escape (four hex digits) or a character
+/// beyond ASCII.
+fn has_escape_or_non_ascii(s: &str) -> bool {
+    !s.is_ascii()
+        || s.as_bytes().windows(6).any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(u8::is_ascii_hexdigit))
 }
 
 /// Markup a model cannot write, restored in `old_string` when only the
@@ -235,9 +293,13 @@ const DESANITIZATIONS: [(&str, &str); 18] = [
 /// file can be read: trailing whitespace leaves every line of `new_string`
 /// (not in Markdown files), and an `old_string` not in the file but present
 /// once its markup is restored (see [`DESANITIZATIONS`]) is restored, with
-/// the same restorations in `new_string`. A file that cannot be read leaves
-/// the input as it is.
+/// the same restorations in `new_string`. A file that cannot be read (or is
+/// no regular file) leaves the input as it is.
 pub fn normalize_input(input: &EditInput, path: &Path) -> EditInput {
+    // Only a regular file is read: a FIFO would block.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return input.clone();
+    }
     let Ok(bytes) = std::fs::read(path) else { return input.clone() };
     let text = TextFile::decode(&bytes).text;
     normalize_against(input, &text)

@@ -1,7 +1,8 @@
-//! The `Glob` tool: the files matching a glob, as Claude Code 2.1.88 lists
+//! The `Glob` tool: the files matching a glob, as Claude Code 2.1.328 lists
 //! them with `rg --files --glob PATTERN --sort=modified --no-ignore --hidden`:
 //! ignore files not consulted, hidden files included, oldest first, at most
-//! 100, paths relative to the working directory.
+//! 100 with a line giving the exact total, paths relative to the working
+//! directory. A missing `path` is an error of the call (not of validation).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -47,6 +48,15 @@ impl Tool for Glob {
     }
     fn validate_input(input: &GlobInput, ctx: &Context) -> Result<(), ToolError> {
         if let Some(given) = input.given_path() {
+            fs::confine(ctx, given, Access::Read)?;
+        }
+        let (root, _) = search_root(ctx, input);
+        if fs::is_allowed(ctx, &root, Access::Read) { Ok(()) } else { Err(fs::outside(ctx, &root)) }
+    }
+
+    fn call(input: GlobInput, ctx: &Context) -> Result<Output, ToolError> {
+        // 2.1.328 checks the directory in the call: its errors are plain.
+        if let Some(given) = input.given_path() {
             let dir = fs::confine(ctx, given, Access::Read)?;
             match std::fs::metadata(&dir) {
                 Ok(meta) if meta.is_dir() => {}
@@ -62,11 +72,6 @@ impl Tool for Glob {
                 Err(e) => return Err(fs::io_error(ctx, &dir, &e)),
             }
         }
-        let (root, _) = search_root(ctx, input);
-        if fs::is_allowed(ctx, &root, Access::Read) { Ok(()) } else { Err(fs::outside(ctx, &root)) }
-    }
-
-    fn call(input: GlobInput, ctx: &Context) -> Result<Output, ToolError> {
         let (root, pattern) = search_root(ctx, &input);
         if !fs::is_allowed(ctx, &root, Access::Read) {
             return Err(fs::outside(ctx, &root));
@@ -76,12 +81,20 @@ impl Tool for Glob {
             found.paths.iter().map(|p| fs::to_relative_path(ctx.cwd(), &p.to_string_lossy())).collect();
         let mut text = if filenames.is_empty() { "No files found".to_string() } else { filenames.join("\n") };
         if !filenames.is_empty() && found.truncated {
-            text.push_str("\n(Results are truncated. Consider using a more specific path or pattern.)");
+            text.push_str(&format!(
+                "\n(Showing {} of {} matching files; {} more are not listed. Narrow the pattern or path to see the \
+                 rest.)",
+                filenames.len(),
+                found.total,
+                found.total - filenames.len()
+            ));
         }
         Ok(Output::text(text).with_structured(serde_json::json!({
             "numFiles": filenames.len(),
             "filenames": filenames,
             "truncated": found.truncated,
+            "totalMatches": found.total,
+            "countIsComplete": true,
         })))
     }
 }
@@ -96,7 +109,38 @@ fn search_root(ctx: &Context, input: &GlobInput) -> (PathBuf, String) {
     {
         return (fs::normalize(Path::new(&base)), rest);
     }
-    (dir, input.pattern.clone())
+    let pattern = repair_prefix(&input.pattern, &dir)
+        .map(|anchored| match dir.strip_prefix(ctx.cwd()) {
+            // Anchored at the directory searched, as the glob's root is the working directory.
+            Ok(rel) if rel.as_os_str().is_empty() => anchored,
+            Ok(rel) => format!("/{}{anchored}", rel.display()),
+            Err(_) => anchored[1..].to_string(),
+        })
+        .unwrap_or_else(|| input.pattern.clone());
+    (dir, pattern)
+}
+
+/// 2.1.328's repair of a pattern that repeats the end of the directory
+/// searched (`src/**/*.ts` in `…/src`): its leading literal segments that
+/// equal the directory's last ones are dropped and the rest anchored at the
+/// directory (`/**/*.ts`), unless those segments name directories that do
+/// exist there (`…/src/src`). `None` when nothing is repaired.
+pub fn repair_prefix(pattern: &str, dir: &Path) -> Option<String> {
+    let segments: Vec<&str> = pattern.split('/').collect();
+    let literal = segments[..segments.len() - 1]
+        .iter()
+        .take_while(|s| !s.is_empty() && !s.contains(['*', '?', '[', ']', '{', '}', '!']))
+        .count();
+    let dir_text = dir.to_string_lossy();
+    let tail: Vec<&str> = dir_text.split('/').filter(|s| !s.is_empty()).collect();
+    let repeated = (1..=literal).rev().find(|&n| tail.len() >= n && segments[..n] == tail[tail.len() - n..])?;
+    // Those directories under `dir`, real ones (not links): the pattern meant them.
+    let mut at = dir.to_path_buf();
+    let exist = segments[..repeated].iter().all(|s| {
+        at.push(s);
+        std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())
+    });
+    (!exist).then(|| format!("/{}", segments[repeated..].join("/")))
 }
 
 /// Splits an absolute pattern as Claude Code does before handing it to
@@ -131,6 +175,8 @@ pub struct Found {
     pub paths: Vec<PathBuf>,
     /// More files matched than were returned.
     pub truncated: bool,
+    /// How many files matched.
+    pub total: usize,
 }
 
 /// Lists the files under `root` that `pattern` matches as a ripgrep `--glob`
@@ -142,7 +188,7 @@ pub struct Found {
 pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) -> Found {
     let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
     let Ok(overrides) = overrides.add(pattern).and_then(|o| o.build()) else {
-        return Found { paths: Vec::new(), truncated: false };
+        return Found { paths: Vec::new(), truncated: false, total: 0 };
     };
     let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
@@ -163,9 +209,10 @@ pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) ->
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let truncated = hits.len() > MAX_RESULTS;
+    let total = hits.len();
+    let truncated = total > MAX_RESULTS;
     hits.truncate(MAX_RESULTS);
-    Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated }
+    Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated, total }
 }
 
 // What the built-in needs, stamped like any component's requests (the
@@ -227,6 +274,21 @@ mod tests {
     }
 
     #[test]
+    fn repairs_a_pattern_that_repeats_the_directory() {
+        let dir = tree("repair");
+        std::fs::create_dir_all(dir.join("pkg/src")).unwrap();
+        assert_eq!(repair_prefix("src/**/*.ts", &dir.join("pkg/src")), Some("/**/*.ts".into()));
+        assert_eq!(repair_prefix("pkg/src/*.ts", &dir.join("pkg/src")), Some("/*.ts".into()));
+        assert_eq!(repair_prefix("lib/*.ts", &dir.join("pkg/src")), None);
+        assert_eq!(repair_prefix("*.ts", &dir.join("pkg/src")), None);
+        assert_eq!(repair_prefix("src", &dir.join("pkg/src")), None, "the last segment is the name matched");
+        // `src/src` exists: the pattern means it.
+        std::fs::create_dir_all(dir.join("pkg/src/src")).unwrap();
+        assert_eq!(repair_prefix("src/**/*.ts", &dir.join("pkg/src")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn keeps_the_oldest_hundred() {
         let dir = tree("cap");
         for i in 0..105u64 {
@@ -234,6 +296,7 @@ mod tests {
         }
         let found = find(&dir, &dir, "*.txt", &fs::HiddenPaths::default());
         assert!(found.truncated);
+        assert_eq!(found.total, 105);
         assert_eq!(found.paths.len(), MAX_RESULTS);
         assert_eq!(found.paths[0], dir.join("f000.txt"));
         assert_eq!(found.paths[99], dir.join("f099.txt"));

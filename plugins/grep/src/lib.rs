@@ -1,7 +1,10 @@
 //! The `Grep` tool: ripgrep's search (its own crates) over the working
-//! directories, with the flags, output and texts of Claude Code 2.1.88's
-//! Grep, which runs `rg --hidden --glob '!.git' … --max-columns 500` and
-//! post-processes its output.
+//! directories, with the flags, output and texts of Claude Code's Grep,
+//! which runs `rg --hidden --glob '!.git' … --max-columns 500` and
+//! post-processes its output: 2.1.88's, with 2.1.328's changes where they
+//! are made here (a missing path is an error of the call; count mode
+//! always names the file and lists files in path order; context lines are
+//! relative like match lines).
 
 use serde::Deserializer;
 use std::path::{Path, PathBuf};
@@ -156,15 +159,10 @@ impl Tool for Grep {
         Some("search file contents with regex (ripgrep)".into())
     }
     fn validate_input(input: &GrepInput, ctx: &Context) -> Result<(), ToolError> {
-        let Some(given) = input.given_path() else { return Ok(()) };
-        let path = fs::confine(ctx, given, Access::Read)?;
-        match std::fs::metadata(&path) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(ToolError::not_found(fs::not_found_message(ctx, "Path does not exist:", given, &path)))
-            }
-            Err(e) => Err(fs::io_error(ctx, &path, &e)),
+        if let Some(given) = input.given_path() {
+            fs::confine(ctx, given, Access::Read)?;
         }
+        Ok(())
     }
 
     fn call(input: GrepInput, ctx: &Context) -> Result<Output, ToolError> {
@@ -172,6 +170,16 @@ impl Tool for Grep {
             Some(given) => fs::confine(ctx, given, Access::Read)?,
             None => PathBuf::from(ctx.cwd()),
         };
+        // 2.1.328 checks the path in the call: its error is plain.
+        if let Err(e) = std::fs::metadata(&root) {
+            let given = input.given_path().unwrap_or_default();
+            return Err(match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    ToolError::not_found(fs::not_found_message(ctx, "Path does not exist:", given, &root))
+                }
+                _ => fs::io_error(ctx, &root, &e),
+            });
+        }
         // The host's search skips what the permission rules hide.
         let result = search_in(Path::new(ctx.cwd()), &root, &input, &fs::HiddenPaths::default())?;
         let mode = input.output_mode.unwrap_or_default();
@@ -241,27 +249,22 @@ pub fn search_in(
     let (items, applied_limit) = match mode {
         OutputMode::Content => {
             let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
-            let (items, applied) = page.apply(lines);
-            // `path:…`: the path is what precedes the first colon.
-            let items: Vec<String> = items
-                .into_iter()
-                .map(|l| match l.find(':') {
-                    Some(i) if i > 0 => format!("{}{}", relative(&l[..i]), &l[i..]),
-                    _ => l,
-                })
-                .collect();
-            (items, applied)
+            page.apply(relativize_content(lines, &relative))
         }
         OutputMode::Count => {
-            let (items, applied) = page.apply(ripgrep(cwd, root, input, hidden, mode, None)?);
-            // `path:count`: the path is what precedes the last colon.
-            let items: Vec<String> = items
+            let lines = ripgrep(cwd, root, input, hidden, mode, None)?;
+            // `path:count`: the path is what precedes the last colon. A
+            // single file searched gives a bare count: 2.1.328 names it too.
+            let mut counts: Vec<(String, String)> = lines
                 .into_iter()
                 .map(|l| match l.rfind(':') {
-                    Some(i) if i > 0 => format!("{}{}", relative(&l[..i]), &l[i..]),
-                    _ => l,
+                    Some(i) if i > 0 => (relative(&l[..i]), l[i..].to_string()),
+                    _ => (relative(&root.to_string_lossy()), format!(":{l}")),
                 })
                 .collect();
+            // In path order, as 2.1.328 sorts them.
+            counts.sort_by(|a, b| a.0.cmp(&b.0));
+            let (items, applied) = page.apply(counts.into_iter().map(|(path, count)| path + &count).collect());
             (items, applied)
         }
         OutputMode::FilesWithMatches => {
@@ -318,6 +321,35 @@ pub fn search_in(
     };
     let filenames = if mode == OutputMode::FilesWithMatches { items } else { Vec::new() };
     Ok(SearchResult { text, files, filenames, applied_limit, truncated: applied_limit.is_some() })
+}
+
+/// Content lines with their paths relative, match lines (`path:…`) and,
+/// as 2.1.328 shows them, context lines (`path-…`) alike. A context line's
+/// path is that of a match line of its group (the lines between `--`
+/// separators, which context always brings, come from one file), so a `-`
+/// in a name does not mislead.
+fn relativize_content(lines: Vec<String>, relative: &dyn Fn(&str) -> String) -> Vec<String> {
+    // `path:…`: the path of a match line is what precedes its first colon.
+    let match_path = |l: &str| l.find(':').filter(|&i| i > 0).map(|i| l[..i].to_string());
+    let mut out = Vec::with_capacity(lines.len());
+    for group in lines.split(|l| l == "--") {
+        if !out.is_empty() {
+            out.push("--".to_string());
+        }
+        let paths: Vec<String> = group.iter().filter_map(|l| match_path(l)).collect();
+        for line in group {
+            let context_path = paths
+                .iter()
+                .filter(|p| line.starts_with(p.as_str()) && line[p.len()..].starts_with('-'))
+                .max_by_key(|p| p.len());
+            let path = context_path.cloned().or_else(|| match_path(line));
+            out.push(match path {
+                Some(path) => format!("{}{}", relative(&path), &line[path.len()..]),
+                None => line.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// JavaScript's `parseInt(s, 10)` for what follows a count's colon:
@@ -566,13 +598,14 @@ mod tests {
         let text = run(&dir, GrepInput { file_type: Some("rust".into()), ..content("needle") });
         assert_eq!(text, "src/a.rs:2:    let needle = 1;");
         let text = run(&dir, GrepInput { before: Some(1.0), glob: Some("*.rs".into()), ..content("let") });
-        // Claude Code relativizes what precedes a line's first colon: a
-        // context line without one keeps its absolute path.
-        assert_eq!(text, format!("{}/src/a.rs-1-fn main() {{\nsrc/a.rs:2:    let needle = 1;", dir.display()));
+        // 2.1.328 shows context lines relative too.
+        assert_eq!(text, "src/a.rs-1-fn main() {\nsrc/a.rs:2:    let needle = 1;");
         std::fs::write(dir.join("src/c.ts"), "let x: number;\nfind me\n").unwrap();
         let text = run(&dir, GrepInput { before: Some(1.0), glob: Some("*.ts".into()), ..content("find") });
-        // `{dir}/src/c.ts-1-let x` is the "path": relative to the cwd, it loses the directory.
-        assert_eq!(text, "src/c.ts-1-let x: number;\nsrc/c.ts:2:find me", "a colon further on counts");
+        assert_eq!(text, "src/c.ts-1-let x: number;\nsrc/c.ts:2:find me", "a colon in a context line");
+        std::fs::write(dir.join("src/d-1-e.ts"), "first\nfind me too\n").unwrap();
+        let text = run(&dir, GrepInput { before: Some(1.0), glob: Some("d-*.ts".into()), ..content("find") });
+        assert_eq!(text, "src/d-1-e.ts-1-first\nsrc/d-1-e.ts:2:find me too", "a dash in a name");
         let text = run(&dir, GrepInput { line_numbers: Some(false), ..content("NEEDLE") });
         assert_eq!(text, "src/b.py:NEEDLE = 3");
         // Context lines between files are separated, as in ripgrep.
@@ -600,9 +633,9 @@ mod tests {
         assert_eq!(text, "src/a.rs:1\n\nFound 1 total occurrence across 1 file. with pagination = limit: 1");
         let text = run(&dir, GrepInput { output_mode: Some(OutputMode::Count), ..content("zzz") });
         assert_eq!(text, "No matches found\n\nFound 0 total occurrences across 0 files.");
-        // One file: ripgrep prints the bare count, which Claude Code does not count.
+        // One file: 2.1.328 names it and counts it.
         let text = run(&dir.join("src/b.py"), GrepInput { output_mode: Some(OutputMode::Count), ..content("needle") });
-        assert_eq!(text, "1\n\nFound 0 total occurrences across 0 files.");
+        assert_eq!(text, "b.py:1\n\nFound 1 total occurrence across 1 file.");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -145,12 +145,18 @@ impl Tool for NotebookEdit {
             }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
+        if let Some(not_text) = fs::not_text(&bytes) {
+            return Err(ToolError::unsupported(not_text.refusal()));
+        }
         let file = TextFile::decode(&bytes);
         // Claude Code's check parses with a leading byte-order mark removed
         // (its call does not, and then fails: see `call`).
         let notebook = json::parse(file.text.strip_prefix('\u{feff}').unwrap_or(&file.text))
             .filter(json::Value::truthy)
             .ok_or_else(|| invalid("Notebook is not valid JSON."))?;
+        if !notebook::is_notebook(&notebook) {
+            return Err(invalid(notebook::NOT_A_NOTEBOOK));
+        }
         notebook::check(&notebook, &input.request()).map_err(|refusal| match refusal {
             Refusal::Invalid(message) => invalid(message),
             Refusal::Thrown(message) => thrown_in_validation(message),
@@ -164,11 +170,21 @@ impl Tool for NotebookEdit {
     fn call(input: NotebookEditInput, ctx: &Context) -> Result<Output, ToolError> {
         let path = fs::confine(ctx, &input.notebook_path, Access::Write)?;
         let bytes = std::fs::read(&path).map_err(|e| read_error(ctx, &path, &e))?;
+        if let Some(not_text) = fs::not_text(&bytes) {
+            return Err(ToolError::unsupported(not_text.refusal()));
+        }
         let file = TextFile::decode(&bytes);
         let mut notebook =
             json::parse(&file.text).ok_or_else(|| ToolError::invalid_input("Notebook is not valid JSON."))?;
-        let edited = notebook::apply(&mut notebook, &input.request(), || notebook::random_cell_id(random_bits()))
+        if !notebook::is_notebook(&notebook) {
+            return Err(ToolError::invalid_input(notebook::NOT_A_NOTEBOOK));
+        }
+        let mut edited = notebook::apply(&mut notebook, &input.request(), || notebook::random_cell_id(random_bits()))
             .map_err(|thrown| ToolError::invalid_input(thrown.0))?;
+        // 2.1.328 keeps a final newline the file had.
+        if file.text.ends_with('\n') {
+            edited.json.push('\n');
+        }
         // Back in the file's encoding and line endings.
         fs::replace(&path, &file.encode(&edited.json))?;
         // The write counts as a read of the whole file: a later edit needs no new Read.

@@ -126,6 +126,25 @@ pub fn check(notebook: &Value, req: &Request) -> Result<(), Refusal> {
     }
 }
 
+/// 2.1.328's refusal of JSON that is not a notebook it can edit.
+pub const NOT_A_NOTEBOOK: &str = "Notebook file is not a valid Jupyter notebook (top-level \"cells\" must be an array of \
+     cell objects, each with a string or string-array \"source\").";
+
+/// Whether `notebook` is one 2.1.328 edits: `cells` an array of objects,
+/// each with a `source` that is a string or an array of strings.
+pub fn is_notebook(notebook: &Value) -> bool {
+    let Value::Obj(notebook) = notebook else { return false };
+    let Some(Value::Arr(cells)) = notebook.get("cells") else { return false };
+    cells.iter().all(|cell| match cell {
+        Value::Obj(cell) => match cell.get("source") {
+            Some(Value::Str(_)) => true,
+            Some(Value::Arr(lines)) => lines.iter().all(|l| matches!(l, Value::Str(_))),
+            _ => false,
+        },
+        _ => false,
+    })
+}
+
 /// A finished edit.
 #[derive(Debug, PartialEq)]
 pub struct Edited {
@@ -133,8 +152,8 @@ pub struct Edited {
     pub json: String,
     /// The edit made (a replace one past the last cell becomes an insert).
     pub mode: EditMode,
-    /// The id reported: a new cell's id, or the id the model gave; only
-    /// notebooks of nbformat 4.5 and later have cell ids.
+    /// The id reported: a new cell's id (only notebooks of nbformat 4.5 and
+    /// later have cell ids), or the id the model gave.
     pub cell_id: Option<String>,
     /// The cell type given, or the one assumed.
     pub cell_type: CellType,
@@ -145,12 +164,14 @@ pub struct Edited {
 impl Edited {
     /// The text the model gets back.
     pub fn message(&self, new_source: &str) -> String {
-        // An absent id prints as JavaScript prints it.
+        // An absent id prints as JavaScript prints it; an inserted cell
+        // without one is "a new cell".
         let id = self.cell_id.as_deref().unwrap_or("undefined");
-        match self.mode {
-            EditMode::Replace => format!("Updated cell {id} with {new_source}"),
-            EditMode::Insert => format!("Inserted cell {id} with {new_source}"),
-            EditMode::Delete => format!("Deleted cell {id}"),
+        match (self.mode, &self.cell_id) {
+            (EditMode::Replace, _) => format!("Updated cell {id} with {new_source}"),
+            (EditMode::Insert, Some(id)) => format!("Inserted cell {id} with {new_source}"),
+            (EditMode::Insert, None) => format!("Inserted a new cell with {new_source}"),
+            (EditMode::Delete, _) => format!("Deleted cell {id}"),
         }
     }
 }
@@ -199,11 +220,12 @@ pub fn apply(notebook: &mut Value, req: &Request, new_id: impl FnOnce() -> Strin
     let nbformat = prop(Some(notebook), "nbformat")?;
     let minor = prop(Some(notebook), "nbformat_minor")?;
     let has_ids = to_number(nbformat) > 4.0 || (nbformat == Some(&Value::Num(4.0)) && to_number(minor) >= 5.0);
-    // Claude Code's `new_cell_id`: `undefined` (None) or a string, maybe empty.
+    // Claude Code's `new_cell_id`: `undefined` (None) or a string, maybe
+    // empty: a new id for an insert where cells have ids, else the id given.
     let new_cell_id = match (has_ids, mode) {
-        (false, _) => None,
+        (false, EditMode::Insert) => None,
         (true, EditMode::Insert) => Some(new_id()),
-        (true, EditMode::Replace | EditMode::Delete) => req.cell_id.map(str::to_string),
+        (_, EditMode::Replace | EditMode::Delete) => req.cell_id.map(str::to_string),
     };
 
     match mode {
@@ -286,58 +308,10 @@ fn cell_at_mut(notebook: &mut Value, index: f64) -> Result<&mut Value, ()> {
     }
 }
 
-/// A new cell id as Claude Code makes one: `Math.random().toString(36)`
-/// without its `0.`, at most 13 characters, from 52 random bits.
+/// A new cell id as Claude Code 2.1.328 makes one: the first 8 hex digits
+/// of a random UUID, from 32 random bits.
 pub fn random_cell_id(bits: u64) -> String {
-    let value = (bits >> 12) as f64 / (1u64 << 52) as f64;
-    let text = to_radix_36(value);
-    text.chars().skip(2).take(13).collect()
-}
-
-/// V8's `Number.prototype.toString(36)` for a value in [0, 1): digits until
-/// the double's precision is used up, rounded half to even.
-fn to_radix_36(value: f64) -> String {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let next_up = f64::from_bits(value.to_bits() + 1);
-    let mut delta = (0.5 * (next_up - value)).max(f64::from_bits(1));
-    let mut fraction = value;
-    let mut integer = 0u32;
-    let mut digits: Vec<u8> = Vec::new();
-    if fraction >= delta {
-        loop {
-            fraction *= 36.0;
-            delta *= 36.0;
-            let digit = fraction as usize;
-            digits.push(digit as u8);
-            fraction -= digit as f64;
-            if (fraction > 0.5 || (fraction == 0.5 && digit & 1 == 1)) && fraction + delta > 1.0 {
-                // Round up, carrying into earlier digits (and past the point).
-                loop {
-                    match digits.pop() {
-                        None => {
-                            integer += 1;
-                            break;
-                        }
-                        Some(d) if d + 1 < 36 => {
-                            digits.push(d + 1);
-                            break;
-                        }
-                        Some(_) => {}
-                    }
-                }
-                break;
-            }
-            if fraction < delta {
-                break;
-            }
-        }
-    }
-    let mut out = integer.to_string();
-    if !digits.is_empty() {
-        out.push('.');
-        out.extend(digits.iter().map(|&d| DIGITS[d as usize] as char));
-    }
-    out
+    format!("{:08x}", bits >> 32)
 }
 
 #[cfg(test)]
@@ -478,13 +452,13 @@ mod tests {
     }
 
     #[test]
-    fn older_notebooks_get_no_ids_and_report_undefined() {
+    fn older_notebooks_get_no_ids() {
         let old = r#"{"cells":[{"cell_type":"code","source":"a","metadata":{},"outputs":[],"execution_count":1}],
             "metadata":{},"nbformat":4,"nbformat_minor":4}"#;
         let e = run(old, req(Some("cell-0"), "b", None, None)).unwrap();
-        assert_eq!(e.message("b"), "Updated cell undefined with b");
+        assert_eq!(e.message("b"), "Updated cell cell-0 with b", "the id given, echoed");
         let e = run(old, req(Some("cell-0"), "c", Some(CellType::Code), Some(EditMode::Insert))).unwrap();
-        assert_eq!(e.message("c"), "Inserted cell undefined with c");
+        assert_eq!(e.message("c"), "Inserted a new cell with c");
         assert_eq!(
             json::stringify(&cells(&e)[1], 0),
             r#"{"cell_type":"code","source":"c","metadata":{},"execution_count":null,"outputs":[]}"#
@@ -572,20 +546,33 @@ mod tests {
 
     #[test]
     fn random_ids_look_like_math_random_in_base_36() {
-        assert_eq!(to_radix_36(0.5), "0.i");
-        assert_eq!(to_radix_36(0.0), "0");
-        assert_eq!(to_radix_36(0.25), "0.9");
-        // 2^-52 in base 36, as V8 prints it.
-        assert_eq!(to_radix_36(2f64.powi(-52)), "0.0000000000t84r35w1ryi");
-        assert_eq!(to_radix_36(0.123456789), "0.4fzzzxjylrx");
-        let mut lengths = std::collections::BTreeSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         for i in 0..2000u64 {
             let bits = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 40);
             let id = random_cell_id(bits);
-            assert!(id.len() <= 13 && id.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()), "{id}");
-            lengths.insert(id.len());
+            assert!(id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{id}");
+            seen.insert(id);
         }
-        assert!(lengths.contains(&10) || lengths.contains(&11), "{lengths:?}");
+        assert_eq!(random_cell_id(0xdead_beef_0000_0001), "deadbeef");
+        assert!(seen.len() > 1990, "ids differ");
+    }
+
+    #[test]
+    fn only_cell_objects_with_sources_make_a_notebook() {
+        let ok = |text: &str| is_notebook(&json::parse(text).unwrap());
+        assert!(ok(NB45));
+        assert!(ok(r#"{"cells": []}"#));
+        assert!(ok(r#"{"cells": [{"source": ["a", "b"]}]}"#));
+        for bad in [
+            r#"{"cells": {}}"#,
+            r#"{"cells": [1]}"#,
+            r#"{"cells": [{"cell_type": "code"}]}"#,
+            r#"{"cells": [{"source": ["a", 1]}]}"#,
+            r#"{"cells": [{"source": null}]}"#,
+            r#"[]"#,
+        ] {
+            assert!(!ok(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -1,9 +1,16 @@
-//! The `Read` tool, as Claude Code 2.1.88 presents it to a model
+//! The `Read` tool, as Claude Code 2.1.328 presents it to a model
 //! (tools/FileReadTool): a text file's lines numbered `N\tline`, images as
 //! image blocks, Jupyter notebooks cell by cell with their outputs, PDFs as
 //! document blocks; the same caps, checks and texts.
+//!
+//! A whole-file read over the token cap gives a partial view (see
+//! [`partial`]) whose banner follows the text as a `<system-reminder>` block
+//! (Claude Code sends it as a separate message after the result). Toolhost
+//! knows nothing of the context left in the model's turn, so `allow_large`
+//! raises no cap: it behaves as 2.1.328 where that room is unavailable.
 
 pub mod notebook;
+pub mod partial;
 pub mod pdf;
 pub mod text;
 
@@ -43,7 +50,28 @@ pub struct ReadInput {
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
     /// Pages of a PDF to read, such as "3", "1-5" or "10-20" (numbered from 1). For PDF files only; at most 20 pages per request.
+    #[serde(default, deserialize_with = "blank_is_absent")]
     pub pages: Option<String>,
+    /// Set to true to read a text file, or a line range of one, that is over the usual size limits, up to what still fits in your context. Only use this when you genuinely need all of it or the user asked for the whole file; otherwise read it in parts with offset and limit, or search it.
+    pub allow_large: Option<bool>,
+}
+
+/// `pages` as 2.1.328 takes it: an empty or blank string is no `pages`.
+fn blank_is_absent<'de, D: toolhost_sdk::serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let pages = Option::<String>::deserialize(d)?;
+    Ok(pages.filter(|p| !p.trim_matches(fs::is_js_whitespace).is_empty()))
+}
+
+/// What size errors and banners add when the model asked for `allow_large`:
+/// toolhost has no measure of the context left, so it cannot raise the caps.
+const ALLOW_LARGE_UNAVAILABLE: &str =
+    " allow_large is not available where this read runs; read it in parts with offset and limit.";
+
+impl ReadInput {
+    /// The hint a size error or a banner ends with.
+    fn allow_large_hint(&self) -> &'static str {
+        if self.allow_large.is_some_and(|a| a) { ALLOW_LARGE_UNAVAILABLE } else { "" }
+    }
 }
 
 pub struct Read;
@@ -81,17 +109,22 @@ impl Tool for Read {
         let ext = extname(&path_text).to_ascii_lowercase();
         if has_binary_extension(&path_text) && ext != ".pdf" && !is_image_extension(&ext) {
             return Err(invalid(format!(
-                "This tool cannot read binary files. The file appears to be a binary {ext} file. Please use \
-                 appropriate tools for binary file analysis."
+                "This tool cannot read binary files. The file appears to be a binary {ext} file. Use a skill for \
+                 this file type if one is available, or a shell command or script that can read the format."
             )));
         }
-        if is_blocked_device(&path_text) {
-            return Err(invalid(format!(
-                "Cannot read '{}': this device file would block or produce infinite output.",
+        match device_kind(&path_text) {
+            None => Ok(()),
+            Some(Device::File) => Err(invalid(format!(
+                "Cannot read '{}': this path names a device or process file that this tool does not read.",
                 input.file_path
-            )));
+            ))),
+            Some(Device::Link) => Err(invalid(format!(
+                "Cannot read '{}': it is or leads to a path through a /proc or /dev link that this tool does not \
+                 follow; give the file's own path.",
+                input.file_path
+            ))),
         }
-        Ok(())
     }
 
     fn call(input: ReadInput, ctx: &Context) -> Result<Output, ToolError> {
@@ -136,7 +169,7 @@ fn read_text(input: &ReadInput, ctx: &Context, path: &Path, ext: &str) -> Result
             first
         };
         if size > MAX_SIZE_BYTES {
-            return Err(too_large(file_too_large(size)));
+            return Err(too_large(file_too_large(size, input.allow_large_hint())));
         }
     }
     let cap = TokenCap::for_extension(ext.trim_start_matches('.'));
@@ -144,30 +177,84 @@ fn read_text(input: &ReadInput, ctx: &Context, path: &Path, ext: &str) -> Result
     let mut stream = ctx.output();
     let outcome = text::render(file, selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut |t| stream.append(t))
         .map_err(|e| io_error(ctx, path, &e))?;
-    let text = match outcome {
+    // Claude Code looks at the whole file's bytes when it holds them (under
+    // 10 MB): for the note on text that is not UTF-8, and to remember the
+    // text of a read that saw all of it.
+    let bytes =
+        if meta.len() < STREAMED_FROM { Some(std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?) } else { None };
+    let note = bytes.as_deref().and_then(fs::not_text).map(|n| format!("\n\n{}", n.read_note())).unwrap_or_default();
+    let offset = input.offset.unwrap_or(1);
+    let mut text = match outcome {
         Outcome::Lines(text) | Outcome::Reminder(text) => text,
-        Outcome::TooManyTokens(tokens) => return Err(too_large(too_many_tokens(tokens))),
+        // Only a whole-file read becomes a partial view; a range stays refused.
+        Outcome::TooManyTokens(tokens) if offset <= 1 && input.limit.is_none() && input.pages.is_none() => {
+            let Some(bytes) = &bytes else { return Err(too_large(too_many_tokens(tokens, input.allow_large_hint()))) };
+            let view = partial::partial_view(
+                &whole_text(bytes),
+                tokens,
+                cap.max_tokens,
+                &path.display().to_string(),
+                input.allow_large_hint(),
+            );
+            fs::record_partial_read(ctx, path, &meta, view.lines)?;
+            let mut shown = String::with_capacity(view.text.len() + view.text.len() / 8);
+            for (i, line) in view.text.split('\n').enumerate() {
+                if i > 0 {
+                    shown.push('\n');
+                }
+                shown.push_str(&format!("{}\t{}", i + 1, line.strip_suffix('\r').unwrap_or(line)));
+            }
+            return Ok(Output::text(shown + &note + &partial::reminder(&view.banner)));
+        }
+        Outcome::TooManyTokens(tokens) => return Err(too_large(too_many_tokens(tokens, input.allow_large_hint()))),
     };
-    // Recorded with the range asked for, as Claude Code records it.
-    fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit)?;
+    // A read from the first line that reached the end of the file is a full
+    // view: its text is remembered, so a later change of time alone does not
+    // make Edit and Write refuse.
+    let full_view = bytes.as_deref().filter(|b| offset <= 1 && reaches_end(b, input.limit)).map(|b| {
+        let file = fs::TextFile::decode(b);
+        fs::view_hash(&file.text)
+    });
+    fs::record_read_range(ctx, path, &meta, offset, input.limit, full_view)?;
+    text.push_str(&note);
     Ok(Output::text(text))
 }
 
-/// The size check's error.
-pub fn file_too_large(size: u64) -> String {
+/// The whole file's text as Claude Code reads a file in one piece: decoded
+/// (invalid UTF-8 as U+FFFD), no byte-order mark, `\r\n` as `\n`, a last `\r`
+/// dropped.
+fn whole_text(bytes: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).replace("\r\n", "\n");
+    if text.ends_with('\r') {
+        text.pop();
+    }
+    text
+}
+
+/// Whether a read with `limit` of a file whose bytes are `bytes` shows every
+/// line and some text (2.1.328's `s$`: fewer lines read than the limit).
+fn reaches_end(bytes: &[u8], limit: Option<u64>) -> bool {
+    match limit {
+        None => true,
+        Some(limit) => !bytes.is_empty() && (memchr::memchr_iter(b'\n', bytes).count() as u64) + 1 < limit,
+    }
+}
+
+/// The size check's error, with the `allow_large` hint.
+pub fn file_too_large(size: u64, hint: &str) -> String {
     format!(
         "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific \
-         portions of the file, or search for specific content instead of reading the whole file.",
+         portions of the file, or search for specific content instead of reading the whole file.{hint}",
         format_file_size(size),
         format_file_size(MAX_SIZE_BYTES)
     )
 }
 
-/// The token cap's error.
-pub fn too_many_tokens(tokens: u64) -> String {
+/// The token cap's error, with the `allow_large` hint.
+pub fn too_many_tokens(tokens: u64, hint: &str) -> String {
     format!(
         "File content ({tokens} tokens) exceeds maximum allowed tokens ({}). Use offset and limit parameters to \
-         read specific portions of the file, or search for specific content instead of reading the whole file.",
+         read specific portions of the file, or search for specific content instead of reading the whole file.{hint}",
         text::MAX_TOKENS
     )
 }
@@ -199,22 +286,22 @@ fn read_notebook(input: &ReadInput, ctx: &Context, path: &Path) -> Result<Output
     let cells = notebook::parse(&bytes).map_err(invalid)?;
     let json = notebook::cells_json(&cells);
     if json.len() as u64 > MAX_SIZE_BYTES {
-        let p = &input.file_path;
+        // 2.1.328 names the file with a placeholder, not its path.
         return Err(too_large(format!(
             "Notebook content ({}) exceeds maximum allowed size ({}). Use Bash with jq to read specific portions:\n  \
-             cat \"{p}\" | jq '.cells[:20]' # First 20 cells\n  \
-             cat \"{p}\" | jq '.cells[100:120]' # Cells 100-120\n  \
-             cat \"{p}\" | jq '.cells | length' # Count total cells\n  \
-             cat \"{p}\" | jq '.cells[] | select(.cell_type==\"code\") | .source' # All code sources",
+             cat <notebook_path> | jq '.cells[:20]' # First 20 cells\n  \
+             cat <notebook_path> | jq '.cells[100:120]' # Cells 100-120\n  \
+             cat <notebook_path> | jq '.cells | length' # Count total cells\n  \
+             cat <notebook_path> | jq '.cells[] | select(.cell_type==\"code\") | .source' # All code sources",
             format_file_size(json.len() as u64),
             format_file_size(MAX_SIZE_BYTES)
         )));
     }
     if let (true, tokens) = notebook::token_estimate(&json) {
-        return Err(too_large(too_many_tokens(tokens)));
+        return Err(too_large(too_many_tokens(tokens, "")));
     }
     let meta = std::fs::metadata(path).map_err(|e| io_error(ctx, path, &e))?;
-    fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit)?;
+    fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit, None)?;
     Ok(Output { content: notebook::to_content(&cells), ..Output::default() })
 }
 
@@ -363,16 +450,19 @@ pub fn extname(path: &str) -> &str {
     }
 }
 
-/// Extensions of files Read refuses as binary (constants/files.ts
-/// `BINARY_EXTENSIONS`); PDFs and images among them are read all the same.
+/// Extensions of files Read refuses as binary (2.1.328's list, 27 more than
+/// 2.1.88's); PDFs and the images Read shows are read all the same.
 const BINARY_EXTENSIONS: &[&str] = &[
-    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".tif", ".mp4", ".mov", ".avi", ".mkv", ".webm",
-    ".wmv", ".flv", ".m4v", ".mpeg", ".mpg", ".mp3", ".wav", ".ogg", ".flac", ".aac", ".m4a", ".wma", ".aiff", ".opus",
-    ".zip", ".tar", ".gz", ".bz2", ".7z", ".rar", ".xz", ".z", ".tgz", ".iso", ".exe", ".dll", ".so", ".dylib", ".bin",
-    ".o", ".a", ".obj", ".lib", ".app", ".msi", ".deb", ".rpm", ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt",
-    ".pptx", ".odt", ".ods", ".odp", ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pyc", ".pyo", ".class", ".jar",
-    ".war", ".ear", ".node", ".wasm", ".rlib", ".sqlite", ".sqlite3", ".db", ".mdb", ".idx", ".psd", ".ai", ".eps",
-    ".sketch", ".fig", ".xd", ".blend", ".3ds", ".max", ".swf", ".fla", ".lockb", ".dat", ".data",
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".tif", ".heic", ".heif", ".avif", ".mp4",
+    ".mov", ".avi", ".mkv", ".webm", ".wmv", ".flv", ".m4v", ".mpeg", ".mpg", ".mp3", ".wav", ".ogg", ".flac", ".aac",
+    ".m4a", ".wma", ".aiff", ".opus", ".zip", ".tar", ".gz", ".bz2", ".7z", ".rar", ".xz", ".z", ".tgz", ".iso",
+    ".zst", ".lz4", ".whl", ".exe", ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".obj", ".lib", ".app", ".msi",
+    ".deb", ".rpm", ".dmg", ".apk", ".pdf", ".doc", ".docx", ".docm", ".dotx", ".dotm", ".xls", ".xlsx", ".xlsm",
+    ".xlsb", ".xltx", ".xltm", ".ppt", ".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm", ".odt", ".ods", ".odp",
+    ".numbers", ".epub", ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pyc", ".pyo", ".class", ".jar", ".war", ".ear",
+    ".node", ".wasm", ".rlib", ".sqlite", ".sqlite3", ".db", ".mdb", ".idx", ".parquet", ".feather", ".npy", ".npz",
+    ".pickle", ".psd", ".ai", ".eps", ".sketch", ".fig", ".xd", ".blend", ".3ds", ".max", ".swf", ".fla", ".lockb",
+    ".dat", ".data",
 ];
 
 /// Whether the text from the path's last `.` on (even across a `/`) is a
@@ -381,24 +471,89 @@ fn has_binary_extension(path: &str) -> bool {
     path.rfind('.').is_some_and(|dot| BINARY_EXTENSIONS.contains(&path[dot..].to_ascii_lowercase().as_str()))
 }
 
-/// Devices that never end or wait for input (checked by path only).
-fn is_blocked_device(path: &str) -> bool {
-    const BLOCKED: &[&str] = &[
+/// Why a path is one Read does not open (2.1.328 `rO`, by the path only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Device {
+    /// A device or process file: one that never ends, waits for input, or
+    /// shows a process's memory or secrets.
+    File,
+    /// A path through a `/proc` or `/dev` link (`/proc/PID/cwd/…`, `/dev/fd/N/…`).
+    Link,
+}
+
+/// Whether `path` (absolute, normalized) names a device or process file.
+fn device_kind(path: &str) -> Option<Device> {
+    const FILES: &[&str] = &[
         "/dev/zero",
         "/dev/random",
         "/dev/urandom",
         "/dev/full",
+        "/dev/hwrng",
         "/dev/stdin",
         "/dev/tty",
         "/dev/console",
+        "/proc/kmsg",
+        "/dev/kmsg",
+        "/proc/kcore",
+        "/proc/vmcore",
+        "/dev/core",
+        "/dev/mem",
+        "/dev/kmem",
+        "/dev/port",
         "/dev/stdout",
         "/dev/stderr",
         "/dev/fd/0",
         "/dev/fd/1",
         "/dev/fd/2",
     ];
-    BLOCKED.contains(&path)
-        || (path.starts_with("/proc/") && ["/fd/0", "/fd/1", "/fd/2"].iter().any(|fd| path.ends_with(fd)))
+    const PROCESS_FILES: &[&str] = &[
+        "environ",
+        "cmdline",
+        "auxv",
+        "maps",
+        "smaps",
+        "smaps_rollup",
+        "numa_maps",
+        "pagemap",
+        "mem",
+        "stat",
+        "statm",
+        "status",
+        "syscall",
+        "stack",
+    ];
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = path.strip_prefix("/dev/") {
+        let parts: Vec<&str> = rest.split('/').collect();
+        let link = match parts.as_slice() {
+            ["fd", n, _, ..] => digits(n),
+            ["stdin" | "stdout" | "stderr", _, ..] => true,
+            _ => false,
+        };
+        if link {
+            return Some(Device::Link);
+        }
+        let terminal = match parts.as_slice() {
+            ["pts", n] => digits(n) || *n == "ptmx",
+            [name] => *name == "ptmx" || name.starts_with("tty"),
+            _ => false,
+        };
+        return (FILES.contains(&path) || terminal).then_some(Device::File);
+    }
+    let rest = path.strip_prefix("/proc/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        // Its own working directory is the working directory, not a link.
+        [pid, "cwd", _, ..] if *pid != "self" => return Some(Device::Link),
+        [_, "fd", n, _, ..] if digits(n) => return Some(Device::Link),
+        [_, "map_files", ..] => return Some(Device::File),
+        [_, "fd", "0" | "1" | "2"] => return Some(Device::File),
+        // Another process's open files.
+        [pid, "fd", n] if *pid != "self" && digits(n) => return Some(Device::File),
+        [_, name] if PROCESS_FILES.contains(name) => return Some(Device::File),
+        _ => {}
+    }
+    FILES.contains(&path).then_some(Device::File)
 }
 
 /// Whether an extension (lower case, with the dot) is one of the images
@@ -452,12 +607,12 @@ mod tests {
     #[test]
     fn cap_messages() {
         assert_eq!(
-            file_too_large(300_000),
+            file_too_large(300_000, ""),
             "File content (293KB) exceeds maximum allowed size (256KB). Use offset and limit parameters to read \
              specific portions of the file, or search for specific content instead of reading the whole file."
         );
         assert_eq!(
-            too_many_tokens(25_001),
+            too_many_tokens(25_001, ""),
             "File content (25001 tokens) exceeds maximum allowed tokens (25000). Use offset and limit parameters \
              to read specific portions of the file, or search for specific content instead of reading the whole file."
         );
@@ -486,7 +641,13 @@ mod tests {
     fn validation_refuses_bad_pages_binary_files_and_devices() {
         let ctx = Context::for_tests("/", Mode::Default);
         let check = |path: &str, pages: Option<&str>| {
-            let input = ReadInput { file_path: path.into(), offset: None, limit: None, pages: pages.map(String::from) };
+            let input = ReadInput {
+                file_path: path.into(),
+                offset: None,
+                limit: None,
+                pages: pages.map(String::from),
+                allow_large: None,
+            };
             Read::validate_input(&input, &ctx).map_err(|e| e.message)
         };
         assert_eq!(check("/a.pdf", Some("0")), Err(pdf::invalid_pages("0")));
@@ -495,18 +656,33 @@ mod tests {
         assert_eq!(check("/a.pdf", Some("1-20")), Ok(()));
         assert_eq!(
             check("/w/app.exe", None),
-            Err("This tool cannot read binary files. The file appears to be a binary .exe file. Please use \
-                 appropriate tools for binary file analysis."
+            Err("This tool cannot read binary files. The file appears to be a binary .exe file. Use a skill for \
+                 this file type if one is available, or a shell command or script that can read the format."
                 .into())
         );
+        assert!(check("/w/photo.heic", None).is_err(), "one of the 27 extensions 2.1.328 added");
+        assert!(check("/w/data.parquet", None).is_err());
         assert_eq!(check("/w/a.PNG", None), Ok(()));
         assert_eq!(check("/w/a.pdf", None), Ok(()));
         assert_eq!(
             check("/dev/zero", None),
-            Err("Cannot read '/dev/zero': this device file would block or produce infinite output.".into())
+            Err("Cannot read '/dev/zero': this path names a device or process file that this tool does not read."
+                .into())
         );
         assert!(check("/proc/self/fd/0", None).is_err());
+        assert!(check("/proc/self/environ", None).is_err());
+        assert!(check("/dev/pts/3", None).is_err());
+        assert_eq!(
+            check("/dev/fd/3/x", None),
+            Err(
+                "Cannot read '/dev/fd/3/x': it is or leads to a path through a /proc or /dev link that this tool does \
+                 not follow; give the file's own path."
+                    .into()
+            )
+        );
+        assert_eq!(check("/proc/self/cwd/a.txt", None), Ok(()));
         assert_eq!(check("/dev/null", None), Ok(()));
+        assert_eq!(check("/proc/cpuinfo", None), Ok(()));
     }
 
     #[test]
@@ -541,5 +717,19 @@ mod tests {
         assert_eq!(schema["properties"]["offset"]["minimum"], 0);
         assert_eq!(schema["properties"]["limit"]["minimum"], 1);
         assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["properties"]["allow_large"]["type"], "boolean");
+        let blank: ReadInput =
+            toolhost_sdk::serde_json::from_value(toolhost_sdk::serde_json::json!({"file_path": "/a", "pages": " "}))
+                .unwrap();
+        assert_eq!(blank.pages, None, "a blank pages is no pages");
+    }
+
+    #[test]
+    fn full_views_reach_the_end() {
+        assert!(reaches_end(b"a\nb", None));
+        assert!(reaches_end(b"a\nb", Some(3)));
+        assert!(!reaches_end(b"a\nb", Some(2)), "as many lines as the limit: maybe more");
+        assert!(!reaches_end(b"", Some(5)), "nothing seen");
+        assert_eq!(whole_text(b"\xEF\xBB\xBFa\r\nb\r"), "a\nb");
     }
 }

@@ -32,54 +32,44 @@ impl PageRange {
     }
 }
 
-/// Parses `pages` as Claude Code does: `"5"`, `"1-10"` or `"3-"`, each
-/// number read as JavaScript's `parseInt` reads it (leading digits, after
-/// optional spaces and sign). `None` for anything else, a page below 1 or a
-/// range that runs backwards.
+/// Parses `pages` as Claude Code 2.1.328 does: `"5"`, `"1-10"` or `"3-"`
+/// (spaces around the text and the dash allowed), numbers of one to nine
+/// digits. `None` for anything else, a page below 1 or a range that runs
+/// backwards.
 pub fn parse_page_range(pages: &str) -> Option<PageRange> {
+    // 2.1.328's `^(\d{1,9})(?:\s*(-)\s*(\d{1,9})?)?$` on the trimmed text.
     let trimmed = pages.trim_matches(is_js_space);
-    if trimmed.is_empty() {
-        return None;
-    }
-    if let Some(first) = trimmed.strip_suffix('-') {
-        let first = parse_int(first).filter(|&f| f >= 1)?;
-        return Some(PageRange { first: first as u64, last: None });
-    }
-    let Some((before, after)) = trimmed.split_once('-') else {
-        let page = parse_int(trimmed).filter(|&p| p >= 1)?;
-        return Some(PageRange { first: page as u64, last: Some(page as u64) });
+    let number = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
     };
-    let (first, last) = (parse_int(before)?, parse_int(after)?);
-    if first < 1 || last < 1 || last < first {
+    let range = match trimmed.split_once('-') {
+        None => {
+            let page = number(trimmed)?;
+            PageRange { first: page, last: Some(page) }
+        }
+        Some((first, last)) => {
+            let first = number(first.trim_end_matches(is_js_space))?;
+            let last = last.trim_start_matches(is_js_space);
+            PageRange { first, last: if last.is_empty() { None } else { Some(number(last)?) } }
+        }
+    };
+    if range.first < 1 || range.last.is_some_and(|last| last < range.first) {
         return None;
     }
-    Some(PageRange { first: first as u64, last: Some(last as u64) })
+    Some(range)
 }
 
-/// Whitespace as JavaScript's `trim` and `parseInt` skip it.
+/// Whitespace as JavaScript's `trim` and `\s` see it.
 fn is_js_space(c: char) -> bool {
     c.is_whitespace() || c == '\u{feff}'
 }
 
-/// JavaScript's `parseInt(s, 10)`: `None` for NaN; large values saturate.
-fn parse_int(s: &str) -> Option<i128> {
-    let s = s.trim_start_matches(is_js_space);
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let digits = &digits[..digits.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(digits.len())];
-    if digits.is_empty() {
-        return None;
-    }
-    let value = digits.bytes().fold(0i128, |n, d| n.saturating_mul(10).saturating_add(i128::from(d - b'0')));
-    Some(if negative { -value } else { value }.clamp(-(u64::MAX as i128), u64::MAX as i128))
-}
-
-/// The error for `pages` that is no range.
+/// The error for a `pages` value that is not one page or one range.
 pub fn invalid_pages(pages: &str) -> String {
-    format!("Invalid pages parameter: \"{pages}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed.")
+    format!(
+        "Invalid pages parameter: \"{pages}\". Give one page (\"3\") or one range (\"1-5\"), not a list. To read several \
+         pages or ranges, read each one separately. Pages are 1-indexed."
+    )
 }
 
 /// The error for a range of more pages than one request may ask for.
@@ -260,11 +250,28 @@ pub(crate) mod tests {
         assert_eq!(parse_page_range(" 1-5 "), r(1, Some(5)));
         assert_eq!(parse_page_range("10-"), r(10, None));
         assert_eq!(parse_page_range("1 - 5"), r(1, Some(5)));
-        // parseInt reads leading digits only.
-        assert_eq!(parse_page_range("2abc"), r(2, Some(2)));
-        assert_eq!(parse_page_range("1-5-7"), r(1, Some(5)));
-        assert_eq!(parse_page_range("3.9"), r(3, Some(3)));
-        for bad in ["", "  ", "0", "-3", "5-2", "a-b", "0-4", "-", "x", "1-x", "0-"] {
+        assert_eq!(parse_page_range("999999999"), r(999_999_999, Some(999_999_999)));
+        // 2.1.328 is strict: one page or one range, nothing after it.
+        for bad in [
+            "",
+            "  ",
+            "0",
+            "-3",
+            "5-2",
+            "a-b",
+            "0-4",
+            "-",
+            "x",
+            "1-x",
+            "0-",
+            "2abc",
+            "1-5-7",
+            "3.9",
+            "1,3",
+            "+2",
+            "1 2",
+            "1234567890",
+        ] {
             assert_eq!(parse_page_range(bad), None, "{bad:?}");
         }
         assert_eq!(parse_page_range("10-").unwrap().pages(), 21, "an open range is always too many");
@@ -275,7 +282,7 @@ pub(crate) mod tests {
     fn messages() {
         assert_eq!(
             invalid_pages("abc"),
-            r#"Invalid pages parameter: "abc". Use formats like "1-5", "3", or "10-20". Pages are 1-indexed."#
+            r#"Invalid pages parameter: "abc". Give one page ("3") or one range ("1-5"), not a list. To read several pages or ranges, read each one separately. Pages are 1-indexed."#
         );
         assert_eq!(
             too_many_pages_requested("1-21"),

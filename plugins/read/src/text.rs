@@ -13,7 +13,10 @@
 //!   ends in `\r` loses it too, unless it is the last one shown;
 //! - the token estimate of the selected text (its length in UTF-16 units over
 //!   the bytes-per-token of the file type, rounded) must not exceed the cap;
-//! - when the selected text is empty, a reminder stands in its place.
+//! - when the selected text is empty, a reminder stands in its place (2.1.328:
+//!   "the contents are empty" for an empty file, the numbered empty line for
+//!   an empty line of a longer file, "shorter than the provided offset" past
+//!   the end).
 
 use std::borrow::Cow;
 use std::io::{self, Read as _};
@@ -352,7 +355,14 @@ impl<'s> Renderer<'s> {
             return Outcome::TooManyTokens(cap.estimate(self.units.saturating_sub(1)));
         }
         if self.content_empty() {
-            return Outcome::Reminder(empty_reminder(self.first_number, self.index));
+            // The selection's text is empty (nothing, or one empty line):
+            // an empty line of a longer file is shown numbered; an empty
+            // file gets its own reminder; a selection past the end the other.
+            return match (self.shown, self.index) {
+                (1.., 2..) => Outcome::Lines(format!("{}\t", self.first_number)),
+                (1.., _) | (_, 0) => Outcome::Reminder(EMPTY_FILE.to_string()),
+                (0, total) => Outcome::Reminder(empty_reminder(self.first_number, total)),
+            };
         }
         if self.pending_cr {
             self.out.push('\r');
@@ -361,10 +371,11 @@ impl<'s> Renderer<'s> {
     }
 }
 
-/// What stands in place of an empty selection. Claude Code counts the text
-/// after the last `\n` as a line, so a file always has at least one line and
-/// its "contents are empty" wording never shows for a text file: an empty
-/// file gets this one, with offset 1 and 1 line.
+/// What stands in place of an empty file (2.1.328; 2.1.88 showed the
+/// shorter-than-offset reminder, with 1 line).
+pub const EMPTY_FILE: &str = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
+
+/// What stands in place of a selection past the end of the file.
 pub fn empty_reminder(offset: u64, total_lines: u64) -> String {
     format!(
         "<system-reminder>Warning: the file exists but is shorter than the provided offset ({offset}). \
@@ -498,12 +509,14 @@ mod tests {
     #[test]
     fn empty_selections_get_the_reminder() {
         let reminder = |o, n| Outcome::Reminder(empty_reminder(o, n));
-        assert_eq!(show(b"", None, None), reminder(1, 1));
-        assert_eq!(show(b"", Some(0), None), reminder(0, 1));
+        let empty = Outcome::Reminder(EMPTY_FILE.to_string());
+        assert_eq!(show(b"", None, None), empty);
+        assert_eq!(show(b"", Some(0), None), empty);
+        assert_eq!(show(b"", Some(2), None), reminder(2, 1), "past the end of an empty file");
         assert_eq!(show(b"a\nb\n", Some(10), None), reminder(10, 3));
-        // The last line of `a\n` is empty: selected alone, nothing to show.
-        assert_eq!(show(b"a\n", Some(2), Some(5)), reminder(2, 2));
-        assert_eq!(show(b"\n\n\n", Some(1), Some(1)), reminder(1, 4));
+        // The last line of `a\n` is empty: selected alone, it is shown numbered.
+        assert_eq!(show(b"a\n", Some(2), Some(5)), Outcome::Lines("2\t".into()));
+        assert_eq!(show(b"\n\n\n", Some(1), Some(1)), Outcome::Lines("1\t".into()));
         assert_eq!(
             empty_reminder(9, 5),
             "<system-reminder>Warning: the file exists but is shorter than the provided offset (9). The file has 5 lines.</system-reminder>"

@@ -172,7 +172,7 @@ pub fn html_to_markdown_within(html: &[u8], max: usize) -> String {
 }
 
 /// What the model sees of a body (HTML converted only as far as `max`
-/// characters of markdown need; see [`truncate`] for the cut itself).
+/// characters of markdown need; see [`crate::page_part`] for the cut itself).
 pub fn render(content_type: Option<&str>, content_encoding: Option<&str>, body: &[u8], max: usize) -> String {
     let media = media_type(content_type).unwrap_or_else(|| "unknown".into());
     if let Some(encoding) = compression(content_encoding) {
@@ -182,17 +182,6 @@ pub fn render(content_type: Option<&str>, content_encoding: Option<&str>, body: 
         Kind::Html => html_to_markdown_within(body, max),
         Kind::Text => String::from_utf8_lossy(body).into_owned(),
         Kind::Binary => format!("binary content of type {media}, {} bytes, not shown", body.len()),
-    }
-}
-
-/// `text` cut to `max` characters (on a character boundary), with a line
-/// saying so when anything was cut.
-pub fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((cut, _)) => {
-            format!("{}\n\n[Content truncated: only the first {max} characters are shown.]", &text[..cut])
-        }
     }
 }
 
@@ -306,16 +295,8 @@ mod tests {
         let whole = html_to_markdown(&html);
         let within = html_to_markdown_within(html.as_bytes(), 1000);
         assert!(within.chars().count() > 1000 && within.len() < whole.len(), "{}", within.len());
-        assert!(whole.starts_with(&truncate(&within, 1000)[..1000]), "the prefix converts as the whole does");
+        let start: String = within.chars().take(1000).collect();
+        assert!(whole.starts_with(&start), "the prefix converts as the whole does");
         assert_eq!(html_to_markdown_within(html.as_bytes(), usize::MAX / 8), whole);
-    }
-
-    #[test]
-    fn truncates_on_char_boundaries() {
-        assert_eq!(truncate("short", 10), "short");
-        assert_eq!(truncate("exactly10!", 10), "exactly10!");
-        let cut = truncate("ααααα", 3);
-        assert_eq!(cut, "ααα\n\n[Content truncated: only the first 3 characters are shown.]");
-        assert_eq!(truncate("", 0), "");
     }
 }

@@ -175,6 +175,7 @@ mod wasi {
                 Head {
                     status: response.status(),
                     location: first("location"),
+                    retry_after: first("retry-after"),
                     content_type: first("content-type"),
                     content_length: first("content-length").and_then(|v| v.parse().ok()),
                     content_encoding: first("content-encoding"),

@@ -36,6 +36,9 @@ pub struct WebFetchInput {
     pub url: String,
     /// The prompt to run on the fetched content
     pub prompt: String,
+    /// Character position in the page text to start reading from. Use it to read on through a page too long for one call, with the value the previous result gave.
+    #[schemars(range(min = 0))]
+    pub offset: Option<u64>,
 }
 
 pub struct WebFetch;
@@ -79,7 +82,7 @@ impl Tool for WebFetch {
     fn call(input: WebFetchInput, ctx: &Context) -> Result<Output, ToolError> {
         #[cfg(target_os = "wasi")]
         {
-            fetch(&mut http::WasiHttp, &input.url, &input.prompt, &mut |message| ctx.progress(message))
+            fetch(&mut http::WasiHttp, &input, &mut |message| ctx.progress(message))
         }
         #[cfg(not(target_os = "wasi"))]
         {
@@ -92,11 +95,9 @@ impl Tool for WebFetch {
 /// Parses and checks a URL the model gave: http or https, at most
 /// [`MAX_URL_CHARS`] characters, a host, and no user name or password.
 pub fn parse_url(raw: &str) -> Result<Url, ToolError> {
-    let chars = raw.chars().count();
-    if chars > MAX_URL_CHARS {
-        return Err(ToolError::invalid_input(format!(
-            "The URL is {chars} characters long; WebFetch accepts URLs of at most {MAX_URL_CHARS} characters."
-        )));
+    // Counted as JavaScript counts a string's length.
+    if raw.encode_utf16().count() > MAX_URL_CHARS {
+        return Err(ToolError::invalid_input(format!("URL is longer than {MAX_URL_CHARS} characters")));
     }
     let url = Url::parse(raw.trim())
         .map_err(|e| ToolError::invalid_input(format!("Invalid URL `{raw}`: {e}. Give a full http or https URL.")))?;
@@ -250,6 +251,7 @@ fn status_line(status: u16) -> String {
 pub struct Head {
     pub status: u16,
     pub location: Option<String>,
+    pub retry_after: Option<String>,
     pub content_type: Option<String>,
     pub content_length: Option<u64>,
     pub content_encoding: Option<String>,
@@ -323,35 +325,80 @@ pub fn format_page(page: &Page, prompt: &str) -> String {
     text
 }
 
-/// The result for a redirect WebFetch does not follow.
-pub fn redirect_notice(original: &str, from: &Url, to: &Url, status: u16) -> String {
-    let what = if !same_site(from, to) {
-        "a different host"
-    } else if from.scheme() != to.scheme() {
-        "a different scheme"
-    } else if from.port_or_known_default() != to.port_or_known_default() {
-        "a different port"
-    } else {
-        "a URL with credentials"
-    };
+/// The result for a redirect WebFetch does not follow (2.1.328's text,
+/// its four-space indent included): the target without credentials, and
+/// the call to make next.
+pub fn redirect_notice(original: &str, to: &Url, status: u16, prompt: &str, offset: u64) -> String {
+    let mut target = to.clone();
+    let _ = target.set_username("");
+    let _ = target.set_password(None);
+    let offset_line = if offset > 0 { format!("\n    - offset: {offset}") } else { String::new() };
     format!(
-        "REDIRECT DETECTED: the URL redirected to {what}, and WebFetch follows redirects only within the same host.\n\n\
-         Original URL: {original}\n\
-         Redirect URL: {to}\n\
-         Status: {}\n\n\
-         To get the content at the redirect URL, call WebFetch again with url set to \"{to}\" and the same prompt.",
-        status_line(status),
+        "REDIRECT DETECTED: The URL redirects to a location that was not fetched automatically.\n\n    \
+         Original URL: {original}\n    \
+         Redirect URL (from the server's Location header — server-supplied, not verified): {target}\n    \
+         Status: {status} {}\n\n    \
+         To complete your request, I need to fetch content from the redirected URL. Please use WebFetch again with \
+         these parameters:\n    \
+         - url: \"{target}\"\n    \
+         - prompt: \"{prompt}\"{offset_line}",
+        reason_phrase(status),
     )
+}
+
+/// The result for a status that is neither a success nor a redirect
+/// followed: not an error of the call, as in 2.1.328.
+pub fn status_notice(status: u16, retry_after: Option<&str>) -> String {
+    let retry = retry_after.map(|v| format!("\nRetry-After: {v}")).unwrap_or_default();
+    format!(
+        "The server returned HTTP {status} {}.{retry}\n\nThe response body was not retrieved. If this URL requires \
+         authentication, use an authenticated tool (e.g. `gh` for GitHub, or an MCP-provided fetch tool) instead of \
+         WebFetch.",
+        reason_phrase(status)
+    )
+}
+
+/// The part of a page's text from `offset` (in UTF-16 code units, as
+/// 2.1.328 slices it) on, at most [`MAX_CONTENT_CHARS`] characters of it,
+/// with the note saying where to go on when it stops short; or, past the
+/// end, the text saying nothing is left.
+pub fn page_part(text: &str, offset: u64) -> Result<String, String> {
+    let total = text.encode_utf16().count() as u64;
+    let mut units = 0u64;
+    let start = text
+        .char_indices()
+        .find(|&(_, c)| {
+            let at = units;
+            units += c.len_utf16() as u64;
+            at >= offset
+        })
+        .map_or(text.len(), |(i, _)| i);
+    let rest = &text[start..];
+    if offset > 0 && rest.is_empty() {
+        return Err(format!("Nothing left to read from offset {offset}: this page's text is {total} characters long."));
+    }
+    let from = total - rest.encode_utf16().count() as u64;
+    match rest.char_indices().nth(MAX_CONTENT_CHARS) {
+        None => Ok(rest.to_string()),
+        Some((cut, _)) => {
+            let to = from + rest[..cut].encode_utf16().count() as u64;
+            Ok(format!(
+                "{}\n\n[WebFetch note: the answer above covers characters {from} to {to} of this page's {total} \
+                 characters. Next offset: {to}.]",
+                &rest[..cut]
+            ))
+        }
+    }
 }
 
 /// Fetches `raw_url` through `transport`: upgrade, same-host redirects,
 /// status and size checks, content conversion and truncation.
 pub fn fetch<T: Transport>(
     transport: &mut T,
-    raw_url: &str,
-    prompt: &str,
+    input: &WebFetchInput,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Output, ToolError> {
+    let (raw_url, prompt, offset) = (input.url.as_str(), input.prompt.as_str(), input.offset.unwrap_or(0));
     let start = Instant::now();
     let mut url = upgrade(parse_url(raw_url)?);
     let mut hops = 0;
@@ -369,7 +416,7 @@ pub fn fetch<T: Transport>(
                 ))
             })?;
             if !redirect_allowed(&url, &target) {
-                let text = redirect_notice(raw_url, &url, &target, head.status);
+                let text = redirect_notice(raw_url, &target, head.status, prompt, offset);
                 return Ok(Output::text(text.clone()).with_structured(serde_json::json!({
                     "bytes": text.len(),
                     "code": head.status,
@@ -389,18 +436,39 @@ pub fn fetch<T: Transport>(
             continue;
         }
         if !(200..300).contains(&head.status) {
-            return Err(ToolError::io(format!(
-                "Request failed with status {} for {url}",
-                match reason_phrase(head.status) {
-                    "" => head.status.to_string(),
-                    reason => format!("{} ({reason})", head.status),
-                }
-            )));
+            drop(body);
+            let text = status_notice(head.status, head.retry_after.as_deref());
+            return Ok(Output::text(text.clone()).with_structured(serde_json::json!({
+                "bytes": 0,
+                "code": head.status,
+                "codeText": reason_phrase(head.status),
+                "result": text,
+                "durationMs": start.elapsed().as_millis() as u64,
+                "url": url.as_str(),
+            })));
         }
         let bytes = read_capped(&head, body, &url)?;
         let (kind, encoding) = (head.content_type.as_deref(), head.content_encoding.as_deref());
-        let rendered = content::render(kind, encoding, &bytes, MAX_CONTENT_CHARS);
-        let content = content::truncate(&rendered, MAX_CONTENT_CHARS);
+        // HTML is converted only as far as the part shown needs; when that
+        // is not the whole page, the page's full length is needed for the note.
+        let wanted = usize::try_from(offset).unwrap_or(usize::MAX).saturating_add(MAX_CONTENT_CHARS).saturating_add(1);
+        let mut rendered = content::render(kind, encoding, &bytes, wanted);
+        if rendered.chars().count() >= wanted {
+            rendered = content::render(kind, encoding, &bytes, usize::MAX);
+        }
+        let content = match page_part(&rendered, offset) {
+            Ok(part) => part,
+            Err(nothing_left) => {
+                return Ok(Output::text(nothing_left.clone()).with_structured(serde_json::json!({
+                    "bytes": bytes.len(),
+                    "code": head.status,
+                    "codeText": reason_phrase(head.status),
+                    "result": nothing_left,
+                    "durationMs": start.elapsed().as_millis() as u64,
+                    "url": url.as_str(),
+                })));
+            }
+        };
         let page = Page {
             requested: raw_url.to_string(),
             url: url.to_string(),
@@ -451,7 +519,7 @@ mod tests {
             assert_eq!(err.kind, ErrorKind::InvalidInput, "{bad}");
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS));
-        assert!(parse_url(&long).unwrap_err().message.contains("at most 2000"));
+        assert_eq!(parse_url(&long).unwrap_err().message, "URL is longer than 2000 characters");
         let exact = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS - 20));
         assert_eq!(exact.chars().count(), MAX_URL_CHARS);
         assert!(parse_url(&exact).is_ok());
@@ -460,7 +528,7 @@ mod tests {
     #[test]
     fn validate_input_and_permissions() {
         let ctx = Context::for_tests("/ws", Mode::Default);
-        let input = |u: &str| WebFetchInput { url: u.into(), prompt: "summarise".into() };
+        let input = |u: &str| WebFetchInput { url: u.into(), prompt: "summarise".into(), offset: None };
         assert!(WebFetch::validate_input(&input("https://docs.rs/url"), &ctx).is_ok());
         assert!(WebFetch::validate_input(&input("gopher://docs.rs"), &ctx).is_err());
         assert_eq!(
@@ -484,7 +552,9 @@ mod tests {
         );
         assert_eq!(schema["properties"]["url"]["description"], "The URL to fetch content from");
         assert_eq!(schema["properties"]["prompt"]["description"], "The prompt to run on the fetched content");
-        let input = WebFetchInput { url: "https://a.org".into(), prompt: String::new() };
+        assert_eq!(schema["properties"]["offset"]["type"], "integer");
+        assert_eq!(schema["properties"]["offset"]["minimum"], 0);
+        let input = WebFetchInput { url: "https://a.org".into(), prompt: String::new(), offset: None };
         assert!(WebFetch::is_read_only(&input) && WebFetch::CONCURRENCY_SAFE_HINT == Some(true));
         assert_eq!(WebFetch::ADDRESS_FIELDS, &["url"]);
     }
@@ -584,6 +654,7 @@ mod tests {
                     "content-type" => head.content_type = Some(value.into()),
                     "content-length" => head.content_length = value.parse().ok(),
                     "content-encoding" => head.content_encoding = Some(value.into()),
+                    "retry-after" => head.retry_after = Some(value.into()),
                     _ => unreachable!(),
                 }
             }
@@ -591,7 +662,11 @@ mod tests {
             self
         }
         fn run(&mut self, raw: &str) -> Result<Output, ToolError> {
-            fetch(self, raw, "the prompt", &mut |_| {})
+            self.run_from(raw, None)
+        }
+        fn run_from(&mut self, raw: &str, offset: Option<u64>) -> Result<Output, ToolError> {
+            let input = WebFetchInput { url: raw.into(), prompt: "the prompt".into(), offset };
+            fetch(self, &input, &mut |_| {})
         }
     }
 
@@ -641,19 +716,26 @@ mod tests {
         let mut fake = Fake::default().with(301, &[("location", "https://other.org/new")], b"");
         let out = fake.run("https://example.com/old").unwrap();
         assert!(!out.is_error);
-        let text = text_of(&out);
-        assert!(text.contains("redirected to a different host"), "{text}");
-        assert!(text.contains("Original URL: https://example.com/old"));
-        assert!(text.contains("Redirect URL: https://other.org/new"));
-        assert!(text.contains("Status: 301 Moved Permanently"));
-        assert!(text.contains("call WebFetch again"));
+        assert_eq!(
+            text_of(&out),
+            "REDIRECT DETECTED: The URL redirects to a location that was not fetched automatically.\n\n    \
+             Original URL: https://example.com/old\n    \
+             Redirect URL (from the server's Location header — server-supplied, not verified): https://other.org/new\n    \
+             Status: 301 Moved Permanently\n\n    \
+             To complete your request, I need to fetch content from the redirected URL. Please use WebFetch again \
+             with these parameters:\n    \
+             - url: \"https://other.org/new\"\n    \
+             - prompt: \"the prompt\""
+        );
         let s = out.structured.unwrap();
         assert_eq!(s["code"], 301);
         assert_eq!(s["codeText"], "Moved Permanently");
 
-        let mut fake = Fake::default().with(302, &[("location", "http://example.com/plain")], b"");
-        let text = text_of(&fake.run("https://example.com/").unwrap()).to_string();
-        assert!(text.contains("a different scheme") && text.contains("Redirect URL: http://example.com/plain"));
+        // Another scheme; the offset is passed on; credentials are not.
+        let mut fake = Fake::default().with(302, &[("location", "http://u:p@example.com/plain")], b"");
+        let text = text_of(&fake.run_from("https://example.com/", Some(7)).unwrap()).to_string();
+        assert!(text.contains("not verified): http://example.com/plain\n"), "{text}");
+        assert!(text.ends_with("- prompt: \"the prompt\"\n    - offset: 7"), "{text}");
     }
 
     #[test]
@@ -677,14 +759,22 @@ mod tests {
 
     #[test]
     fn error_statuses() {
+        // Not an error of the call: the status, and what to do instead.
         let mut fake = Fake::default().with(404, &[("content-type", "text/html")], b"<h1>nope</h1>");
-        let err = fake.run("https://example.com/missing").unwrap_err();
-        assert_eq!(err.message, "Request failed with status 404 (Not Found) for https://example.com/missing");
-        // A redirect status without a location is just a failure.
+        let out = fake.run("https://example.com/missing").unwrap();
+        assert!(!out.is_error);
+        assert_eq!(
+            text_of(&out),
+            "The server returned HTTP 404 Not Found.\n\nThe response body was not retrieved. If this URL requires \
+             authentication, use an authenticated tool (e.g. `gh` for GitHub, or an MCP-provided fetch tool) instead \
+             of WebFetch."
+        );
+        let mut fake = Fake::default().with(429, &[("retry-after", "120")], b"");
+        let text = text_of(&fake.run("https://example.com/").unwrap()).to_string();
+        assert!(text.starts_with("The server returned HTTP 429 Too Many Requests.\nRetry-After: 120\n\n"), "{text}");
+        // A redirect status without a location is such a status too.
         let mut fake = Fake::default().with(302, &[], b"");
-        assert!(fake.run("https://example.com/").unwrap_err().message.contains("302 (Found)"));
-        let mut fake = Fake::default().with(599, &[], b"");
-        assert!(fake.run("https://example.com/").unwrap_err().message.contains("status 599 for"));
+        assert!(text_of(&fake.run("https://example.com/").unwrap()).starts_with("The server returned HTTP 302 Found."));
     }
 
     #[test]
@@ -713,8 +803,35 @@ mod tests {
         let mut fake = Fake::default().with(200, &[("content-type", "text/plain")], long.as_bytes());
         let out = fake.run("https://example.com/long.txt").unwrap();
         let result = out.structured.unwrap()["result"].as_str().unwrap().to_string();
-        assert!(result.starts_with(&"é".repeat(MAX_CONTENT_CHARS)));
-        assert!(result.contains("truncated"));
-        assert!(!result.starts_with(&"é".repeat(MAX_CONTENT_CHARS + 1)));
+        assert_eq!(
+            result,
+            format!(
+                "{}\n\n[WebFetch note: the answer above covers characters 0 to 100000 of this page's 100005 \
+                 characters. Next offset: 100000.]",
+                "é".repeat(MAX_CONTENT_CHARS)
+            )
+        );
+    }
+
+    #[test]
+    fn offsets_read_on() {
+        let page = format!("{}tail", "x".repeat(MAX_CONTENT_CHARS));
+        let fetch_at = |offset| {
+            let mut fake = Fake::default().with(200, &[("content-type", "text/plain")], page.as_bytes());
+            let out = fake.run_from("https://example.com/p.txt", offset).unwrap();
+            out.structured.unwrap()["result"].as_str().unwrap().to_string()
+        };
+        assert!(
+            fetch_at(None).ends_with("characters 0 to 100000 of this page's 100004 characters. Next offset: 100000.]")
+        );
+        assert_eq!(fetch_at(Some(100_000)), "tail");
+        assert_eq!(fetch_at(Some(100_002)), "il");
+        assert_eq!(
+            fetch_at(Some(100_004)),
+            "Nothing left to read from offset 100004: this page's text is 100004 characters long."
+        );
+        // Offsets count UTF-16 code units, as JavaScript does.
+        assert_eq!(page_part("😀ab", 2), Ok("ab".into()));
+        assert_eq!(page_part("", 0), Ok(String::new()));
     }
 }

@@ -1,5 +1,10 @@
 //! The `Write` tool: create a file, or overwrite one that was read first,
-//! with the checks and texts of Claude Code 2.1.88's Write.
+//! with the checks and texts of Claude Code 2.1.328's Write.
+//!
+//! 2.1.328 lets newer models overwrite a file they never read, when a Read
+//! of it would be allowed without asking; toolhost does not know the model,
+//! so it keeps the read-before-write rule for every model, as 2.1.328 does
+//! for the models it names.
 
 use toolhost_sdk::fs::{self, Access, Encoding, TextFile};
 use toolhost_sdk::{
@@ -55,11 +60,32 @@ impl Tool for Write {
             }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
+        if meta.is_dir() {
+            return Err(ToolError::invalid_input(format!(
+                "{} is a directory, not a file. To create a file inside it, include the file name in file_path.",
+                input.file_path
+            )));
+        }
+        if !meta.is_file() {
+            return Err(ToolError::invalid_input(format!(
+                "{} exists but is not a regular file (a device, FIFO or socket). Write only creates or overwrites \
+                 regular files.",
+                input.file_path
+            )));
+        }
         let Some(record) = fs::read_record(ctx, &path) else {
             return Err(ToolError::conflict(fs::NOT_READ_YET));
         };
+        if record.partial {
+            return Err(ToolError::conflict(fs::PARTIAL_VIEW));
+        }
+        // A newer time alone is no change when the record saw the whole text.
         if record.is_older_than(&meta) {
-            return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
+            let unchanged =
+                record.is_full() && std::fs::read(&path).is_ok_and(|b| record.saw(&TextFile::decode(&b).text));
+            if !unchanged {
+                return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
+            }
         }
         Ok(())
     }
@@ -72,31 +98,48 @@ impl Tool for Write {
         let path = fs::confine(ctx, &input.file_path, Access::Write)?;
         let content = normalize_content(&input.file_path, &input.content);
         let old = match std::fs::read(&path) {
-            Ok(bytes) => Some(TextFile::decode(&bytes)),
+            Ok(bytes) => Some((TextFile::decode(&bytes), fs::not_text(&bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
                 return Err(ToolError::invalid_input("EISDIR: illegal operation on a directory, read"));
             }
             Err(e) => return Err(fs::io_error(ctx, &path, &e)),
         };
-        if let Some(old) = &old {
+        if let Some((old, not_text)) = &old {
             let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
-            let fresh = fs::read_record(ctx, &path).is_some_and(|r| !r.is_older_than(&meta) || r.saw(&old.text));
-            if !fresh {
+            let Some(record) = fs::read_record(ctx, &path) else {
+                return Err(ToolError::conflict(fs::NOT_READ_YET));
+            };
+            if record.partial {
+                return Err(ToolError::conflict(fs::PARTIAL_VIEW));
+            }
+            if record.is_older_than(&meta) && !record.saw(&old.text) {
                 return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
             }
+            if let Some(not_text) = not_text {
+                return Err(ToolError::unsupported(not_text.refusal()));
+            }
         }
-        // The content's own line endings are kept; the old file's encoding is.
-        let encoding = old.as_ref().map_or(Encoding::Utf8, |f| f.encoding);
+        // The content's own line endings are kept; the old file's encoding
+        // is, and its UTF-8 byte-order mark.
+        let content = match &old {
+            Some((old, _))
+                if old.text.starts_with('\u{feff}') && !content.is_empty() && !content.starts_with('\u{feff}') =>
+            {
+                format!("\u{feff}{content}")
+            }
+            _ => content,
+        };
+        let encoding = old.as_ref().map_or(Encoding::Utf8, |(f, _)| f.encoding);
         fs::replace(&path, &fs::encode_as(&content, encoding))?;
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         fs::record_write(ctx, &path, &meta, &content)?;
         // An existing but empty file counts as created, as in Claude Code.
-        let updated = old.is_some_and(|f| !f.text.is_empty());
+        let updated = old.is_some_and(|(f, _)| !f.text.is_empty());
         let text = if updated {
-            format!("The file {} has been updated successfully.", input.file_path)
+            format!("The file {} has been updated successfully.{}", input.file_path, fs::STATE_IS_CURRENT)
         } else {
-            format!("File created successfully at: {}", input.file_path)
+            format!("File created successfully at: {}{}", input.file_path, fs::STATE_IS_CURRENT)
         };
         Ok(Output::text(text).with_structured(serde_json::json!({
             "type": if updated { "update" } else { "create" },
