@@ -53,9 +53,23 @@ pub fn failure_text(code: i32, interrupted: bool, output: &str) -> String {
     )
 }
 
-/// The result of a command started in the background with `id`.
-pub fn background_text(id: &str) -> String {
-    format!("Command running in background with ID: {id}.")
+/// What Claude Code 2.1.328 tells the model in place of "You will be
+/// notified when it completes" when completion notices are off
+/// (chunk-k90mh50x.js `p2r`): toolhost has no way to put a notice in the
+/// conversation.
+pub const NO_NOTICE: &str = "Nothing notifies you when the command finishes: read the output file that the result names to check on it. The file gets no line when the command ends, so if you need to know that it has, end the command with an `echo` of your own.";
+
+/// The result of a command started in the background with `id`, its output
+/// going to `file` (Claude Code 2.1.328 `Hjo`'s first sentence, then
+/// [`NO_NOTICE`]). Without a known file (the session could not record it),
+/// only the first part.
+pub fn background_text(id: &str, file: Option<&str>) -> String {
+    match file {
+        Some(file) => {
+            format!("Command running in background with ID: {id}. Output is being written to: {file}. {NO_NOTICE}")
+        }
+        None => format!("Command running in background with ID: {id}."),
+    }
 }
 
 /// The image a command's whole output encodes as a `data:image/…;base64,`
@@ -177,7 +191,15 @@ mod tests {
 
     #[test]
     fn background_and_images() {
-        assert_eq!(background_text("b1a2b3c4d"), "Command running in background with ID: b1a2b3c4d.");
+        assert_eq!(
+            background_text("b1a2b3c4d", Some("/d/b1a2b3c4d.output")),
+            format!(
+                "Command running in background with ID: b1a2b3c4d. Output is being written to: /d/b1a2b3c4d.output. \
+                 {NO_NOTICE}"
+            )
+        );
+        assert!(NO_NOTICE.starts_with("Nothing notifies you") && NO_NOTICE.ends_with("of your own."));
+        assert_eq!(background_text("b1", None), "Command running in background with ID: b1.");
         let (media, bytes) = image("data:image/png;base64,iVBORw0KGgo=\n").unwrap();
         assert_eq!((media.as_str(), bytes), ("image/png", b"\x89PNG\r\n\x1a\n".to_vec()));
         assert_eq!(image("data:image/svg+xml;base64,PHN2Zz4="), None, "a type the host does not pass on");
