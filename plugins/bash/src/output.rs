@@ -7,7 +7,8 @@
 //! output with blank lines around it and trailing space removed, or
 //! [`NO_OUTPUT`]; one that failed shows `Exit code N`, then its first
 //! [`FIRST_BYTES`] of output as they are, the whole cut to its first and last
-//! 5,000 characters past 10,000.
+//! 5,000 characters past 11,024 (Claude Code 2.1.328 cuts only past 10,000
+//! and 1,024 more; 2.1.88 cut past 10,000).
 
 /// The result of a command that printed nothing (Claude Code's marker for
 /// any tool whose result is empty).
@@ -17,8 +18,11 @@ pub const NO_OUTPUT: &str = "(Bash completed with no output)";
 pub const FIRST_BYTES: usize = 30_000;
 /// Claude Code's line for a command interrupted by the user.
 pub const INTERRUPTED: &str = "[Request interrupted by user for tool use]";
-/// Characters of a failure's text beyond which its middle is cut.
+/// Characters of a failure's text kept when its middle is cut, and how many
+/// more it may have before it is (Claude Code 2.1.328, chunk-j2vgqk5p.js
+/// `function ig(e, r7 = fUt)`: `fUt = 1e4`, `xL = 1024`).
 const ERROR_CHARS: usize = 10_000;
+const ERROR_SLACK: usize = 1_024;
 
 /// The text of a command that succeeded: empty lines at the start and the
 /// end dropped, trailing whitespace trimmed (empty when it printed nothing
@@ -41,7 +45,7 @@ pub fn failure_text(code: i32, interrupted: bool, output: &str) -> String {
     let joined: Vec<&str> = parts.into_iter().filter(|p| !p.is_empty()).collect();
     let full = js_trim(&joined.join("\n")).to_string();
     let units = utf16_len(&full);
-    if units <= ERROR_CHARS {
+    if units <= ERROR_CHARS + ERROR_SLACK {
         return full;
     }
     let half = ERROR_CHARS / 2;
@@ -177,6 +181,16 @@ mod tests {
         assert_eq!(failure_text(2, false, "ls: x: No such file\n"), "Exit code 2\nls: x: No such file");
         assert_eq!(failure_text(1, false, "\nkept\n\n"), "Exit code 1\n\nkept", "blank lines inside stay");
         assert_eq!(failure_text(137, true, "partial\n"), format!("Exit code 137\n{INTERRUPTED}\npartial"));
+    }
+
+    #[test]
+    fn failures_up_to_eleven_thousand_and_twenty_four_characters_are_whole() {
+        // "Exit code 1\n" and 11,012 characters: 11,024 in all.
+        let whole = failure_text(1, false, &"a".repeat(11_012));
+        assert_eq!(utf16_len(&whole), 11_024);
+        assert!(!whole.contains("truncated"));
+        let cut = failure_text(1, false, &"a".repeat(11_013));
+        assert!(cut.contains("\n\n... [1025 characters truncated] ...\n\n"), "{}", &cut[4990..5050]);
     }
 
     #[test]
