@@ -1,5 +1,5 @@
-//! Bash, TaskOutput and TaskStop (BashOutput and KillShell by their old
-//! names) over the host's process capability.
+//! Bash and TaskStop (KillShell and KillBash by its old names) over the
+//! host's process capability; background output in files Read reads.
 
 use crate::support::*;
 use serde_json::json;
@@ -191,59 +191,66 @@ fn output_that_is_not_utf8_is_shown_lossily() {
     assert_eq!(bash(&sb, r"printf '\xff\xfe ok\n'", &[]).assert_ok(), "\u{fffd}\u{fffd} ok");
 }
 
-/// Loads TaskOutput and TaskStop, deferred as in Claude Code.
-fn load_task_tools(run: impl Fn(&str, serde_json::Value) -> toolhost::ToolResult) {
-    let r = run("ToolSearch", json!({"query": "select:TaskOutput,TaskStop"}));
+/// Loads TaskStop, deferred as in Claude Code.
+fn load_task_stop(run: impl Fn(&str, serde_json::Value) -> toolhost::ToolResult) {
+    let r = run("ToolSearch", json!({"query": "select:TaskStop"}));
     assert!(!r.is_error, "{r:?}");
 }
 
-/// The id in Bash's answer to a background start.
-fn task_id(started: &toolhost::ToolResult) -> String {
-    let text = started.text();
-    let id = text.strip_prefix("Command running in background with ID: ").and_then(|t| t.strip_suffix('.'));
-    let id = id.unwrap_or_else(|| panic!("not a background start: {text}")).to_string();
-    assert!(id.len() == 26 && id.starts_with('b'), "{id}");
-    id
+/// The id and the output file in Bash's answer to a background start, which
+/// is checked whole.
+fn started(r: &toolhost::ToolResult) -> (String, String) {
+    let text = r.text();
+    let pattern = regex::Regex::new(
+        r"^Command running in background with ID: (b[0-9a-z]{25})\. Output is being written to: (/\S+/(b[0-9a-z]{25})\.output)\. (.*)$",
+    )
+    .unwrap();
+    let caps = pattern.captures(&text).unwrap_or_else(|| panic!("not a background start: {text}"));
+    assert!(!r.is_error && caps[1] == caps[3], "{text}");
+    assert_eq!(
+        &caps[4],
+        "Nothing notifies you when the command finishes: read the output file that the result names to check on \
+         it. The file gets no line when the command ends, so if you need to know that it has, end the command with \
+         an `echo` of your own."
+    );
+    (caps[1].to_string(), caps[2].to_string())
+}
+
+/// Waits until `file` holds `text` (or 10 s passed), and returns what it holds.
+fn wait_for(file: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let held = std::fs::read_to_string(file).unwrap_or_default();
+        if held.contains(text) || Instant::now() > deadline {
+            return held;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
-fn background_runs_are_read_and_stopped_through_task_output_and_task_stop() {
+fn background_output_goes_to_a_file_that_read_reads_and_task_stop_stops_the_command() {
     let sb = Sandbox::new();
     let host = host(&sb, PermissionMode::BypassPermissions);
     let session = host.ephemeral_session();
     let run = |name: &str, input| host.call(&session, &tool_use(name, input), &CallOptions::default());
-    load_task_tools(run);
-    let id =
-        task_id(&run("Bash", json!({"command": "echo first; sleep 0.3; echo second >&2", "run_in_background": true})));
-    // Blocking (the default) waits for the end; every read shows all of it.
-    for _ in 0..2 {
-        let r = run("TaskOutput", json!({"task_id": id}));
-        assert_eq!(
-            (r.is_error, r.text()),
-            (
-                false,
-                format!(
-                    "<retrieval_status>success</retrieval_status>\n\n<task_id>{id}</task_id>\n\n\
-                     <task_type>local_bash</task_type>\n\n<status>completed</status>\n\n<exit_code>0</exit_code>\n\n\
-                     <output>\nfirst\nsecond\n</output>"
-                )
-            )
-        );
-    }
+    load_task_stop(run);
+    let (id, file) =
+        started(&run("Bash", json!({"command": "echo first; sleep 0.3; echo second >&2", "run_in_background": true})));
+    assert!(file.starts_with(&p(&sb.data)), "in the session's own directory: {file}");
+    // Both streams, in the order they came; no closing line of the host's.
+    assert_eq!(wait_for(&file, "second"), "first\nsecond\n");
+    let r = run("Read", json!({"file_path": file}));
+    assert_eq!((r.is_error, r.text()), (false, "1\tfirst\n2\tsecond\n3\t".to_string()));
+    // The host records the end a moment after the last output (a TaskStop
+    // before that would stop it).
+    std::thread::sleep(Duration::from_secs(1));
     let r = run("TaskStop", json!({"task_id": id}));
-    assert_eq!(
-        (r.is_error, r.text()),
-        (true, format!("<tool_use_error>Task {id} is not running (status: completed)</tool_use_error>"))
-    );
+    assert_eq!(r.text(), format!("<tool_use_error>Task {id} is not running (status: completed)</tool_use_error>"));
 
-    let long = task_id(&run("Bash", json!({"command": "echo waiting; sleep 33.333", "run_in_background": true})));
-    let started = Instant::now();
-    let r = run("TaskOutput", json!({"task_id": long, "block": true, "timeout": 600}));
-    assert!(started.elapsed() >= Duration::from_millis(550), "{:?}", started.elapsed());
-    assert!(r.text().starts_with("<retrieval_status>timeout</retrieval_status>"), "{}", r.text());
-    assert!(r.text().ends_with("<status>running</status>\n\n<output>\nwaiting\n</output>"), "{}", r.text());
-    let r = run("TaskOutput", json!({"task_id": long, "block": false}));
-    assert!(r.text().starts_with("<retrieval_status>not_ready</retrieval_status>"), "{}", r.text());
+    let (long, file) =
+        started(&run("Bash", json!({"command": "echo waiting; sleep 33.333", "run_in_background": true})));
+    assert_eq!(wait_for(&file, "waiting"), "waiting\n");
     let r = run("TaskStop", json!({"task_id": long}));
     assert_eq!(
         r.text(),
@@ -253,50 +260,72 @@ fn background_runs_are_read_and_stopped_through_task_output_and_task_stop() {
     );
     std::thread::sleep(Duration::from_millis(300));
     assert!(!running("sleep 33.333"));
-    let r = run("TaskOutput", json!({"task_id": long, "block": false}));
-    assert!(r.text().contains("<status>killed</status>\n\n<output>\nwaiting\n</output>"), "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "waiting\n");
+
+    // Another session neither stops it nor reads its file.
     let other = host.ephemeral_session();
-    let load = tool_use("ToolSearch", json!({"query": "select:TaskOutput"}));
-    assert!(!host.call(&other, &load, &CallOptions::default()).is_error);
-    let r = host.call(&other, &tool_use("TaskOutput", json!({"task_id": long})), &CallOptions::default());
+    let in_other = |name: &str, input| host.call(&other, &tool_use(name, input), &CallOptions::default());
+    load_task_stop(in_other);
+    let r = in_other("TaskStop", json!({"task_id": long}));
     assert_eq!(
         (r.is_error, r.text()),
         (true, format!("<tool_use_error>No task found with ID: {long}</tool_use_error>"))
     );
+    let r = in_other("Read", json!({"file_path": file}));
+    assert!(r.is_error && r.text().contains("outside the working directories"), "{r:?}");
 }
 
 #[test]
-fn the_old_names_and_fields_still_work() {
+fn task_output_is_gone_and_task_stop_keeps_its_old_names() {
     let sb = Sandbox::new();
     let host = host(&sb, PermissionMode::BypassPermissions);
     let session = host.ephemeral_session();
     let run = |name: &str, input| host.call(&session, &tool_use(name, input), &CallOptions::default());
-    load_task_tools(run);
-    let id = task_id(&run("Bash", json!({"command": "printf 'ok 1\\nskip\\nok 2\\n'", "run_in_background": true})));
-    std::thread::sleep(Duration::from_millis(300));
-    // BashOutput: only what is new, only the lines the filter keeps.
-    let first = run("BashOutput", json!({"bash_id": id, "filter": "^ok"})).text();
-    assert!(
-        first.starts_with(
-            "<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<stdout>\nok 1\nok 2\n</stdout>\n\n<timestamp>"
-        ),
-        "{first}"
-    );
-    let again = run("BashOutput", json!({"bash_id": id})).text();
-    assert!(again.starts_with("<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<timestamp>"), "{again}");
-    let r = run("BashOutput", json!({"bash_id": "b000000000"}));
-    assert_eq!(
-        (r.is_error, r.text()),
-        (true, "<tool_use_error>No shell found with ID: b000000000</tool_use_error>".to_string())
-    );
-
-    let long = task_id(&run("Bash", json!({"command": "sleep 44.444", "run_in_background": true})));
-    let r = run("KillShell", json!({"shell_id": long}));
-    assert!(!r.is_error && r.text().contains(&format!("Successfully stopped task: {long} (sleep 44.444)")), "{r:?}");
+    // Claude Code 2.1.328 removed TaskOutput and its aliases: the generic
+    // unknown-tool error, in Claude Code's words.
+    for name in ["TaskOutput", "BashOutput", "BashOutputTool", "AgentOutputTool"] {
+        let r = run(name, json!({"task_id": "b1"}));
+        assert_eq!(
+            (r.is_error, r.text()),
+            (true, format!("<tool_use_error>Error: No such tool available: {name}</tool_use_error>"))
+        );
+    }
+    let r = run("ToolSearch", json!({"query": "select:TaskOutput"}));
+    assert!(!r.text().contains("\"TaskOutput\""), "{}", r.text());
+    load_task_stop(run);
+    for old in ["KillShell", "KillBash"] {
+        let (id, _) = started(&run("Bash", json!({"command": "sleep 44.444", "run_in_background": true})));
+        let r = run(old, json!({"shell_id": id}));
+        assert!(!r.is_error && r.text().contains(&format!("Successfully stopped task: {id} (sleep 44.444)")), "{r:?}");
+        let r = run(old, json!({}));
+        assert_eq!(r.text(), "<tool_use_error>Missing required parameter: task_id</tool_use_error>");
+    }
     std::thread::sleep(Duration::from_millis(300));
     assert!(!running("sleep 44.444"));
-    let r = run("KillShell", json!({}));
-    assert_eq!(r.text(), "<tool_use_error>Missing required parameter: task_id</tool_use_error>");
+}
+
+#[test]
+fn a_background_command_is_stopped_at_its_timeout() {
+    let sb = Sandbox::new();
+    let host = host(&sb, PermissionMode::BypassPermissions);
+    let session = host.ephemeral_session();
+    let run = |name: &str, input| host.call(&session, &tool_use(name, input), &CallOptions::default());
+    load_task_stop(run);
+    // Past the foreground maximum is allowed in the background.
+    let input = |marker: &str, timeout: u64| json!({"command": format!("echo up; sleep {marker}"), "run_in_background": true, "timeout": timeout});
+    let (slow, _) = started(&run("Bash", input("55.555", 900_000)));
+    let (id, file) = started(&run("Bash", input("55.556", 400)));
+    assert_eq!(wait_for(&file, "up"), "up\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running("sleep 55.556") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!running("sleep 55.556"), "stopped at its timeout");
+    std::thread::sleep(Duration::from_secs(1));
+    let r = run("TaskStop", json!({"task_id": id}));
+    assert_eq!(r.text(), format!("<tool_use_error>Task {id} is not running (status: failed)</tool_use_error>"));
+    assert!(running("sleep 55.555"), "the one with the long timeout runs on");
+    assert!(!run("TaskStop", json!({"task_id": slow})).is_error);
 }
 
 #[test]

@@ -218,11 +218,11 @@ fn a_session_goes_on_at_any_instance_sharing_redis() {
     // A background process lives on the instance that started it; another
     // names where it runs.
     let started = alice.call(&b, "Bash", json!({"command": "sleep 30", "run_in_background": true})).ok();
-    let id = started.split("ID: ").nth(1).expect("an id").trim_end_matches('.').trim().to_string();
-    let elsewhere = alice.call(&c, "TaskOutput", json!({"task_id": id, "block": false}));
+    let id = started.split("ID: ").nth(1).and_then(|t| t.split('.').next()).expect("an id").to_string();
+    let elsewhere = alice.call(&c, "TaskStop", json!({"task_id": id}));
     let text = elsewhere.error("was started on instance `b`");
     assert!(text.contains("reached instance `c`"), "{text}");
-    alice.call(&b, "TaskOutput", json!({"task_id": id, "block": false})).ok();
+    alice.call(&b, "TaskStop", json!({"task_id": id})).ok();
 
     // Deleted on C: gone on every instance, B (which serves it) too.
     let deleted = send(&c, "DELETE", ALICE, &alice.headers(), &Value::Null);

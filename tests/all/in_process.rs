@@ -51,8 +51,8 @@ fn every_builtin_schema_compiles_and_is_enforced() {
     for tool in host.pool().iter().filter(|t| *t.origin() == toolhost::Origin::Builtin) {
         let r = host.call(&session, &tool_use(&tool.spec().name, json!({})), &CallOptions::default());
         assert!(r.is_error, "{}: {r:?}", tool.spec().name);
-        // TaskOutput and TaskStop require no field (either of two ids does);
-        // their own validation refuses an empty input.
+        // TaskStop requires no field (either of two ids does); its own
+        // validation refuses an empty input.
         let requires = tool.spec().input_schema["required"].as_array().is_some_and(|r| !r.is_empty());
         let refused = match requires {
             true => r.text().contains("InputValidationError") && r.text().contains("is missing"),

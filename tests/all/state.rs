@@ -48,19 +48,19 @@ fn a_background_process_asked_for_on_another_instance_is_named_there() {
     let url = server.url(0);
     let sb = Sandbox::new();
     let on = |machine: &'static str| ["--session", "bg", "--state", url.as_str(), "--instance", machine];
-    // Loaded on one machine, TaskOutput is loaded in the session on both.
-    call_on(&sb, "a", "ToolSearch", &json!({"query": "select:TaskOutput"}), &on("a")).assert_ok();
+    // Loaded on one machine, TaskStop is loaded in the session on both.
+    call_on(&sb, "a", "ToolSearch", &json!({"query": "select:TaskStop"}), &on("a")).assert_ok();
     let started = call_on(&sb, "a", "Bash", &json!({"command": "sleep 5", "run_in_background": true}), &on("a"));
     let text = started.assert_ok();
-    let id = text.trim_start_matches("Command running in background with ID: ").trim_end_matches('.').to_string();
+    let id = text.split("ID: ").nth(1).and_then(|t| t.split('.').next()).expect("an id").to_string();
     assert!(id.len() == 26 && id.starts_with('b'), "{text}");
-    let read = json!({"task_id": id, "block": false});
-    let elsewhere = call_on(&sb, "b", "TaskOutput", &read, &on("b"));
+    let stop = json!({"task_id": id});
+    let elsewhere = call_on(&sb, "b", "TaskStop", &stop, &on("b"));
     let text = elsewhere.assert_error("was started on instance `a`");
     assert!(text.contains("reached instance `b`"), "{text}");
     // An id no instance started is unknown, as before.
-    let unknown = json!({"task_id": format!("b{}", "0".repeat(25)), "block": false});
-    let text = call_on(&sb, "b", "TaskOutput", &unknown, &on("b")).assert_error("");
+    let unknown = json!({"task_id": format!("b{}", "0".repeat(25))});
+    let text = call_on(&sb, "b", "TaskStop", &unknown, &on("b")).assert_error("");
     assert!(!text.contains("instance"), "{text}");
 }
 

@@ -193,20 +193,7 @@ fn broken_components_are_left_out_and_the_rest_serve() {
         r.stdout.lines().filter(|l| !l.starts_with(' ')).map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(
         names,
-        [
-            "Bash",
-            "Edit",
-            "Glob",
-            "Grep",
-            "NotebookEdit",
-            "Read",
-            "TaskOutput",
-            "TaskStop",
-            "ToolSearch",
-            "WebFetch",
-            "Write",
-            "Echo"
-        ]
+        ["Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "TaskStop", "ToolSearch", "WebFetch", "Write", "Echo"]
     );
     for expected in [
         "broken on purpose while describing itself",

@@ -21,7 +21,6 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
             "Grep",
             "NotebookEdit",
             "Read",
-            "TaskOutput",
             "TaskStop",
             "ToolSearch",
             "WebFetch",
@@ -30,11 +29,11 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
             "Echo"
         ]
     );
-    // As in Claude Code, NotebookEdit and the background-task tools are
-    // deferred: listed by name until ToolSearch loads them.
+    // As in Claude Code, NotebookEdit and TaskStop are deferred: listed by
+    // name until ToolSearch loads them.
     for tool in list.as_array().unwrap() {
         let keys = tool.as_object().unwrap().keys().collect::<Vec<_>>();
-        if ["NotebookEdit", "TaskOutput", "TaskStop"].contains(&tool["name"].as_str().unwrap()) {
+        if ["NotebookEdit", "TaskStop"].contains(&tool["name"].as_str().unwrap()) {
             assert_eq!(keys, ["name", "deferred"], "{tool}");
             continue;
         }
@@ -62,7 +61,7 @@ fn builtins_are_offered_with_their_prompts_and_portable_schemas() {
         .expect("host");
     let people = toolhost(&sb, &["tools"]);
     let pool = host.pool();
-    assert!(pool.len() >= 11, "{}", pool.len());
+    assert!(pool.len() >= 10, "{}", pool.len());
     for tool in pool {
         let definition = tool.spec().definition();
         let name = definition["name"].as_str().unwrap();

@@ -12,8 +12,8 @@ const DEFER_ALL: &str = r#"{"deferToolsAfter": 0}"#;
 fn deferred_tools_are_listed_by_name_and_toolsearch_appears() {
     let sb = Sandbox::new();
     sb.install(ECHO);
-    // Only the built-ins Claude Code defers (NotebookEdit, TaskOutput,
-    // TaskStop): ToolSearch is listed, Echo in full.
+    // Only the built-ins Claude Code defers (NotebookEdit, TaskStop):
+    // ToolSearch is listed, Echo in full.
     let r = toolhost(&sb, &["tools", "--json"]);
     let list: Vec<Value> = serde_json::from_str(&r.stdout).unwrap();
     assert!(list.iter().any(|t| t["name"] == "ToolSearch"), "{}", r.stdout);

@@ -190,15 +190,16 @@ async def scenario_main():
         tools = await c.list_tools()
         names = [t.name for t in tools]
         assert names == sorted(names), names
-        for expected in ["Bash", "Edit", "Glob", "Grep", "Read", "TaskOutput", "TaskStop", "Write"]:
+        for expected in ["Bash", "Edit", "Glob", "Grep", "Read", "TaskStop", "Write"]:
             assert expected in names, names
+        assert "TaskOutput" not in names, names
         for t in tools:
             schema = field(t, 'inputSchema')
             jsonschema.validators.validator_for(schema).check_schema(schema)
             assert schema.get("type") == "object", (t.name, schema)
             assert t.description, t.name
         by_name = {t.name: t for t in tools}
-        for name in ["Read", "Glob", "Grep", "TaskOutput"]:
+        for name in ["Read", "Glob", "Grep"]:
             assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is True, name
         for name in ["Write", "Edit", "TaskStop"]:
             assert by_name[name].annotations and field(by_name[name].annotations, 'readOnlyHint') is False, name
@@ -224,11 +225,14 @@ async def scenario_main():
         err(await c.call("Bash", {"command": "exit 3"}), "Bash exit 3")
         err(await c.call("Bash", {}), "Bash bad", "command")
         started = ok(await c.call("Bash", {"command": "echo background", "run_in_background": True}), "Bash bg")
-        task_id = re.search(r'ID: (b[0-9a-z]{25})', started).group(1)
-        out = ok(await c.call("TaskOutput", {"task_id": task_id}), "TaskOutput")
-        assert "<output>\nbackground\n</output>" in out, out
-        err(await c.call("TaskOutput", {"task_id": "nope"}), "TaskOutput unknown id")
-        err(await c.call("TaskOutput", {}), "TaskOutput bad")
+        output_file = re.search(r'Output is being written to: (/\S+\.output)\. ', started).group(1)
+        for _ in range(50):
+            out = ok(await c.call("Read", {"file_path": output_file}), "Read the output file")
+            if "background" in out:
+                break
+            await asyncio.sleep(0.1)
+        assert "1\tbackground" in out, out
+        err(await c.call("TaskOutput", {"task_id": "nope"}), "TaskOutput is gone", "No such tool available: TaskOutput")
         started = ok(await c.call("Bash", {"command": "sleep 30", "run_in_background": True}), "Bash bg sleep")
         task_id = re.search(r'ID: (b[0-9a-z]{25})', started).group(1)
         ok(await c.call("TaskStop", {"task_id": task_id}), "TaskStop")
@@ -488,14 +492,14 @@ async def scenario_sessionless():
         err(await c.client.call_tool("Read", {"file_path": path, "toolhost_session": 7}), "not a string")
         started = ok(await c.client.call_tool(
             "Bash", {"command": "echo bg", "run_in_background": True, "toolhost_session": a}), "background")
-        task_id = re.search(r"ID: (b[0-9a-z]+)", started).group(1)
+        output_file = re.search(r"Output is being written to: (/\S+\.output)\. ", started).group(1)
         for _ in range(50):
-            out = ok(await c.client.call_tool("TaskOutput", {"task_id": task_id, "toolhost_session": a}), "output")
+            out = ok(await c.client.call_tool("Read", {"file_path": output_file, "toolhost_session": a}), "output")
             if "bg" in out:
                 break
             await asyncio.sleep(0.1)
-        assert "<output>\nbg\n</output>" in out, out
-        err(await c.client.call_tool("TaskOutput", {"task_id": task_id, "toolhost_session": b}), "other handle")
+        assert "1\tbg" in out, out
+        err(await c.client.call_tool("Read", {"file_path": output_file, "toolhost_session": b}), "other handle")
         passed("state handles: shared by handle, isolated between handles, checked")
 
         # Approvals: a made-up state, a state replayed for another call.

@@ -1,8 +1,9 @@
 //! One call, start to finish: the pipeline of SPEC §4.
 //!
 //! 1. find the tool by name or alias;
-//! 2. validate the input against its JSON Schema, and confine the paths the
-//!    tool declares to the directories it may use;
+//! 2. repair the slips Claude Code repairs in an input (`repair`), validate
+//!    it against its JSON Schema, and confine the paths the tool declares to
+//!    the directories it may use;
 //! 3. the tool's `validate-input`;
 //! 4. PreToolUse hooks (may rewrite the input, decide, or stop);
 //! 5. the permission decision (rules, hooks, the tool's check, the mode; an
@@ -12,8 +13,9 @@
 //! 7. PostToolUse / PostToolUseFailure hooks;
 //! 8. map to a `tool_result`, persisting an oversized one.
 //!
-//! Files: `call` (the shared state and steps 1–2), `run` (steps 3, 4, 6, 7,
-//! 8), `permission` (step 5), `result` and `persisted` (step 8), `warm`.
+//! Files: `call` (the shared state and steps 1–2), `repair` (step 2's
+//! repairs), `run` (steps 3, 4, 6, 7, 8), `permission` (step 5), `result`
+//! and `persisted` (step 8), `warm`.
 //!
 //! Every failure is an error result; nothing a tool or its input does reaches
 //! the caller as anything else.
@@ -22,6 +24,7 @@ pub(crate) mod call;
 pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod remote;
+mod repair;
 pub(crate) mod result;
 mod run;
 mod spare;

@@ -25,7 +25,7 @@ pub(crate) mod confine;
 mod runner;
 mod spawn;
 
-pub(crate) use background::{BackgroundRegistry, instance_key};
+pub(crate) use background::{BackgroundRegistry, instance_key, output_key};
 pub use confine::{ConfinedProgram, Confinement, confine_program};
 pub(crate) use runner::{Child, Status, Stream};
 pub use spawn::child_environment;

@@ -21,6 +21,11 @@ use toolhost_sdk::{
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Largest timeout, in milliseconds (longer ones are cut to it).
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// How long a background command may run before it is stopped, by default
+/// and at most, in milliseconds (Claude Code 2.1.328, chunk-sdk1kvcc.js
+/// `iNa = 18e5, H5o = 72e5`).
+pub const BACKGROUND_DEFAULT_MS: u64 = 1_800_000;
+pub const BACKGROUND_MAX_MS: u64 = 7_200_000;
 /// Bytes of output kept for the result: the host saves a result over
 /// [`Bash::MAX_RESULT_SIZE_CHARS`] to a file the model can read, with a
 /// preview, and the rest of a larger output is dropped.
@@ -38,15 +43,20 @@ const INTERRUPTED_CODE: i32 = 137;
 pub struct BashInput {
     /// The command to execute
     pub command: String,
-    /// Optional timeout in milliseconds (max 600000)
+    /// Optional timeout in milliseconds (max 600000 for a foreground command)
     pub timeout: Option<f64>,
-    /// What the command does, in active voice and plain words (never "complex" or "risky"). For a
-    /// simple command 5 to 10 words are enough: `git status` is "Show working tree status", `npm
-    /// install` is "Install package dependencies". For a command that is hard to read at a glance
-    /// (pipes, unusual flags), say enough to make its effect clear: `find . -name "*.tmp" -exec rm
-    /// {} \;` is "Find and delete all .tmp files recursively".
+    /// What the command does, in active voice and plain words (never "complex" or "risky"). Say
+    /// what it achieves without repeating its text, flags or file paths: the user often reads this
+    /// description without the command. For a simple command 5 to 10 words are enough: `git
+    /// status` is "Show working tree status", `npm install` is "Install package dependencies". For a
+    /// command that is hard to read at a glance (pipes, unusual flags), say enough to make its
+    /// effect clear: `find . -name "*.tmp" -exec rm {} \;` is "Find and delete all .tmp files
+    /// recursively".
     pub description: Option<String>,
-    /// Set to true to run this command in the background; read its output later with TaskOutput.
+    // One line: the text is Claude Code's, compared whole.
+    #[schemars(
+        description = "Set to true to run this command in the background. With it, `timeout` limits how long the command may run in the background before it is stopped (default 1800000 ms, max 7200000 ms)."
+    )]
     pub run_in_background: Option<bool>,
     /// Set to true to ask to run this command outside the sandbox. toolhost never lifts its
     /// sandbox: the call asks the user for approval and the command still runs sandboxed.
@@ -101,15 +111,13 @@ impl Tool for Bash {
     }
 
     fn call(input: BashInput, ctx: &Context) -> Result<Output, ToolError> {
-        let timeout_ms = timeout_ms(input.timeout);
         let background = input.run_in_background == Some(true);
         let options = SpawnOptions {
             program: Program::Shell(input.command.clone()),
             cwd: None,
             env: Vec::new(),
             stdin: None,
-            // A background command runs until it ends or is stopped.
-            timeout_ms: if background { u64::MAX / 2 } else { timeout_ms },
+            timeout_ms: if background { background_timeout_ms(input.timeout) } else { timeout_ms(input.timeout) },
         };
         let refused = |e: process::ProcessError| {
             ToolError::new(
@@ -120,9 +128,12 @@ impl Tool for Bash {
         if background {
             let id = process::start_background(&options).map_err(refused)?;
             BackgroundTask::started(ctx, &id, &input.command);
-            return Ok(
-                Output::text(output::background_text(&id)).with_structured(serde_json::json!({"backgroundTaskId": id}))
-            );
+            let file = process::output_file(ctx, &id);
+            if file.is_none() {
+                ctx.log(LogLevel::Warn, &format!("the host recorded no output file for background task {id}"));
+            }
+            return Ok(Output::text(output::background_text(&id, file.as_deref()))
+                .with_structured(serde_json::json!({"backgroundTaskId": id, "backgroundOutputPath": file})));
         }
         let child = process::spawn(&options).map_err(refused)?;
         let mut out = Vec::new();
@@ -202,6 +213,15 @@ pub fn timeout_ms(requested: Option<f64>) -> u64 {
     }
 }
 
+/// How long a background command may run: [`BACKGROUND_DEFAULT_MS`] when
+/// absent or 0, at most [`BACKGROUND_MAX_MS`], at least 1 ms.
+pub fn background_timeout_ms(requested: Option<f64>) -> u64 {
+    match requested {
+        Some(t) if t.is_finite() && t != 0.0 => (t.ceil().max(1.0) as u64).min(BACKGROUND_MAX_MS),
+        _ => BACKGROUND_DEFAULT_MS,
+    }
+}
+
 /// `Bash(git commit:*)` for `git commit -m x`: the first two words of the
 /// first command.
 fn suggested_rule(command: &str) -> Option<String> {
@@ -234,6 +254,10 @@ mod tests {
         assert_eq!(timeout_ms(Some(1500.5)), 1501);
         assert_eq!(timeout_ms(Some(900_000.0)), MAX_TIMEOUT_MS);
         assert_eq!(timeout_ms(Some(-5.0)), 1);
+        assert_eq!(background_timeout_ms(None), 1_800_000);
+        assert_eq!(background_timeout_ms(Some(0.0)), 1_800_000);
+        assert_eq!(background_timeout_ms(Some(900_000.0)), 900_000, "past the foreground cap");
+        assert_eq!(background_timeout_ms(Some(9_000_000.0)), 7_200_000);
     }
 
     #[test]

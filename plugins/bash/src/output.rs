@@ -7,7 +7,8 @@
 //! output with blank lines around it and trailing space removed, or
 //! [`NO_OUTPUT`]; one that failed shows `Exit code N`, then its first
 //! [`FIRST_BYTES`] of output as they are, the whole cut to its first and last
-//! 5,000 characters past 10,000.
+//! 5,000 characters past 11,024 (Claude Code 2.1.328 cuts only past 10,000
+//! and 1,024 more; 2.1.88 cut past 10,000).
 
 /// The result of a command that printed nothing (Claude Code's marker for
 /// any tool whose result is empty).
@@ -17,8 +18,11 @@ pub const NO_OUTPUT: &str = "(Bash completed with no output)";
 pub const FIRST_BYTES: usize = 30_000;
 /// Claude Code's line for a command interrupted by the user.
 pub const INTERRUPTED: &str = "[Request interrupted by user for tool use]";
-/// Characters of a failure's text beyond which its middle is cut.
+/// Characters of a failure's text kept when its middle is cut, and how many
+/// more it may have before it is (Claude Code 2.1.328, chunk-j2vgqk5p.js
+/// `function ig(e, r7 = fUt)`: `fUt = 1e4`, `xL = 1024`).
 const ERROR_CHARS: usize = 10_000;
+const ERROR_SLACK: usize = 1_024;
 
 /// The text of a command that succeeded: empty lines at the start and the
 /// end dropped, trailing whitespace trimmed (empty when it printed nothing
@@ -41,7 +45,7 @@ pub fn failure_text(code: i32, interrupted: bool, output: &str) -> String {
     let joined: Vec<&str> = parts.into_iter().filter(|p| !p.is_empty()).collect();
     let full = js_trim(&joined.join("\n")).to_string();
     let units = utf16_len(&full);
-    if units <= ERROR_CHARS {
+    if units <= ERROR_CHARS + ERROR_SLACK {
         return full;
     }
     let half = ERROR_CHARS / 2;
@@ -53,9 +57,23 @@ pub fn failure_text(code: i32, interrupted: bool, output: &str) -> String {
     )
 }
 
-/// The result of a command started in the background with `id`.
-pub fn background_text(id: &str) -> String {
-    format!("Command running in background with ID: {id}.")
+/// What Claude Code 2.1.328 tells the model in place of "You will be
+/// notified when it completes" when completion notices are off
+/// (chunk-k90mh50x.js `p2r`): toolhost has no way to put a notice in the
+/// conversation.
+pub const NO_NOTICE: &str = "Nothing notifies you when the command finishes: read the output file that the result names to check on it. The file gets no line when the command ends, so if you need to know that it has, end the command with an `echo` of your own.";
+
+/// The result of a command started in the background with `id`, its output
+/// going to `file` (Claude Code 2.1.328 `Hjo`'s first sentence, then
+/// [`NO_NOTICE`]). Without a known file (the session could not record it),
+/// only the first part.
+pub fn background_text(id: &str, file: Option<&str>) -> String {
+    match file {
+        Some(file) => {
+            format!("Command running in background with ID: {id}. Output is being written to: {file}. {NO_NOTICE}")
+        }
+        None => format!("Command running in background with ID: {id}."),
+    }
 }
 
 /// The image a command's whole output encodes as a `data:image/…;base64,`
@@ -166,6 +184,16 @@ mod tests {
     }
 
     #[test]
+    fn failures_up_to_eleven_thousand_and_twenty_four_characters_are_whole() {
+        // "Exit code 1\n" and 11,012 characters: 11,024 in all.
+        let whole = failure_text(1, false, &"a".repeat(11_012));
+        assert_eq!(utf16_len(&whole), 11_024);
+        assert!(!whole.contains("truncated"));
+        let cut = failure_text(1, false, &"a".repeat(11_013));
+        assert!(cut.contains("\n\n... [1025 characters truncated] ...\n\n"), "{}", &cut[4990..5050]);
+    }
+
+    #[test]
     fn long_failures_keep_their_first_and_last_five_thousand_characters() {
         let output = format!("{}{}", "a".repeat(8000), "b".repeat(8000));
         let text = failure_text(1, false, &output);
@@ -177,7 +205,15 @@ mod tests {
 
     #[test]
     fn background_and_images() {
-        assert_eq!(background_text("b1a2b3c4d"), "Command running in background with ID: b1a2b3c4d.");
+        assert_eq!(
+            background_text("b1a2b3c4d", Some("/d/b1a2b3c4d.output")),
+            format!(
+                "Command running in background with ID: b1a2b3c4d. Output is being written to: /d/b1a2b3c4d.output. \
+                 {NO_NOTICE}"
+            )
+        );
+        assert!(NO_NOTICE.starts_with("Nothing notifies you") && NO_NOTICE.ends_with("of your own."));
+        assert_eq!(background_text("b1", None), "Command running in background with ID: b1.");
         let (media, bytes) = image("data:image/png;base64,iVBORw0KGgo=\n").unwrap();
         assert_eq!((media.as_str(), bytes), ("image/png", b"\x89PNG\r\n\x1a\n".to_vec()));
         assert_eq!(image("data:image/svg+xml;base64,PHN2Zz4="), None, "a type the host does not pass on");

@@ -1,7 +1,8 @@
-//! The `TaskStop` tool (Claude Code 2.1.88's name; `KillShell` is the older
-//! one): stops a command Bash started in the background, with every process
-//! it started. Its texts are Claude Code 2.1.88's (`TaskStopTool.ts`,
-//! `tasks/stopTask.ts`): a task that already ended is an error.
+//! The `TaskStop` tool (Claude Code's name; `KillShell` and `KillBash` are
+//! older ones): stops a command Bash started in the background, with every
+//! process it started. Its texts are Claude Code's (2.1.88 `TaskStopTool.ts`,
+//! `tasks/stopTask.ts`, unchanged in 2.1.328): a task that already ended is
+//! an error.
 
 use toolhost_sdk::process::{self, BackgroundTask, ProcessError};
 use toolhost_sdk::{
@@ -50,7 +51,8 @@ impl Tool for TaskStop {
         include_str!("prompt.md").to_string()
     }
     fn aliases() -> Vec<String> {
-        vec!["KillShell".into()]
+        // Claude Code 2.1.328's aliases (chunk-m98q9c66.js `q7t`).
+        vec!["KillShell".into(), "KillBash".into()]
     }
     fn search_hint() -> Option<String> {
         Some("kill stop a running background task shell command".into())
@@ -90,10 +92,9 @@ impl Tool for TaskStop {
     }
 }
 
-/// The task `id`, with what it printed since the last read kept for
-/// TaskOutput.
+/// The task `id`, as the host knows it now.
 fn read(ctx: &Context, id: &str) -> Result<BackgroundTask, ToolError> {
-    BackgroundTask::refresh(ctx, id).map(|(task, _)| task).map_err(|e| unknown_or(e, id))
+    BackgroundTask::refresh(ctx, id).map_err(|e| unknown_or(e, id))
 }
 
 fn unknown_or(e: ProcessError, id: &str) -> ToolError {

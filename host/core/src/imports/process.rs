@@ -4,6 +4,7 @@
 use super::CallView;
 use crate::contract::bindings::toolhost::tool::process;
 use crate::process::{Approval, Foreground, ProcessError, Program, Spawn, Status, Stream};
+use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::Resource;
 
@@ -52,18 +53,27 @@ impl process::Host for CallView<'_> {
         &mut self,
         options: process::SpawnOptions,
     ) -> wasmtime::Result<Result<String, process::ProcessError>> {
-        let session = self.scope.session.id().to_string();
-        let started = self.scope.background.start(&session, spawn_request(options), &self.scope.permit());
-        if let Ok(id) = &started
-            && self.scope.session.is_persistent()
-        {
+        let session = Arc::clone(&self.scope.session);
+        // The output file goes beside the session's persisted results, which
+        // the file tools may read.
+        let dir = session.results_dir();
+        let started = self.scope.background.start(session.id(), &dir, spawn_request(options), &self.scope.permit());
+        let (id, file) = match started {
+            Ok(started) => started,
+            Err(e) => return Ok(Err(process_error(e))),
+        };
+        session.note_results();
+        let mut records = vec![(crate::process::output_key(&id), file.to_string_lossy().into_owned())];
+        if session.is_persistent() {
             // Other instances serving this session can then say where it runs.
-            let key = crate::process::instance_key(id);
-            if let Err(e) = self.scope.session.set(&key, self.scope.background.instance(), None) {
-                tracing::debug!(error = ?e, "could not record where a background process runs");
+            records.push((crate::process::instance_key(&id), self.scope.background.instance().to_string()));
+        }
+        for (key, value) in records {
+            if let Err(e) = session.set(&key, &value, None) {
+                tracing::warn!(error = ?e, key, "could not record a background process in its session");
             }
         }
-        Ok(started.map_err(process_error))
+        Ok(Ok(id))
     }
 
     fn read_background(

@@ -258,7 +258,13 @@ impl Pipeline {
         let cpu_before = crate::sandbox::thread_cpu_time();
         let running = self.metrics.started();
         let mut next = None;
+        // 2, first part: slips in the input repaired, as Claude Code does.
+        let repaired = self.repair(tool_use);
+        let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
         let mut result = self.run(session, tool_use, options, &span, &mut next);
+        if let Some((_, Some(note))) = &repaired {
+            result.append_note(note);
+        }
         drop(running);
         // The next call's fresh instance, made while none runs.
         if let Some((key, make)) = next {
@@ -304,6 +310,8 @@ impl Pipeline {
     /// before it starts (unknown or disabled tool, input its schema rejects).
     /// `None`: its tool answers per input.
     pub(crate) fn declared_concurrency_safe(&self, tool_use: &ToolUse) -> Option<bool> {
+        let repaired = self.repair(tool_use);
+        let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
         let registry = self.registry();
         let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
             return Some(false);
@@ -315,6 +323,8 @@ impl Pipeline {
     }
 
     pub(super) fn classify(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
+        let repaired = self.repair(tool_use);
+        let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
         if let Some(declared) = self.declared_concurrency_safe(tool_use) {
             return declared;
         }
@@ -352,6 +362,17 @@ impl Pipeline {
             }
             Err(_) => false,
         }
+    }
+
+    /// `tool_use` with the slips in its input repaired ([`super::repair`]),
+    /// and the note for the model that goes with the repair, if any; `None`
+    /// when nothing changes (an unknown tool included).
+    pub(super) fn repair(&self, tool_use: &ToolUse) -> Option<(ToolUse, Option<String>)> {
+        let registry = self.registry();
+        let tool = registry.resolve(&tool_use.name)?;
+        let builtin = tool.origin == Origin::Builtin;
+        let repaired = super::repair::repair(&tool.spec.name, builtin, tool.input_schema(), tool_use, &self.cwd_text)?;
+        Some((ToolUse { id: tool_use.id.clone(), name: tool_use.name.clone(), input: repaired.input }, repaired.note))
     }
 
     /// Forgets the warm instances kept for `session` (it ended).

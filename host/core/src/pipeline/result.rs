@@ -66,6 +66,19 @@ impl ToolResult {
         }
     }
 
+    /// Appends `note` to a successful result whose blocks are all text, after
+    /// a blank line, to its first block (Claude Code appends a repair's note
+    /// to a successful result that is one string).
+    pub(crate) fn append_note(&mut self, note: &str) {
+        if self.is_error || !self.content.iter().all(|c| matches!(c, Content::Text(_))) {
+            return;
+        }
+        match self.content.first_mut() {
+            Some(Content::Text(text)) => text.push_str(&format!("\n\n{note}")),
+            _ => self.content.push(Content::Text(format!("\n\n{note}"))),
+        }
+    }
+
     /// An error result with `message` as its only block.
     pub fn error(tool_use_id: &str, message: impl Into<String>) -> ToolResult {
         ToolResult {
@@ -232,6 +245,21 @@ mod tests {
         assert_eq!(r.text(), "only\n[T streamed more than 64 MiB of output; the rest was dropped.]\n");
         let r = from_output("T", "id", Streamed::default(), output(vec![ContentBlock::Text("x".into())]), None);
         assert_eq!(r.text(), "x");
+    }
+
+    #[test]
+    fn a_note_goes_after_a_successful_text_result_only() {
+        let text = |t: &str| Content::Text(t.into());
+        let mut r = ToolResult::error("t", "failed");
+        r.append_note("N");
+        assert_eq!(r.text(), "failed", "not after an error");
+        r.is_error = false;
+        r.content.push(text("more"));
+        r.append_note("N");
+        assert_eq!(r.content, vec![text("failed\n\nN"), text("more")]);
+        r.content = vec![text("a"), Content::Image { media_type: "image/png".into(), data: "AA==".into() }];
+        r.append_note("N");
+        assert_eq!(r.content[0], text("a"), "not beside an image");
     }
 
     #[test]

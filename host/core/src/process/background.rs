@@ -1,16 +1,30 @@
 //! Background processes: started by a call, they outlive it (as long as the
-//! host runs or their session lasts); what they print is kept, bounded,
-//! until a later call reads it.
+//! host runs or their session lasts). Everything they print, both streams
+//! in the order it came, goes to an output file the model can read (Claude
+//! Code's `<id>.output`), at most [`MAX_OUTPUT_BYTES`] of it; what came
+//! since the last read is also kept in memory, bounded, for the process
+//! capability's `read-background`.
 
 use super::runner::{Child, Group, Status, Stream};
 use super::spawn::{Permit, ProcessError, Spawn, deadline_after, prepare};
 use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Bytes kept per stream of a background process between reads.
-pub(crate) const BACKGROUND_KEEP: usize = 8 << 20;
+/// Bytes kept in memory per stream of a background process between reads
+/// (the output file has all of it).
+pub(crate) const BACKGROUND_KEEP: usize = 1 << 20;
+/// Most bytes of output a background process's file takes: past it, the file
+/// ends with [`OUTPUT_CAP_LINE`] and the process is killed, as Claude Code
+/// does at its own (5 GB) cap.
+pub(crate) const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+/// The last line of an output file that reached [`MAX_OUTPUT_BYTES`]
+/// (Claude Code 2.1.328's words, with toolhost's cap).
+pub(crate) const OUTPUT_CAP_LINE: &str = "\n[output truncated: exceeded 64MB disk cap]\n";
 
 /// What a background process's id is made of: `b` (a shell task, as Claude
 /// Code names them) and [`ID_DIGITS`] characters of this alphabet: 128
@@ -25,6 +39,13 @@ pub(crate) const ID_DIGITS: usize = 25;
 /// (so another instance serving the same session can say where it is).
 pub(crate) fn instance_key(id: &str) -> String {
     format!("toolhost:background:{id}")
+}
+
+/// The session key holding the path of background process `id`'s output
+/// file, for the built-in that started it to name (in the namespace only
+/// built-ins reach).
+pub(crate) fn output_key(id: &str) -> String {
+    format!("toolhost:background-output:{id}")
 }
 
 /// One stream of a background process: what it printed since the last read.
@@ -43,10 +64,46 @@ struct Background {
     done: AtomicBool,
 }
 
+/// A background process's output file, written up to `cap` bytes
+/// ([`MAX_OUTPUT_BYTES`]).
+struct OutputFile {
+    file: Option<File>,
+    written: u64,
+    cap: u64,
+    /// The cap was reached: nothing more is written.
+    full: bool,
+}
+
+impl OutputFile {
+    /// Appends `data`; false once the cap is reached (the caller kills the
+    /// process). A file that cannot be written is dropped with a log line:
+    /// the process runs on, and its output is still read through memory.
+    fn append(&mut self, data: &[u8]) -> bool {
+        if self.full {
+            return false;
+        }
+        let room = self.cap.saturating_sub(self.written);
+        let (kept, over) = if data.len() as u64 > room { (&data[..room as usize], true) } else { (data, false) };
+        if let Some(file) = &mut self.file {
+            let written = file
+                .write_all(kept)
+                .and_then(|()| if over { file.write_all(OUTPUT_CAP_LINE.as_bytes()) } else { Ok(()) });
+            if let Err(e) = written {
+                tracing::warn!(error = %e, "could not write a background process's output file");
+                self.file = None;
+            }
+        }
+        self.written += kept.len() as u64;
+        self.full = over;
+        !over
+    }
+}
+
 impl Background {
-    /// Reads `child` into the buffers until it closes its output (killing it
-    /// at `deadline`), then records how it ended.
-    fn follow(&self, mut child: Child, deadline: Instant) {
+    /// Reads `child` into the buffers and `output` until it closes its output
+    /// (killing it at `deadline`, or when `output` is full), then records how
+    /// it ended.
+    fn follow(&self, mut child: Child, deadline: Instant, mut output: OutputFile) {
         let mut killed = false;
         loop {
             let now = Instant::now();
@@ -54,6 +111,10 @@ impl Background {
                 if killed { now + Duration::from_millis(20) } else { (now + Duration::from_secs(1)).min(deadline) };
             let Some(chunks) = child.read(until) else { break };
             for (stream, data) in chunks {
+                if !output.append(&data) && !killed {
+                    child.kill();
+                    killed = true;
+                }
                 let target = match stream {
                     Stream::Stdout => &self.stdout,
                     Stream::Stderr => &self.stderr,
@@ -114,11 +175,41 @@ impl BackgroundRegistry {
         &self.instance
     }
 
-    /// Starts a background process for `session`.
-    pub(crate) fn start(&self, session: &str, request: Spawn, permit: &Permit<'_>) -> Result<String, ProcessError> {
+    /// Starts a background process for `session`, its output going to a new
+    /// file `<id>.output` in `dir`: its id and that file.
+    pub(crate) fn start(
+        &self,
+        session: &str,
+        dir: &Path,
+        request: Spawn,
+        permit: &Permit<'_>,
+    ) -> Result<(String, PathBuf), ProcessError> {
         let (mut cmd, confined) = prepare(&request, permit)?;
-        let child =
-            Child::start(&mut cmd, request.stdin.clone()).map_err(|e| ProcessError::SpawnFailed(e.to_string()))?;
+        // The id is taken before the start, so the file can be made first;
+        // a start that fails leaves the id unused.
+        let id = {
+            let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                let id = self.new_id();
+                if !running.contains_key(&id) {
+                    break id;
+                }
+            }
+        };
+        let path = dir.join(format!("{id}.output"));
+        let file = std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::OpenOptions::new().write(true).create_new(true).open(&path))
+            .map_err(|e| {
+                ProcessError::SpawnFailed(format!("could not create its output file {}: {e}", path.display()))
+            })?;
+        let output = OutputFile { file: Some(file), written: 0, cap: MAX_OUTPUT_BYTES, full: false };
+        let child = match Child::start(&mut cmd, request.stdin.clone()) {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(ProcessError::SpawnFailed(e.to_string()));
+            }
+        };
         drop((cmd, confined));
         let entry = Arc::new(Background {
             group: child.group(),
@@ -134,17 +225,10 @@ impl BackgroundRegistry {
         // killed and reaped.
         std::thread::Builder::new()
             .name("toolhost-background".into())
-            .spawn(move || follower.follow(child, deadline))
+            .spawn(move || follower.follow(child, deadline, output))
             .map_err(|e| ProcessError::SpawnFailed(format!("could not start a thread: {e}")))?;
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        let id = loop {
-            let id = self.new_id();
-            if !running.contains_key(&id) {
-                break id;
-            }
-        };
-        running.insert(id.clone(), entry);
-        Ok(id)
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), entry);
+        Ok((id, path))
     }
 
     /// `b` and [`ID_DIGITS`] characters of [`ID_ALPHABET`]: 128 random
@@ -230,7 +314,9 @@ mod tests {
         let (_t, dirs) = dirs();
         let permit = permit(&dirs, Approval::Any);
         let registry = BackgroundRegistry::default();
-        let id = registry.start("s1", shell("echo one; sleep 0.3; echo two"), &permit).unwrap();
+        let out = dirs.cwd.join("out");
+        let (id, file) = registry.start("s1", &out, shell("echo one; sleep 0.3; echo two >&2"), &permit).unwrap();
+        assert_eq!(file, out.join(format!("{id}.output")));
         assert!(
             id.len() == 1 + ID_DIGITS && id.starts_with('b') && id[1..].bytes().all(|b| ID_ALPHABET.contains(&b)),
             "ids are `b` and 25 base-36 digits: {id}"
@@ -242,6 +328,7 @@ mod tests {
         loop {
             let out = registry.read("s1", &id).unwrap();
             seen.extend(out.stdout);
+            seen.extend(out.stderr);
             if out.status.is_some() || Instant::now() > deadline {
                 assert_eq!(out.status, Some(Status::Exited(0)));
                 break;
@@ -249,7 +336,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         assert_eq!(String::from_utf8_lossy(&seen), "one\ntwo\n");
-        let id = registry.start("s1", shell("sleep 30"), &permit).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n", "both streams, in the file too");
+        let (id, _) = registry.start("s1", &out, shell("sleep 30"), &permit).unwrap();
         registry.kill("s1", &id).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while registry.read("s1", &id).unwrap().status.is_none() && Instant::now() < deadline {
@@ -265,8 +353,8 @@ mod tests {
         let registry = BackgroundRegistry::default();
         let pid_file = dirs.cwd.join("a.pid");
         let a =
-            registry.start("a", shell(&format!("echo $$ > {}; exec sleep 30", pid_file.display())), &permit).unwrap();
-        let b = registry.start("b", shell("sleep 30"), &permit).unwrap();
+            registry.start("a", &dirs.cwd, shell(&format!("echo $$ > {}; exec sleep 30", pid_file.display())), &permit);
+        let (a, b) = (a.unwrap().0, registry.start("b", &dirs.cwd, shell("sleep 30"), &permit).unwrap().0);
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -277,5 +365,30 @@ mod tests {
         assert!(toolhost_tests::wait_gone(pid, Duration::from_secs(10)), "session a's process was killed");
         assert_eq!(registry.read("b", &b).unwrap().status, None, "session b's process runs on");
         registry.kill("b", &b).unwrap();
+    }
+
+    #[test]
+    fn the_output_file_stops_at_its_cap_and_the_process_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.output");
+        let mut output = OutputFile { file: Some(File::create(&path).unwrap()), written: 0, cap: 10, full: false };
+        assert!(output.append(b"12345"));
+        assert!(!output.append(b"6789abc"), "over the cap");
+        assert!(!output.append(b"more"), "and nothing after");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("123456789a{OUTPUT_CAP_LINE}"));
+        assert!(OUTPUT_CAP_LINE.contains(&format!("exceeded {}MB disk cap", MAX_OUTPUT_BYTES >> 20)));
+
+        // At the real cap, a process that floods its output is stopped.
+        let (_t, dirs) = crate::process::fixtures::dirs();
+        let permit = permit(&dirs, Approval::Any);
+        let registry = BackgroundRegistry::default();
+        let (id, file) = registry.start("s", &dirs.cwd, shell("yes"), &permit).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while registry.read("s", &id).unwrap().status.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(registry.read("s", &id).unwrap().status, Some(Status::Signaled(9)));
+        let len = std::fs::metadata(&file).unwrap().len();
+        assert_eq!(len, MAX_OUTPUT_BYTES + OUTPUT_CAP_LINE.len() as u64);
     }
 }
