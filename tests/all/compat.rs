@@ -1,6 +1,7 @@
-//! The compatibility table: one row per fact of Claude Code 2.1.88's
+//! The compatibility table: one row per fact of Claude Code 2.1.328's
 //! built-in tools that toolhost's built-ins match, each with the place in
-//! Claude Code's source it comes from. The rows live in `tests/compat/*.json`
+//! Claude Code's source it comes from (2.1.328's bundle where that release
+//! changed or added the fact, 2.1.88's TypeScript where it kept it). The rows live in `tests/compat/*.json`
 //! (one file per tool); this runner checks every row against the real
 //! components, so a drift in a schema, an output or an error text fails here
 //! with the fact and its source named.
