@@ -334,8 +334,8 @@ fn bash_command(o: &mut Map<String, Value>, cwd: &str) -> bool {
 /// `/^(?:\/|[A-Za-z]:[\\/])[^\s"'`$;&|<>*?(){}[\]!#]{0,1023}$/`).
 fn plain_path(path: &str) -> bool {
     let bytes = path.as_bytes();
-    let rest = if path.starts_with('/') {
-        &path[1..]
+    let rest = if let Some(rest) = path.strip_prefix('/') {
+        rest
     } else if bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && matches!(bytes[2], b'/' | b'\\')
     {
         &path[3..]
