@@ -91,11 +91,11 @@ pub fn read_pdf(data: &[u8]) {
 
 /// A page as WebFetch converts it: never a panic, a stack overflow or an
 /// endless loop (elements nest as deep as the input likes; the converter
-/// flattens what is deeper than it recurses); the cut to `max` characters
-/// keeps at most that and its note.
+/// flattens what is deeper than it recurses); the part shown keeps at most
+/// `MAX_CONTENT_CHARS` characters and its note.
 pub fn webfetch_html(data: &[u8]) {
-    let max = 2_000;
-    let markdown = content::html_to_markdown_within(data, max);
-    let cut = content::truncate(&markdown, max);
-    assert!(cut.chars().count() <= max + 100, "a cut of {} characters", cut.chars().count());
+    let markdown = content::html_to_markdown_within(data, 2_000);
+    let cut = toolhost_plugin_webfetch::page_part(&markdown, 0).unwrap_or_default();
+    let max = toolhost_plugin_webfetch::MAX_CONTENT_CHARS;
+    assert!(cut.chars().count() <= max + 200, "a cut of {} characters", cut.chars().count());
 }

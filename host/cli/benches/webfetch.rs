@@ -106,9 +106,9 @@ fn html_page() -> String {
 
 /// What WebFetch makes of the page, natively.
 fn native(page: &str) -> String {
-    use toolhost_plugin_webfetch::{MAX_CONTENT_CHARS, content};
-    let rendered = content::render(Some("text/html"), None, page.as_bytes(), MAX_CONTENT_CHARS);
-    content::truncate(&rendered, MAX_CONTENT_CHARS)
+    use toolhost_plugin_webfetch::{MAX_CONTENT_CHARS, content, page_part};
+    let rendered = content::render(Some("text/html"), None, page.as_bytes(), MAX_CONTENT_CHARS + 1);
+    page_part(&rendered, 0).unwrap_or_default()
 }
 
 /// A server on 127.0.0.1 answering every request with a 1 MB page: `html`

@@ -159,6 +159,16 @@ impl Tool for Grep {
         Some("search file contents with regex (ripgrep)".into())
     }
     fn validate_input(input: &GrepInput, ctx: &Context) -> Result<(), ToolError> {
+        // 2.1.328 takes only whole numbers of 0 or more for paging.
+        for (name, value) in [("head_limit", input.head_limit), ("offset", input.offset)] {
+            if let Some(v) = value.filter(|v| !(v.fract() == 0.0 && *v >= 0.0)) {
+                let unlimited = if name == "head_limit" { " Pass 0 for unlimited." } else { "" };
+                return Err(ToolError::invalid_input(format!(
+                    "{name} must be a whole number of 0 or more, got {}.{unlimited}",
+                    js_number(v)
+                )));
+            }
+        }
         if let Some(given) = input.given_path() {
             fs::confine(ctx, given, Access::Read)?;
         }
@@ -246,9 +256,12 @@ pub fn search_in(
         }
         parts.join(", ")
     };
+    // Entries before paging, for "No entries at this offset".
+    let mut total = 0;
     let (items, applied_limit) = match mode {
         OutputMode::Content => {
             let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
+            total = lines.len();
             page.apply(relativize_content(lines, &relative))
         }
         OutputMode::Count => {
@@ -274,6 +287,7 @@ pub fn search_in(
                 .collect();
             // Newest first; equal times in locale order of the path.
             dated.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| fs::locale_compare(&a.1, &b.1)));
+            total = dated.len();
             let (items, applied) = page.apply(dated.into_iter().map(|(_, p)| p).collect());
             (items.iter().map(|p| relative(p)).collect(), applied)
         }
@@ -281,7 +295,11 @@ pub fn search_in(
     let info = limit_info(applied_limit);
     let (text, files) = match mode {
         OutputMode::Content => {
-            let content = if items.is_empty() { "No matches found".to_string() } else { items.join("\n") };
+            let content = match (items.is_empty(), offset > 0.0 && total > 0) {
+                (false, _) => items.join("\n"),
+                (true, true) => "No entries at this offset".to_string(),
+                (true, false) => "No matches found".to_string(),
+            };
             let text = if info.is_empty() {
                 content
             } else {
@@ -310,7 +328,9 @@ pub fn search_in(
         }
         OutputMode::FilesWithMatches => {
             let n = items.len();
-            let text = if n == 0 {
+            let text = if n == 0 && offset > 0.0 && total > 0 {
+                format!("No entries at this offset. [Showing results with pagination = {info}]")
+            } else if n == 0 {
                 "No files found".to_string()
             } else {
                 let info = if info.is_empty() { String::new() } else { format!(" {info}") };
@@ -350,6 +370,18 @@ fn relativize_content(lines: Vec<String>, relative: &dyn Fn(&str) -> String) -> 
         }
     }
     out
+}
+
+/// A number as JavaScript prints it, for the numbers a model sends (an
+/// integer without a fraction part).
+fn js_number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+    } else {
+        v.to_string()
+    }
 }
 
 /// JavaScript's `parseInt(s, 10)` for what follows a count's colon:
@@ -655,7 +687,23 @@ mod tests {
             "many.txt:299:hit 299\nmany.txt:300:hit 300\n\n[Showing results with pagination = offset: 298]"
         );
         let text = run(&dir, GrepInput { offset: Some(400.0), ..content("hit") });
+        assert_eq!(text, "No entries at this offset\n\n[Showing results with pagination = offset: 400]");
+        let text = run(&dir, GrepInput { offset: Some(400.0), ..content("nothing") });
         assert_eq!(text, "No matches found\n\n[Showing results with pagination = offset: 400]");
+        let files = GrepInput { pattern: "hit".into(), offset: Some(5.0), ..Default::default() };
+        assert_eq!(run(&dir, files), "No entries at this offset. [Showing results with pagination = offset: 5]");
+        // Only whole numbers of 0 or more page.
+        let ctx = toolhost_sdk::Context::for_tests("/", toolhost_sdk::Mode::Default);
+        let check = |input: GrepInput| Grep::validate_input(&input, &ctx).map_err(|e| e.message);
+        assert_eq!(
+            check(GrepInput { head_limit: Some(-2.5), ..content("x") }),
+            Err("head_limit must be a whole number of 0 or more, got -2.5. Pass 0 for unlimited.".into())
+        );
+        assert_eq!(
+            check(GrepInput { offset: Some(-1.0), ..content("x") }),
+            Err("offset must be a whole number of 0 or more, got -1.".into())
+        );
+        assert_eq!(check(GrepInput { head_limit: Some(0.0), offset: Some(3.0), ..content("x") }), Ok(()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
