@@ -90,7 +90,7 @@ fn builtin_schemas_follow_claude_code() {
     assert_eq!(
         props("Read"),
         (
-            vec!["file_path".into(), "limit".into(), "offset".into(), "pages".into()],
+            vec!["allow_large".into(), "file_path".into(), "limit".into(), "offset".into(), "pages".into()],
             serde_json::json!(["file_path"]),
             false.into()
         )
@@ -98,6 +98,7 @@ fn builtin_schemas_follow_claude_code() {
     assert_eq!(props("Write").0, ["content", "file_path"]);
     assert_eq!(props("Edit").0, ["file_path", "new_string", "old_string", "replace_all"]);
     assert_eq!(props("Glob").0, ["path", "pattern"]);
+    assert_eq!(props("WebFetch").0, ["offset", "prompt", "url"]);
     assert_eq!(
         props("Grep").0,
         [
