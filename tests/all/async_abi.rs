@@ -107,11 +107,19 @@ fn an_interrupt_stops_a_guest_yielding_forever() {
     let sb = Sandbox::new();
     sb.install(ASYNC_ADVERSARY);
     let _ = toolhost(&sb, &["tools"]);
+    let lines: Vec<Value> = (0..3).map(|i| tool_use(&format!("y{i}"), "yield-forever")).collect();
+    interrupted_in_run(&sb, &lines);
+}
+
+/// Sends `lines` (calls that never end by themselves) to one `toolhost run`,
+/// an interrupt half a second later, and checks that every call is answered
+/// with an error soon after.
+fn interrupted_in_run(sb: &Sandbox, lines: &[Value]) {
     let started = Instant::now();
-    let mut child = spawn_piped(&sb, &["run"]);
+    let mut child = spawn_piped(sb, &["run"]);
     let mut stdin = child.stdin.take().unwrap();
-    for i in 0..3 {
-        writeln!(stdin, "{}", tool_use(&format!("y{i}"), "yield-forever")).unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
     }
     stdin.flush().unwrap();
     std::thread::sleep(Duration::from_millis(500));
@@ -125,7 +133,7 @@ fn an_interrupt_stops_a_guest_yielding_forever() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["type"] == "tool_result")
         .collect();
-    assert_eq!(results.len(), 3, "{text}");
+    assert_eq!(results.len(), lines.len(), "{text}");
     for r in &results {
         assert_eq!(r["is_error"], json!(true), "{r}");
     }
@@ -309,28 +317,8 @@ mod async_exports {
         let sb = Sandbox::new();
         sb.install(ASYNC_TOOL);
         let _ = toolhost(&sb, &["tools"]);
-        let started = Instant::now();
-        let mut child = spawn_piped(&sb, &["run"]);
-        let mut stdin = child.stdin.take().unwrap();
-        for i in 0..3 {
-            writeln!(stdin, "{}", async_use(&format!("w{i}"), json!({"action": "sleep-forever"}))).unwrap();
-        }
-        stdin.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(500));
-        writeln!(stdin, "{}", json!({"type": "interrupt"})).unwrap();
-        drop(stdin);
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout);
-        let results: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|v| v["type"] == "tool_result")
-            .collect();
-        assert_eq!(results.len(), 3, "{text}");
-        for r in &results {
-            assert_eq!(r["is_error"], json!(true), "{r}");
-        }
-        assert!(started.elapsed() < Duration::from_millis(500) + SLACK, "took {:?}", started.elapsed());
+        let lines: Vec<Value> =
+            (0..3).map(|i| async_use(&format!("w{i}"), json!({"action": "sleep-forever"}))).collect();
+        interrupted_in_run(&sb, &lines);
     }
 }
