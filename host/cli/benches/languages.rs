@@ -215,7 +215,9 @@ fn stream(cache: &Path, plugins: &Path, subject: &Subject, n: usize, args: &[&st
 fn copy_dir(from: &Path, to: &Path) {
     let _ = std::fs::remove_dir_all(to);
     std::fs::create_dir_all(to).expect("copy dir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+    // The built-ins come compiled in the binary: the warm cache may be empty.
+    let Ok(entries) = std::fs::read_dir(from) else { return };
+    for entry in entries.flatten() {
         let dest = to.join(entry.file_name());
         if entry.path().is_dir() {
             copy_dir(&entry.path(), &dest);
