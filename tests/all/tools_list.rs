@@ -107,6 +107,7 @@ fn builtin_schemas_follow_claude_code() {
             "-C",
             "-i",
             "-n",
+            "-o",
             "context",
             "glob",
             "head_limit",

@@ -80,6 +80,10 @@ pub struct GrepInput {
     #[serde(rename = "-i", default, deserialize_with = "lenient_bool")]
     #[schemars(with = "Option<bool>")]
     pub case_insensitive: Option<bool>,
+    /// Print only the matched (non-empty) parts of each matching line, one match per output line (rg -o / --only-matching). Requires output_mode: "content", ignored otherwise. Defaults to false.
+    #[serde(rename = "-o", default, deserialize_with = "lenient_bool")]
+    #[schemars(with = "Option<bool>")]
+    pub only_matching: Option<bool>,
     /// File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than include for standard file types.
     #[serde(rename = "type")]
     pub file_type: Option<String>,
@@ -259,6 +263,13 @@ pub fn search_in(
     // Entries before paging, for "No entries at this offset".
     let mut total = 0;
     let (items, applied_limit) = match mode {
+        OutputMode::Content if input.only_matching == Some(true) => {
+            // Every line is needed: a line gives any number of matches.
+            let lines = ripgrep(cwd, root, input, hidden, mode, None)?;
+            let lines = only_matching::parts(lines, input, root.is_file());
+            total = lines.len();
+            page.apply(relativize_content(lines, &relative))
+        }
         OutputMode::Content => {
             let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
             total = lines.len();
@@ -490,6 +501,7 @@ fn ripgrep_query(
     mode: OutputMode,
     enough: Option<usize>,
 ) -> Option<search::Query> {
+    let only_matching = mode == OutputMode::Content && input.only_matching == Some(true);
     // -C/context win over -B/-A; context over -C.
     let (before, after) = match mode {
         OutputMode::Content => match input.context.or(input.context_short) {
@@ -509,12 +521,14 @@ fn ripgrep_query(
         },
         case_insensitive: input.case_insensitive.unwrap_or(false),
         multiline: input.multiline.unwrap_or(false),
-        line_numbers: mode == OutputMode::Content && input.line_numbers.unwrap_or(true),
+        // Matched parts need the lines whole and numbered (they are taken
+        // apart, numbers dropped after where not asked for).
+        line_numbers: mode == OutputMode::Content && (input.line_numbers.unwrap_or(true) || only_matching),
         before,
         after,
         globs: split_globs(input.glob.as_deref().unwrap_or("")).into_iter().map(str::to_owned).collect(),
         file_type: input.file_type.clone().filter(|t| !t.is_empty()),
-        max_columns: Some(MAX_COLUMNS),
+        max_columns: (!only_matching).then_some(MAX_COLUMNS),
         enough_lines: enough.map(|e| e as u64),
     })
 }
@@ -550,6 +564,138 @@ mod engine {
             stop: &|| false,
         };
         search::answer(toolhost_search::run(&query_from_contract(query), &options).map_err(error_to_contract))
+    }
+}
+
+/// `-o`: the matched parts of each match line, one per line, as 2.1.328
+/// prints them (`path:N:part`; a part spanning lines gives one line per
+/// line it spans). ripgrep's lines come whole and numbered; the pattern is
+/// compiled again here, as ripgrep compiles it (the same regex engine, `^`
+/// and `$` at line ends), and run over each match line, or in multiline
+/// mode over each run of adjacent match lines.
+mod only_matching {
+    use super::{GrepInput, MAX_COLUMNS};
+
+    /// A line of ripgrep's numbered content output, taken apart.
+    struct Line<'a> {
+        /// `path` and its separator, or nothing for a single file.
+        path: &'a str,
+        number: u64,
+        is_match: bool,
+        text: &'a str,
+    }
+
+    /// `path:N:text` (a match) or `path-N-text` (context); `N:text` and
+    /// `N-text` for a single file. A path is what precedes the first
+    /// `:N:`, or a match path of the group followed by `-N-`.
+    fn split<'a>(line: &'a str, single_file: bool, match_paths: &[&'a str]) -> Option<Line<'a>> {
+        let numbered = |rest: &'a str, sep: char| -> Option<(u64, &'a str)> {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let after = rest[digits..].strip_prefix(sep)?;
+            Some((rest[..digits].parse().ok()?, after))
+        };
+        if single_file {
+            let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+            let is_match = line[digits..].starts_with(':');
+            let (number, text) = numbered(line, if is_match { ':' } else { '-' })?;
+            return Some(Line { path: "", number, is_match, text });
+        }
+        if let Some(path) = match_path(line) {
+            let (number, text) = numbered(&line[path.len() + 1..], ':')?;
+            return Some(Line { path, number, is_match: true, text });
+        }
+        let path = match_paths
+            .iter()
+            .filter(|p| line.starts_with(**p) && line[p.len()..].starts_with('-'))
+            .max_by_key(|p| p.len())?;
+        let (number, text) = numbered(&line[path.len() + 1..], '-')?;
+        Some(Line { path, number, is_match: false, text })
+    }
+
+    /// The path of a match line: before the first colon that a line
+    /// number and a colon follow.
+    fn match_path(line: &str) -> Option<&str> {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(':').map(|i| from + i) {
+            let rest = &line[i + 1..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if i > 0 && digits > 0 && rest[digits..].starts_with(':') {
+                return Some(&line[..i]);
+            }
+            from = i + 1;
+        }
+        None
+    }
+
+    /// 2.1.328's note for a part or context line over 500 characters
+    /// (counted as JavaScript counts them).
+    fn shown<'a>(text: &'a str, is_match: bool) -> &'a str {
+        if text.encode_utf16().count() <= MAX_COLUMNS as usize {
+            text
+        } else if is_match {
+            "[Omitted long matching line]"
+        } else {
+            "[Omitted long context line]"
+        }
+    }
+
+    pub(super) fn parts(lines: Vec<String>, input: &GrepInput, single_file: bool) -> Vec<String> {
+        let multiline = input.multiline.unwrap_or(false);
+        let Ok(regex) = regex::RegexBuilder::new(&input.pattern)
+            .case_insensitive(input.case_insensitive.unwrap_or(false))
+            .multi_line(true)
+            .dot_matches_new_line(multiline)
+            .build()
+        else {
+            // ripgrep refused it first: there are no lines.
+            return Vec::new();
+        };
+        let numbers = input.line_numbers.unwrap_or(true);
+        let format = |path: &str, number: u64, sep: char, text: &str| {
+            let path = if path.is_empty() { String::new() } else { format!("{path}{sep}") };
+            if numbers { format!("{path}{number}{sep}{text}") } else { format!("{path}{text}") }
+        };
+        let mut out = Vec::new();
+        for group in lines.split(|l| l == "--") {
+            let mut shown_lines = Vec::new();
+            let match_paths: Vec<&str> = group.iter().filter_map(|l| match_path(l)).collect();
+            let parsed: Vec<Line> = group.iter().filter_map(|l| split(l, single_file, &match_paths)).collect();
+            let mut i = 0;
+            while i < parsed.len() {
+                let line = &parsed[i];
+                if !line.is_match {
+                    shown_lines.push(format(line.path, line.number, '-', shown(line.text, false)));
+                    i += 1;
+                    continue;
+                }
+                // In multiline mode a match may span adjacent match lines.
+                let mut end = i + 1;
+                while multiline
+                    && end < parsed.len()
+                    && parsed[end].is_match
+                    && parsed[end].path == line.path
+                    && parsed[end].number == parsed[end - 1].number + 1
+                {
+                    end += 1;
+                }
+                let text = parsed[i..end].iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
+                for found in regex.find_iter(&text).filter(|m| !m.is_empty()) {
+                    let first = line.number + text[..found.start()].matches('\n').count() as u64;
+                    for (k, piece) in found.as_str().split('\n').enumerate() {
+                        let piece = piece.strip_suffix('\r').unwrap_or(piece);
+                        shown_lines.push(format(line.path, first + k as u64, ':', shown(piece, true)));
+                    }
+                }
+                i = end;
+            }
+            if !shown_lines.is_empty() {
+                if !out.is_empty() {
+                    out.push("--".to_string());
+                }
+                out.append(&mut shown_lines);
+            }
+        }
+        out
     }
 }
 
@@ -717,6 +863,52 @@ mod tests {
     }
 
     #[test]
+    fn only_matching_parts() {
+        let dir = tree("only");
+        std::fs::write(dir.join("o.txt"), "id=1 id=22\nnone\nID=333\n").unwrap();
+        let o =
+            |input: GrepInput| run(&dir, GrepInput { glob: Some("o.txt".into()), only_matching: Some(true), ..input });
+        assert_eq!(o(content(r"id=\d+")), "o.txt:1:id=1\no.txt:1:id=22");
+        let ci = GrepInput { case_insensitive: Some(true), ..content(r"id=\d+") };
+        assert_eq!(o(ci), "o.txt:1:id=1\no.txt:1:id=22\no.txt:3:ID=333");
+        let bare = GrepInput { line_numbers: Some(false), ..content(r"id=\d+") };
+        assert_eq!(o(bare), "o.txt:id=1\no.txt:id=22");
+        // Context lines stay whole; a `:N:` in them does not make them matches.
+        let ctx = GrepInput { before: Some(1.0), ..content("ID=3+") };
+        assert_eq!(o(ctx), "o.txt-2-none\no.txt:3:ID=333");
+        // The parts are what is paged.
+        let paged = GrepInput { head_limit: Some(1.0), ..content(r"id=\d+") };
+        assert_eq!(o(paged), "o.txt:1:id=1\n\n[Showing results with pagination = limit: 1]");
+        // Lines that match only with empty parts print nothing.
+        assert_eq!(o(content("z*")), "No matches found");
+        // A single file: no path.
+        let one = run(&dir.join("o.txt"), GrepInput { only_matching: Some(true), ..content(r"\d+") });
+        assert_eq!(one, "1:1\n1:22\n3:333");
+        // A long line's parts are shown; a part over 500 characters is not.
+        std::fs::write(dir.join("long.txt"), format!("{} needle\n", "x".repeat(600))).unwrap();
+        let long = |pattern: &str| {
+            run(&dir, GrepInput { glob: Some("long.txt".into()), only_matching: Some(true), ..content(pattern) })
+        };
+        assert_eq!(long("needle"), "long.txt:1:needle");
+        assert_eq!(long("x+"), "long.txt:1:[Omitted long matching line]");
+        // Multiline: a part spanning lines gives a line for each.
+        std::fs::write(dir.join("m.rs"), "struct A {\n  field: u8,\n}\nfn f() {}\n").unwrap();
+        let multi = GrepInput {
+            glob: Some("m.rs".into()),
+            only_matching: Some(true),
+            multiline: Some(true),
+            ..content(r"struct \{?\w+ \{[\s\S]*?field")
+        };
+        assert_eq!(run(&dir, multi), "m.rs:1:struct A {\nm.rs:2:  field");
+        // Outside content mode it changes nothing.
+        let count = GrepInput { output_mode: Some(OutputMode::Count), ..content(r"id=\d+") };
+        let plain = run(&dir, GrepInput { glob: Some("o.txt".into()), ..count });
+        let count = GrepInput { output_mode: Some(OutputMode::Count), ..content(r"id=\d+") };
+        assert_eq!(o(count), plain);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn refused_arguments_find_nothing() {
         let dir = tree("refused");
         assert_eq!(run(&dir, GrepInput { pattern: "(".into(), ..Default::default() }), "No files found");
@@ -763,6 +955,7 @@ mod tests {
                 "context",
                 "-n",
                 "-i",
+                "-o",
                 "type",
                 "head_limit",
                 "offset",
