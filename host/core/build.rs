@@ -13,7 +13,7 @@ mod build_wasm;
 
 /// The built-in tools: crate directory under `plugins/`.
 const BUILTINS: &[&str] =
-    &["read", "write", "edit", "glob", "grep", "bash", "task-stop", "notebook-edit", "toolsearch"];
+    &["read", "write", "edit", "glob", "grep", "bash", "task-stop", "notebook-edit", "toolsearch", "script"];
 /// The built-ins that need the `http` feature (`wasi:http`).
 const HTTP_BUILTINS: &[&str] = &["webfetch"];
 

@@ -150,3 +150,31 @@ fn a_reuse_instance_tool_keeps_its_warm_instance() {
     assert!(served("refuse").is_error);
     assert_eq!(served("c").text(), "served 3");
 }
+
+#[test]
+fn the_library_runs_scripts_and_cancels_them_with_their_calls() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let host = host(&sb, |b| b.code_mode(true).mode(toolhost::PermissionMode::BypassPermissions));
+    let session = host.ephemeral_session();
+    let code = format!("(await tools.Read({{ file_path: {} }})).includes('alpha')", json!(sb.ws("a.txt")));
+    let r = host.call(&session, &tool_use(toolhost::SCRIPT, json!({ "code": code })), &CallOptions::default());
+    assert_eq!((r.is_error, r.text()), (false, "true".to_string()), "{r:?}");
+    // Cancelling the Script call stops the program and the calls it waits on.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let code = "await Promise.all([tools.Adversary({ action: 'loop' }), tools.Adversary({ action: 'loop' })])";
+    let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+    let r = host.call(&session, &tool_use(toolhost::SCRIPT, json!({ "code": code })), &options);
+    canceller.join().unwrap();
+    assert!(r.is_error && r.text().contains("Script was cancelled"), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly: {:?}", started.elapsed());
+    // The host goes on.
+    let r = host.call(&session, &tool_use("Echo", json!({"text": "after"})), &CallOptions::default());
+    assert_eq!(r.text(), "after");
+}

@@ -36,6 +36,7 @@ mod quick;
 mod reload;
 mod run;
 mod scheduler;
+mod script;
 mod shell_parser;
 mod soak;
 mod startup;

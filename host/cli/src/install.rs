@@ -757,6 +757,8 @@ fn refused_imports(tool: &LoadedTool, granted: &Allowance, project: &Path) -> Ve
             }
             Capability::Process => (!grants.process).then_some("the process capability"),
             Capability::Search => (!grants.reads_files()).then_some("files to read (the workspace or a directory)"),
+            // Never granted: the loader refuses it from anything but the built-in.
+            Capability::Tools => Some("calling other tools (the Script built-in's alone)"),
             Capability::Progress
             | Capability::Session
             | Capability::Output

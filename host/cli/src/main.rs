@@ -91,6 +91,11 @@ struct Cli {
     /// runs) [default: the host name]
     #[arg(long, global = true, env = "TOOLHOST_INSTANCE", value_name = "NAME")]
     instance: Option<String>,
+    /// Offer the Script tool (code mode): the model writes one JavaScript
+    /// program that calls the other tools, each call checked as if made
+    /// directly [default: the settings' codeMode, else off]
+    #[arg(long, global = true, env = "TOOLHOST_CODE_MODE")]
+    code_mode: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -405,6 +410,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     if let Some(name) = &cli.instance {
         builder = builder.instance(name);
+    }
+    if cli.code_mode {
+        builder = builder.code_mode(true);
     }
     // The long-running fronts pick up plugins as they come and go.
     let long_running = cli.command.long_running();

@@ -8,6 +8,17 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
 
+/// Why a call was stopped from outside (its deadline, or its cancellation):
+/// the error a guest's call ends with, whether it was spinning in wasm or
+/// waiting in a host import.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Interrupted {
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("cancelled")]
+    Cancelled,
+}
+
 /// How often the epoch advances while calls run: the resolution of timeouts
 /// and cancellation for a guest spinning in wasm.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);

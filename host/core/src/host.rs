@@ -2,16 +2,23 @@
 //! settings; `builder`), then shared; every call goes through the pipeline.
 //! It keeps up with its plugins directory (`reload`, `watch`).
 
+mod batch;
 mod builder;
 mod reload;
+mod script;
 mod watch;
+
+pub use batch::run_batch;
+pub use script::MAX_SCRIPT_CALLS;
 
 use builder::ToolGrants;
 pub use builder::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, HostBuilder, HostError};
 
 use crate::pipeline::{CallOptions, Pipeline, ToolResult, ToolUse};
 use crate::policy::PermissionMode;
-use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, Optimizer, PluginSet, Problem, ToolsChanged};
+use crate::registry::{
+    CompileSink, LoadError, LoadedTool, Loader, Optimizer, Origin, PluginSet, Problem, ToolsChanged,
+};
 use crate::sandbox::Allocator;
 use crate::session::{Session, SessionError, StateStore};
 use std::path::{Path, PathBuf};
@@ -124,6 +131,21 @@ impl Host {
         pool.retain(|t| {
             rules.denies_tool(&t.spec.name).is_none() && (searching || t.spec.name != crate::registry::TOOL_SEARCH)
         });
+        // The Script tool's prompt declares the tools its programs can call.
+        let script = pool.iter().position(|t| t.origin == Origin::Builtin && t.spec.name == crate::registry::SCRIPT);
+        if let Some(i) = script {
+            let deferred = pipeline.deferred(&registry);
+            let others = || pool.iter().filter(|t| t.spec.name != crate::registry::SCRIPT);
+            let callable: Vec<&crate::registry::ToolSpec> = others()
+                .filter(|t| t.spec.name != crate::registry::TOOL_SEARCH && !deferred.contains(&t.spec.name))
+                .map(|t| &t.spec)
+                .collect();
+            let later: Vec<&str> =
+                others().filter(|t| deferred.contains(&t.spec.name)).map(|t| t.spec.name.as_str()).collect();
+            let prompt = crate::registry::declarations::script_prompt(&pool[i].spec.prompt, &callable, &later);
+            let spec = crate::registry::ToolSpec { prompt, ..pool[i].spec.clone() };
+            pool[i] = Arc::new(pool[i].with_spec(spec));
+        }
         pool
     }
 
@@ -261,5 +283,41 @@ impl Inner {
             quick_above: self.quick_above,
             optimizer: self.optimizer.as_ref(),
         }
+    }
+}
+
+impl crate::pipeline::Caller for Host {
+    fn call(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions) -> ToolResult {
+        Host::call(self, session, tool_use, options)
+    }
+    fn cancels_on_interrupt(&self, tool: &str) -> bool {
+        Host::cancels_on_interrupt(self, tool)
+    }
+    fn declared_concurrency_safe(&self, tool_use: &ToolUse) -> Option<bool> {
+        Host::declared_concurrency_safe(self, tool_use)
+    }
+    fn is_concurrency_safe_in(&self, session: &Arc<Session>, tool_use: &ToolUse) -> bool {
+        Host::is_concurrency_safe_in(self, session, tool_use)
+    }
+    fn tool(&self, name: &str) -> Option<Arc<LoadedTool>> {
+        Host::tool(self, name)
+    }
+}
+
+impl crate::scheduler::Executor {
+    /// An executor running calls of `session` on `host`, at most
+    /// `max_concurrency` at once, as one model turn.
+    pub fn new(host: Host, session: Arc<Session>, max_concurrency: usize) -> crate::scheduler::Executor {
+        let config = crate::scheduler::Config { max_concurrency, ..Default::default() };
+        Self::with_config(host, session, config)
+    }
+
+    /// An executor with the given [`Config`](crate::scheduler::Config).
+    pub fn with_config(
+        host: Host,
+        session: Arc<Session>,
+        config: crate::scheduler::Config,
+    ) -> crate::scheduler::Executor {
+        Self::with_caller(Arc::new(host), session, config)
     }
 }

@@ -9,6 +9,7 @@ mod policy;
 mod process;
 mod progress;
 mod scope;
+mod script;
 mod search;
 mod session;
 mod shell;
@@ -17,6 +18,7 @@ pub(crate) use output::MAX_STREAMED;
 pub(crate) use policy::CallRules;
 pub use progress::{Progress, ProgressSink};
 pub(crate) use scope::{CallScope, CallView};
+pub(crate) use script::{Finished, InnerCalls, ScriptCalls, Waited};
 pub(crate) use session::Namespace;
 
 use crate::contract::bindings;
@@ -27,7 +29,8 @@ pub(crate) fn add_to_linker<T: 'static>(
     linker: &mut wasmtime::component::Linker<T>,
     view: fn(&mut T) -> CallView<'_>,
 ) -> wasmtime::Result<()> {
-    bindings::Full::add_to_linker::<T, HasCall>(linker, view)
+    bindings::Full::add_to_linker::<T, HasCall>(linker, view)?;
+    script::add_to_linker(linker, view)
 }
 
 /// The [`wasmtime::component::HasData`] of the toolhost interfaces.

@@ -60,6 +60,7 @@ pub use grants::{Allowance, CallLimits, FileAccess, Grants};
 pub use host::{
     DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSource, Host, HostBuilder, HostError, WeakHost,
 };
+pub use host::{MAX_SCRIPT_CALLS, run_batch};
 pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::rules::Behavior;
@@ -67,12 +68,12 @@ pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
 pub use registry::{
-    CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, TOOL_SEARCH, ToolSpec,
-    ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
+    CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, SCRIPT, TOOL_SEARCH,
+    ToolSpec, ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
 };
 pub use sandbox::Allocator;
 pub use scheduler::{
-    CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, Update, run_batch,
+    CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update,
 };
 pub use session::{
     Entries, FileStore, MemoryStore, Session, SessionError, StateStore, remove_temporaries, unguessable_id,
@@ -148,8 +149,8 @@ mod layering {
         "registry",
         "policy",
         "pipeline",
-        "host",
         "scheduler",
+        "host",
     ];
 
     #[test]

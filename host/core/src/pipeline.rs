@@ -21,6 +21,7 @@
 //! the caller as anything else.
 
 pub(crate) mod call;
+mod caller;
 pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod remote;
@@ -33,6 +34,7 @@ mod warm;
 pub use crate::sandbox::Usage;
 pub use call::{CLASSIFY_TIMEOUT, CallOptions, ToolUse};
 pub(crate) use call::{Parts, Pipeline};
+pub(crate) use caller::{Caller, ScriptStart, ScriptStarter};
 pub use result::{Content, ToolResult};
 pub(crate) use spare::{SPARE_ABOVE, SPARE_INSTANCES};
 pub(crate) use warm::WARM_INSTANCES;

@@ -6,6 +6,7 @@
 mod builtins;
 mod cache;
 mod compile;
+pub(crate) mod declarations;
 pub(crate) mod declare;
 pub(crate) mod load;
 mod optimize;
@@ -22,8 +23,8 @@ pub(crate) use load::Loader;
 pub(crate) use optimize::Optimizer;
 pub use plugins::ToolsChanged;
 pub(crate) use plugins::{PluginSet, diff, is_component_file};
-pub use pool::TOOL_SEARCH;
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
+pub use pool::{SCRIPT, TOOL_SEARCH};
 pub use remote::{
     MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
     make_portable, normalize_name, remote_name, server_of,

@@ -36,6 +36,9 @@ pub(crate) struct Sandbox {
     concurrent_linker: Linker<HostState>,
     limits: CallLimits,
     gate: Gate,
+    /// The slots Script calls may hold: half of them at most, so the calls
+    /// a script waits on always find one; `None` with a single slot.
+    script_gate: Option<Gate>,
 }
 
 /// The linker of the contract on `engine`: WASI and the toolhost interfaces,
@@ -78,7 +81,16 @@ impl Sandbox {
         let linker = contract_linker(&runtime.engine, false)?;
         let quick_linker = runtime.quick.as_ref().map(|quick| contract_linker(quick, false)).transpose()?;
         let concurrent_linker = contract_linker(&runtime.concurrent, true)?;
-        Ok(Sandbox { runtime, linker, quick_linker, concurrent_linker, limits, gate: Gate::new(instances as usize) })
+        let script_gate = (instances >= 2).then(|| Gate::new(instances as usize / 2));
+        Ok(Sandbox {
+            runtime,
+            linker,
+            quick_linker,
+            concurrent_linker,
+            limits,
+            gate: Gate::new(instances as usize),
+            script_gate,
+        })
     }
 
     /// The optimizing engine.
@@ -133,6 +145,12 @@ impl Sandbox {
     /// Waits for an instance slot.
     pub(crate) fn admit(&self) -> GateGuard<'_> {
         self.gate.enter()
+    }
+
+    /// Waits for a slot among those Script calls may hold (taken before
+    /// the call's instance slot); `None` when the host has a single slot.
+    pub(crate) fn admit_script(&self) -> Option<GateGuard<'_>> {
+        self.script_gate.as_ref().map(Gate::enter)
     }
 
     /// Instance slots in all, taken, and calls waiting for one.

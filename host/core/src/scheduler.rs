@@ -1,6 +1,7 @@
 //! Many calls at once (SPEC §7): the streaming executor, which starts calls
-//! while the model is still streaming, and the batch orchestrator for a
-//! whole list of calls.
+//! while the model is still streaming (the batch orchestrator for a whole
+//! list of calls is the host's `run_batch`). It runs calls through the
+//! pipeline's `Caller`, which the host is.
 //!
 //! The start rule: a call starts when nothing runs, or when it and every
 //! running call are concurrency-safe (and fewer than the maximum run). A
@@ -15,9 +16,7 @@
 //! back as a [`CallHandle`]. A user interrupt cancels the calls whose tool's
 //! interrupt behavior is `cancel` and lets the `block` ones finish.
 
-mod batch;
 mod executor;
 mod slot;
 
-pub use batch::run_batch;
-pub use executor::{CallHandle, CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, Update};
+pub use executor::{CallHandle, CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update};

@@ -509,6 +509,7 @@ impl McpSession {
                 approver,
                 traceparent: context.meta.get_traceparent().map(str::to_string),
                 identity: Some(identity(&context)),
+                parent: None,
             },
         );
         let token = context.meta.get_progress_token();

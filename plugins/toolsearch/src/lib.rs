@@ -42,6 +42,10 @@ pub struct Deferred {
     pub search_hint: Option<String>,
     #[serde(default)]
     pub input_schema: Value,
+    /// Its TypeScript declaration for Script programs, when the host
+    /// offers the Script tool.
+    #[serde(default)]
+    pub declaration: Option<String>,
 }
 
 pub struct ToolSearch;
@@ -101,6 +105,12 @@ impl Tool for ToolSearch {
             ));
         }
         text.push_str("</functions>");
+        let declared: Vec<&str> = found.iter().filter_map(|t| t.declaration.as_deref()).collect();
+        if !declared.is_empty() {
+            text.push_str("\n\nIn Script programs they are called as members of `tools`:\n```ts\n");
+            text.extend(declared);
+            text.push_str("```");
+        }
         Ok(Output::text(text).with_structured(structured))
     }
 }
@@ -217,6 +227,7 @@ mod tests {
             prompt: String::new(),
             search_hint: hint.map(Into::into),
             input_schema: json!({"type": "object"}),
+            declaration: None,
         }
     }
 

@@ -232,6 +232,11 @@ pub fn check(outline: &Outline) -> Result<(), ShapeError> {
 fn missing(import: &str) -> Option<Missing> {
     let (path, version) = import.split_once('@').unwrap_or((import, ""));
     let with = |fix: Option<String>| Some(Missing { import: import.to_string(), fix });
+    if path.starts_with("toolhost:script/") {
+        return with(Some(
+            "the built-in Script tool's own interface (calling other tools); no other component is given it".into(),
+        ));
+    }
     if let Some(interface) = path.strip_prefix(&format!("{PACKAGE}/")) {
         return match Version::parse(version) {
             Some(v) if CONTRACT.supports(v) && TOOLHOST.contains(&interface) => None,
@@ -313,7 +318,18 @@ mod tests {
             let outline = outline(embedded).unwrap();
             assert!(outline.exports.iter().any(|e| e.starts_with("toolhost:tool/tool@")), "{outline:?}");
             assert!(!outline.imports.is_empty());
-            check(&outline).unwrap_or_else(|e| panic!("{e}: {outline:?}"));
+            // The Script built-in's own interface is refused from any other
+            // component (the loader does not scan built-ins).
+            let script = |i: &String| i.starts_with("toolhost:script/tools@");
+            let theirs = Outline {
+                imports: outline.imports.iter().filter(|i| !script(i)).cloned().collect(),
+                ..outline.clone()
+            };
+            check(&theirs).unwrap_or_else(|e| panic!("{e}: {outline:?}"));
+            if outline.imports.iter().any(script) {
+                let refused = check(&outline).unwrap_err().to_string();
+                assert!(refused.contains("no other component is given it"), "{refused}");
+            }
         }
     }
 

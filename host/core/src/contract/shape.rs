@@ -80,6 +80,9 @@ pub enum Capability {
     /// `search`: ripgrep run by the host, within the directories the call
     /// may read.
     Search,
+    /// `toolhost:script/tools`: calling the other tools. Not part of the
+    /// contract: the Script built-in's alone.
+    Tools,
 }
 
 impl Capability {
@@ -94,6 +97,7 @@ impl Capability {
             Capability::Policy => "policy",
             Capability::Process => "process",
             Capability::Search => "search",
+            Capability::Tools => "tools",
         }
     }
 }
@@ -207,6 +211,9 @@ pub(super) fn contract_version(exports: &[String]) -> Result<Version, ShapeError
     }
 }
 
+/// The Script built-in's own interface (its version follows).
+pub(crate) const SCRIPT_TOOLS: &str = "toolhost:script/tools@0.1.";
+
 /// Reads the contract version and capabilities from a compiled component.
 pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
     let ty = component.component_type();
@@ -217,6 +224,10 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, S
     for (name, _) in ty.imports(engine) {
         imports.push(name.to_string());
         if name.starts_with("wasi:") {
+            continue;
+        }
+        if name.starts_with(SCRIPT_TOOLS) {
+            capabilities.push(Capability::Tools);
             continue;
         }
         let Some(rest) = name.strip_prefix(&format!("{PACKAGE}/")) else {

@@ -1,6 +1,6 @@
 //! The batch orchestrator: a whole list of calls at once.
 
-use crate::host::Host;
+use super::Host;
 use crate::pipeline::{CallOptions, ToolResult, ToolUse};
 use crate::session::Session;
 use std::sync::{Arc, Mutex};

@@ -85,6 +85,8 @@ pub struct HostBuilder {
     optimize: Option<bool>,
     spares_above: Option<Option<Duration>>,
     remote: Option<Arc<dyn crate::registry::RemoteSource>>,
+    /// `None`: the settings' `codeMode`, else off.
+    code_mode: Option<bool>,
 }
 
 /// Reads the operator's `toolGrants` afresh (see
@@ -171,6 +173,14 @@ impl HostBuilder {
     /// are refused with a message naming the mode that would allow them.
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
+        self
+    }
+
+    /// Offer the Script tool (code mode: a JavaScript program that calls the
+    /// other tools, each call through the whole pipeline). Default: the
+    /// settings' `codeMode`, else off.
+    pub fn code_mode(mut self, on: bool) -> Self {
+        self.code_mode = Some(on);
         self
     }
 
@@ -308,6 +318,9 @@ impl HostBuilder {
             optimizer: optimizer.as_ref(),
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
+        if !self.code_mode.or(settings.code_mode).unwrap_or(false) {
+            registry.disable(crate::registry::SCRIPT);
+        }
         let mut plugins = PluginSet::default();
         if let Some(dir) = &self.plugins_dir {
             match PluginSet::scan(&loader, dir, &plugins) {
@@ -354,6 +367,11 @@ impl HostBuilder {
             optimizer,
             remote: self.remote,
         });
+        let weak = Host { inner: Arc::clone(&inner) }.downgrade();
+        inner.pipeline.set_scripts(Arc::new(move |start| {
+            let host = weak.upgrade()?;
+            Some(Arc::new(super::script::ScriptRun::new(host, start)) as crate::imports::ScriptCalls)
+        }));
         start_optimizer(&inner);
         if self.link_in_background {
             link_in_background(&inner);

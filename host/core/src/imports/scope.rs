@@ -50,6 +50,9 @@ pub(crate) struct CallScope {
     pub secrets: Vec<(String, String)>,
     /// Streamed text beyond [`super::MAX_STREAMED`] was dropped.
     pub streamed_cut: bool,
+    /// The calls of the Script built-in's program (`toolhost:script/tools`);
+    /// `None` for every other tool.
+    pub script: Option<super::ScriptCalls>,
 }
 
 impl CallScope {
@@ -82,6 +85,7 @@ impl CallScope {
             streamed: String::new(),
             secrets: Vec::new(),
             streamed_cut: false,
+            script: None,
         }
     }
 
@@ -111,6 +115,7 @@ impl CallScope {
             streamed: String::new(),
             secrets: Vec::new(),
             streamed_cut: false,
+            script: self.script.clone(),
         }
     }
 

@@ -11,10 +11,10 @@ use super::warm::{self, Warm};
 use crate::contract::bindings::CallContext;
 use crate::fsx::{Dirs, normalize, resolve};
 use crate::grants::Grants;
-use crate::imports::{CallScope, ProgressSink};
+use crate::imports::{CallScope, ProgressSink, ScriptCalls};
 use crate::policy::{Approver, PermissionMode, Policy};
 use crate::process::{BackgroundRegistry, Confinement};
-use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, TOOL_SEARCH};
+use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, SCRIPT, TOOL_SEARCH};
 use crate::sandbox::{CallLimits, Instance, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
@@ -59,6 +59,9 @@ pub struct CallOptions {
     /// Who asked for the call (an HTTP client's credential name), recorded
     /// in the call's span and its audit lines.
     pub identity: Option<Arc<str>>,
+    /// The call that made this one (a Script call's id), recorded in the
+    /// call's span and its audit lines.
+    pub parent: Option<Arc<str>>,
 }
 
 /// What a [`Pipeline`] is built from.
@@ -105,6 +108,9 @@ pub(crate) struct Pipeline {
     /// Fresh instances made ahead for tools slow to instantiate.
     pub(super) spares: Spares,
     pub(super) metrics: crate::metrics::Metrics,
+    /// Makes the calls of a Script program (set by the host once it
+    /// exists: they run on its scheduler).
+    pub(super) scripts: std::sync::OnceLock<super::ScriptStarter>,
 }
 
 impl Pipeline {
@@ -127,7 +133,13 @@ impl Pipeline {
             warm: Warm::default(),
             spares: Spares::new(parts.spares_above, metrics.busy()),
             metrics,
+            scripts: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what makes the calls of Script programs.
+    pub(crate) fn set_scripts(&self, starter: super::ScriptStarter) {
+        let _ = self.scripts.set(starter);
     }
 
     /// The host's counters, as OpenMetrics text.
@@ -145,17 +157,23 @@ impl Pipeline {
     }
 
     /// What ToolSearch searches: each deferred tool's name, one-line
-    /// description, search hint, full description and input schema.
+    /// description, search hint, full description and input schema; with
+    /// the Script tool offered, also its declaration for Script programs.
     pub(super) fn deferred_catalog(&self, registry: &Registry) -> Value {
         let deferred = self.deferred(registry);
+        let script = registry.resolve(SCRIPT).is_some_and(|t| t.origin == Origin::Builtin && t.spec.enabled);
         let tools = registry.pool().into_iter().filter(|t| deferred.contains(&t.spec.name)).map(|t| {
-            serde_json::json!({
+            let mut entry = serde_json::json!({
                 "name": t.spec.name,
                 "description": t.spec.description,
                 "prompt": t.spec.prompt,
                 "search_hint": t.spec.search_hint,
                 "input_schema": t.spec.input_schema,
-            })
+            });
+            if script {
+                entry["declaration"] = Value::String(crate::registry::declarations::declaration(&t.spec, ""));
+            }
+            entry
         });
         Value::Array(tools.collect())
     }
@@ -240,12 +258,16 @@ impl Pipeline {
             duration_us = field::Empty,
             traceparent = field::Empty,
             identity = field::Empty,
+            parent = field::Empty,
         );
         if let Some(parent) = &options.traceparent {
             span.record("traceparent", parent.as_str());
         }
         if let Some(identity) = &options.identity {
             span.record("identity", &**identity);
+        }
+        if let Some(parent) = &options.parent {
+            span.record("parent", &**parent);
         }
         let _entered = span.enter();
         // What other processes sharing the session saved since (a Read on
@@ -459,6 +481,38 @@ impl Pipeline {
         if tool.remote.is_some() {
             return self.run_remote(session, tool, tool_use, options, span);
         }
+        // The Script built-in: its program's calls, and a slot among those
+        // scripts may hold (so the calls they wait on always find one).
+        let is_script = tool.origin == Origin::Builtin && name == SCRIPT;
+        let _script_slot = match is_script.then(|| self.sandbox.admit_script()) {
+            Some(None) => {
+                return ToolResult::error(
+                    id,
+                    format!(
+                        "{SCRIPT} needs at least two instance slots (one for the script, one for the calls it \
+                         makes); this host runs with one (--instances)."
+                    ),
+                );
+            }
+            Some(Some(slot)) => Some(slot),
+            None => None,
+        };
+        let script: Option<ScriptCalls> = match is_script {
+            true => {
+                let start = super::ScriptStart {
+                    session: Arc::clone(session),
+                    parent: id.to_string(),
+                    progress: options.progress.clone(),
+                    approver: options.approver.clone().or_else(|| self.approver.clone()),
+                    identity: options.identity.clone(),
+                };
+                match self.scripts.get().and_then(|starter| starter(start)) {
+                    Some(calls) => Some(calls),
+                    None => return ToolResult::error(id, format!("{SCRIPT} cannot run: the host is shutting down.")),
+                }
+            }
+            false => None,
+        };
         let _slot = self.sandbox.admit();
         let _running = self.sandbox.running();
         let dirs = self.call_dirs(results.clone());
@@ -472,6 +526,7 @@ impl Pipeline {
             scope.progress = options.progress.clone();
             scope.cancel = options.cancel.clone();
             scope.confinement = self.confinement;
+            scope.script = script.clone();
             scope
         };
         let instantiate = || {
@@ -581,6 +636,7 @@ impl Pipeline {
             stop: None,
             approver: options.approver.clone().or_else(|| self.approver.clone()),
             identity: options.identity.clone(),
+            parent: options.parent.clone(),
             catalog: (tool.origin == Origin::Builtin && name == TOOL_SEARCH).then(|| self.deferred_catalog(&registry)),
             warm,
             faulted: false,

@@ -262,6 +262,7 @@ impl Run<'_> {
         self.pipeline.policy.audit(&AuditRecord {
             session: self.session.id(),
             identity: self.identity.as_deref(),
+            parent: self.parent.as_deref(),
             tool: self.name(),
             tool_use_id: self.id,
             mode: self.pipeline.mode.as_str(),

@@ -56,6 +56,7 @@ impl Pipeline {
             stop: None,
             approver: options.approver.clone().or_else(|| self.approver.clone()),
             identity: options.identity.clone(),
+            parent: options.parent.clone(),
             catalog: None,
             warm: None,
             faulted: false,

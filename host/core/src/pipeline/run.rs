@@ -50,6 +50,8 @@ pub(super) struct Run<'p> {
     pub(super) approver: Option<Arc<dyn Approver>>,
     /// Who asked for the call, for the audit log.
     pub(super) identity: Option<Arc<str>>,
+    /// The call that made this one (a Script call), for the audit log.
+    pub(super) parent: Option<Arc<str>>,
     /// For ToolSearch: the deferred tools, added to its input at `call`.
     pub(super) catalog: Option<Value>,
     /// What the instance is kept for afterwards, for a tool that declares

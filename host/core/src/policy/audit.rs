@@ -19,6 +19,8 @@ pub(crate) struct AuditRecord<'a> {
     pub session: &'a str,
     /// Who asked for the call, when a front knows (an HTTP credential's name).
     pub identity: Option<&'a str>,
+    /// The call that made this one (a Script call's id), if one did.
+    pub parent: Option<&'a str>,
     pub tool: &'a str,
     pub tool_use_id: &'a str,
     pub mode: &'a str,
@@ -65,6 +67,9 @@ impl Audit {
         }
         line.insert("tool".into(), json!(r.tool));
         line.insert("tool_use_id".into(), json!(r.tool_use_id));
+        if let Some(parent) = r.parent {
+            line.insert("parent_tool_use_id".into(), json!(parent));
+        }
         line.insert("decision".into(), json!(decision));
         line.insert("asked".into(), json!(r.asked));
         line.insert("mode".into(), json!(r.mode));
@@ -135,6 +140,7 @@ mod tests {
         AuditRecord {
             session: "s",
             identity: None,
+            parent: None,
             tool: "Read",
             tool_use_id: "t",
             mode: "default",

@@ -127,6 +127,8 @@ pub struct Settings {
     /// `deferToolsAfter`: third-party tools beyond this many are offered by
     /// name only, for ToolSearch to load (strongest layer that sets it).
     pub defer_tools_after: Option<usize>,
+    /// `codeMode`: offer the Script tool (strongest layer that sets it).
+    pub code_mode: Option<bool>,
     /// Where "allow always" writes rules.
     pub local_file: Option<PathBuf>,
     /// The files that were read, with their layer.
@@ -203,6 +205,8 @@ pub(super) struct FileShape {
     #[serde(default)]
     pub(super) defer_tools_after: Option<usize>,
     #[serde(default)]
+    pub(super) code_mode: Option<bool>,
+    #[serde(default)]
     pub(super) tool_grants: std::collections::BTreeMap<String, Allowance>,
     #[serde(default)]
     pub(super) trusted_plugin_keys: Vec<String>,
@@ -274,6 +278,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     let mut audit: Vec<(Layer, PathBuf)> = Vec::new();
     let mut concurrency: Vec<(Layer, usize)> = Vec::new();
     let mut defer: Vec<(Layer, usize)> = Vec::new();
+    let mut code_mode: Vec<(Layer, bool)> = Vec::new();
     // Read once, when a workspace file needs it.
     let mut trust_store: Option<TrustStore> = None;
 
@@ -437,6 +442,9 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         if let Some(n) = shape.defer_tools_after {
             defer.push((layer, n));
         }
+        if let Some(on) = shape.code_mode {
+            code_mode.push((layer, on));
+        }
         // Files come strongest first: the first entry of a name wins.
         let var = |name: &str| std::env::var(name).ok();
         for (name, entry) in std::mem::take(&mut shape.mcp_servers) {
@@ -466,6 +474,8 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     settings.max_tool_concurrency = concurrency.first().map(|(_, n)| *n);
     defer.sort_by_key(|(l, _)| *l);
     settings.defer_tools_after = defer.first().map(|(_, n)| *n);
+    code_mode.sort_by_key(|(l, _)| *l);
+    settings.code_mode = code_mode.first().map(|(_, on)| *on);
     Ok(settings)
 }
 

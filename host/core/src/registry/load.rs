@@ -206,6 +206,8 @@ impl Loader<'_> {
                 Capability::Files => grants.files == FileAccess::ReadWrite,
                 Capability::Process => grants.process,
                 Capability::Search => grants.reads_files(),
+                // Calling other tools: the Script built-in only.
+                Capability::Tools => tool.origin == Origin::Builtin && tool.spec.name == super::pool::SCRIPT,
             };
             if !granted {
                 return Err(LoadError::NotGranted(*cap));

@@ -8,6 +8,10 @@ use std::sync::Arc;
 /// The built-in that loads deferred tools.
 pub const TOOL_SEARCH: &str = "ToolSearch";
 
+/// The built-in that runs a model's program calling the other tools (code
+/// mode); a program may not call it.
+pub const SCRIPT: &str = "Script";
+
 /// Third-party tools offered in full before the rest are deferred, unless
 /// the settings' `deferToolsAfter` says otherwise.
 pub(crate) const DEFAULT_DEFER_AFTER: usize = 30;
@@ -92,6 +96,14 @@ impl Registry {
     }
 
     /// The tool called `name` (or with that alias).
+    /// Takes the tool `name` out of the pool (it stays known, disabled).
+    pub(crate) fn disable(&mut self, name: &str) {
+        if let Some(&i) = self.names.get(name) {
+            let spec = super::ToolSpec { enabled: false, ..self.tools[i].spec.clone() };
+            self.tools[i] = Arc::new(self.tools[i].with_spec(spec));
+        }
+    }
+
     pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.names.get(name).map(|&i| &self.tools[i])
     }

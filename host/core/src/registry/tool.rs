@@ -10,7 +10,7 @@ use crate::imports::Namespace;
 use crate::sandbox::{HostState, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Where a tool came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -242,7 +242,8 @@ pub struct LoadedTool {
     pub(crate) missing: Vec<String>,
     /// Its contract version and the capabilities it imports.
     pub(crate) shape: Shape,
-    pub(crate) linked: Linked,
+    /// Shared by its copies (the same component, linked once).
+    pub(crate) linked: Arc<Linked>,
     /// Compiled on first use (most runs use few tools); a plugin's new
     /// description is refused at load if its schemas do not compile.
     pub(super) input: OnceLock<Schema>,
@@ -315,12 +316,31 @@ impl LoadedTool {
             requests,
             missing,
             shape,
-            linked,
+            linked: Arc::new(linked),
             input,
             output,
             warnings,
             quick: false,
             remote: None,
+        }
+    }
+
+    /// A copy describing itself as `spec` (the same component, linked once;
+    /// its schemas compiled again at first use).
+    pub(crate) fn with_spec(&self, spec: ToolSpec) -> LoadedTool {
+        LoadedTool {
+            spec,
+            origin: self.origin.clone(),
+            grants: self.grants.clone(),
+            requests: self.requests.clone(),
+            missing: self.missing.clone(),
+            shape: self.shape.clone(),
+            linked: Arc::clone(&self.linked),
+            input: OnceLock::new(),
+            output: OnceLock::new(),
+            warnings: self.warnings.clone(),
+            quick: self.quick,
+            remote: self.remote.clone(),
         }
     }
 

@@ -17,14 +17,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 /// when it panics).
 pub(crate) const CAPTURED_OUTPUT: usize = 64 * 1024;
 
-/// Why a call was stopped from outside.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Interrupted {
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    #[error("cancelled")]
-    Cancelled,
-}
+pub(crate) use crate::epoch::Interrupted;
 
 /// The memory limit was hit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

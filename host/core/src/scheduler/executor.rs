@@ -8,9 +8,8 @@
 //! MCP protocol thread never waits on a tool.
 
 use super::slot::Slot;
-use crate::host::Host;
 use crate::imports::{Progress, ProgressSink};
-use crate::pipeline::{CallOptions, ToolResult, ToolUse};
+use crate::pipeline::{CallOptions, Caller, ToolResult, ToolUse};
 use crate::policy::Approver;
 use crate::session::Session;
 use std::collections::VecDeque;
@@ -61,6 +60,10 @@ impl Default for Config {
     }
 }
 
+/// [`Executor::next_within`]'s time passed before an update came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimedOut;
+
 /// What one call brings besides its `tool_use`.
 #[derive(Clone, Default)]
 pub struct CallSetup {
@@ -74,6 +77,9 @@ pub struct CallSetup {
     /// Who asked for the call (an HTTP client's credential name), recorded
     /// in the call's span and its audit lines.
     pub identity: Option<Arc<str>>,
+    /// The call this one was made by (a Script call's id), recorded in its
+    /// span and audit lines.
+    pub parent: Option<Arc<str>>,
 }
 
 /// The streaming executor of one session. Cheap to share: clone the `Arc`.
@@ -82,7 +88,8 @@ pub struct Executor {
 }
 
 struct Shared {
-    host: Host,
+    /// Runs the calls: the host.
+    host: Arc<dyn Caller>,
     session: Arc<Session>,
     max: usize,
     calls: Calls,
@@ -296,14 +303,9 @@ impl CallHandle {
 }
 
 impl Executor {
-    /// An executor running calls of `session` on `host`, at most
-    /// `max_concurrency` at once, as one model turn.
-    pub fn new(host: Host, session: Arc<Session>, max_concurrency: usize) -> Executor {
-        Self::with_config(host, session, Config { max_concurrency, ..Config::default() })
-    }
-
-    /// An executor with the given [`Config`].
-    pub fn with_config(host: Host, session: Arc<Session>, config: Config) -> Executor {
+    /// An executor running calls of `session` through `host` (the host's
+    /// `Executor::new` and `Executor::with_config` give it itself).
+    pub(crate) fn with_caller(host: Arc<dyn Caller>, session: Arc<Session>, config: Config) -> Executor {
         let (tx, rx) = channel::<Job>();
         Executor {
             shared: Arc::new(Shared {
@@ -442,6 +444,26 @@ impl Executor {
         }
     }
 
+    /// [`Executor::next_blocking`], waiting at most `wait`: `Err(TimedOut)`
+    /// when it passed first.
+    pub fn next_within(&self, wait: std::time::Duration) -> Result<Option<Update>, TimedOut> {
+        let until = std::time::Instant::now() + wait;
+        let mut state = self.shared.lock();
+        loop {
+            if let Some(u) = self.shared.take_one(&mut state) {
+                return Ok(Some(u));
+            }
+            if Self::finished(&state) {
+                return Ok(None);
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(TimedOut);
+            }
+            state = self.shared.changed.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
     /// [`Executor::next_blocking`] for async code (any runtime).
     pub async fn next(&self) -> Option<Update> {
         loop {
@@ -565,7 +587,7 @@ fn sibling_error(what: &str) -> String {
 }
 
 /// `Tool(the first 40 characters of its command, address or path…)`.
-fn describe(host: &Host, tool_use: &ToolUse) -> String {
+fn describe(host: &dyn Caller, tool_use: &ToolUse) -> String {
     let tool = host.tool(&tool_use.name);
     let label = tool.as_ref().and_then(|t| t.spec.inputs.label_in(&tool_use.input)).unwrap_or("");
     let short: String = label.chars().take(40).collect();
@@ -728,6 +750,7 @@ impl Shared {
                 approver: setup.approver.or_else(|| shared.approver.clone()),
                 traceparent: setup.traceparent,
                 identity: setup.identity,
+                parent: setup.parent,
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
@@ -834,7 +857,7 @@ impl Shared {
             && state.errored.is_none()
             && this.host.tool(&state.at(number).tool_use.name).is_some_and(|tool| tool.spec.cancels_siblings);
         if cancels_siblings {
-            let what = describe(&this.host, &state.at(number).tool_use);
+            let what = describe(&*this.host, &state.at(number).tool_use);
             let message = sibling_error(&what);
             let base = state.base;
             let delivered = (state.tools.iter_mut().enumerate())
