@@ -101,7 +101,9 @@ pub fn hosts(data: &[u8]) {
 
 /// A declared JSON Schema within the loader's bounds (64 KiB, 32 levels):
 /// compiling and checking never panics; a schema checks the same instance
-/// the same way twice; the portability check never panics.
+/// the same way twice; the portability check never panics; its TypeScript
+/// declaration for Script programs ends, within its budget, and cannot
+/// close its doc comments early.
 pub fn schema(data: &[u8]) {
     if data.len() > 64 << 10 {
         return;
@@ -114,6 +116,14 @@ pub fn schema(data: &[u8]) {
         return;
     }
     let _ = portability_problems(&schema);
+    let declared = toolhost::internals::declaration_of("Fuzz", &schema);
+    // The budget, and one last line (a property name or a doc line) past it.
+    let bound = toolhost::internals::MAX_DECLARATION + (64 << 10) + 1024;
+    assert!(declared.len() <= bound, "a declaration of {} bytes", declared.len());
+    for line in declared.lines().map(str::trim_start).filter(|l| l.starts_with("/**")) {
+        let body = line.strip_suffix("*/").map(|l| &l[3..]);
+        assert!(body.is_some_and(|b| !b.contains("*/")), "a doc comment that does not end its line: {line}");
+    }
     let Ok(compiled) = Schema::compile(schema) else { return };
     let instance = serde_json::from_slice::<Value>(instance_bytes).unwrap_or(Value::Null);
     let first = compiled.check("Fuzz", &instance).is_ok();

@@ -1,6 +1,6 @@
 //! Code mode against separate calls: `cargo bench -p toolhost-cli --bench code_mode`.
 //!
-//! The task: in a project of 200 source files, find those whose first five
+//! The task: in a project of 100 source files (what one Glob lists), find those whose first five
 //! lines mention `TODO`. Done two ways over the same files, in one process:
 //! - **separate calls**, as a model does it without Script: a Glob, then a
 //!   Read of the first five lines of every file it lists (all sent in one
@@ -10,7 +10,9 @@
 //! For each: the bytes of tool results that reach the model, the model
 //! turns it takes, and the wall time of the tool calls (median of 11 runs,
 //! with the spread). Then the script runtime's start cost per call: a
-//! Script call that returns at once against a Read of a one-line file.
+//! Script call that returns at once against a Read of a one-line file, with
+//! the instance made ahead between calls (spares: `run`, `serve`, the
+//! library) and made by the call itself (spares off, as in `toolhost call`).
 //!
 //! Prints Markdown tables.
 
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use toolhost::{CallOptions, Executor, Host, PermissionMode, ToolUse, Update};
 
-const FILES: usize = 200;
+const FILES: usize = 100;
 const RUNS: usize = 11;
 
 fn main() {
@@ -106,7 +108,12 @@ fn main() {
     };
     // Warm up both (compiles, caches, threads).
     let (separate_bytes, script_bytes) = (separate(), script());
-    let (separate_ms, script_ms) = (timed(|| drop(separate())), timed(|| drop(script())));
+    let separate_ms = timed(|| {
+        separate();
+    });
+    let script_ms = timed(|| {
+        script();
+    });
     println!(
         "| {FILES} files, first 5 lines each, those with TODO | tool-result bytes to the model | model turns | wall time of the tool calls |"
     );
@@ -123,24 +130,49 @@ fn main() {
         median(&script_ms) / median(&separate_ms)
     );
 
-    // The start cost: a script that returns at once, against a Read of one line.
+    // The start cost: a script that returns at once, against a Read of one
+    // line; spares on (this host), then off (a host of its own).
     let one = workspace.join("one.txt").display().to_string();
-    let per_call = |name: &str, input: serde_json::Value| -> Vec<f64> {
-        (0..5).for_each(|_| drop(call("w", name, input.clone())));
+    let cold = Host::builder()
+        .workspace(&workspace)
+        .data_dir(&data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+        .code_mode(true)
+        .spare_instances_above(None)
+        .build()
+        .expect("host");
+    let cold_session = cold.ephemeral_session();
+    let per_call = |host: &Host, session: &Arc<toolhost::Session>, name: &str, input: serde_json::Value| -> Vec<f64> {
+        let one = |id: &str| {
+            let tool_use = ToolUse { id: id.into(), name: name.into(), input: input.clone() };
+            let r = host.call(session, &tool_use, &CallOptions::default());
+            assert!(!r.is_error, "{name}: {}", r.text());
+        };
+        (0..5).for_each(|_| one("w"));
         (0..51)
             .map(|_| {
                 let t = Instant::now();
-                call("c", name, input.clone());
+                one("c");
                 t.elapsed().as_secs_f64() * 1e3
             })
             .collect()
     };
-    let empty = per_call("Script", json!({"code": "1"}));
-    let read = per_call("Read", json!({"file_path": one}));
-    println!("\n| call | wall time per call (median, lowest–highest of 51) |\n|---|---|");
-    println!("| Script returning `1` | {} ms |", spread(&empty));
-    println!("| Read of a one-line file | {} ms |", spread(&read));
-    println!("\nScript's start cost over a Read: {:.2} ms", median(&empty) - median(&read));
+    println!("\n| call | instance made ahead (spares) | instance made by the call |\n|---|---|---|");
+    let mut medians = Vec::new();
+    for (label, name, input) in [
+        ("Script returning `1`", "Script", json!({"code": "1"})),
+        ("Read of a one-line file", "Read", json!({"file_path": one})),
+    ] {
+        let warm = per_call(&host, &session, name, input.clone());
+        let fresh = per_call(&cold, &cold_session, name, input);
+        println!("| {label} | {} ms | {} ms |", spread3(&warm), spread3(&fresh));
+        medians.push((median(&warm), median(&fresh)));
+    }
+    println!(
+        "\nScript's start cost over a Read (medians of 51 calls): {:.3} ms with spares, {:.3} ms without",
+        medians[0].0 - medians[1].0,
+        medians[0].1 - medians[1].1
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -159,6 +191,12 @@ fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+fn spread3(xs: &[f64]) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    format!("{:.3} ({:.3}–{:.3})", median(xs), lo, hi)
 }
 
 fn spread(xs: &[f64]) -> String {

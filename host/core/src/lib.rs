@@ -108,6 +108,7 @@ pub mod internals {
     pub use crate::policy::rules::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
     pub use crate::policy::{Decision, Facts, ToolCheck, decide};
     pub use crate::registry::Schema;
+    pub use crate::registry::declarations::{MAX_DECLARATION, declaration_of};
     pub use crate::sandbox::network::Network;
     pub use crate::shell::{
         MAX_COMMAND, Operator, Parsed, cache_in, classify, classify_parsed, command_read_only, parse, parse_fresh,

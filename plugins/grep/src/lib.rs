@@ -629,7 +629,7 @@ mod only_matching {
 
     /// 2.1.328's note for a part or context line over 500 characters
     /// (counted as JavaScript counts them).
-    fn shown<'a>(text: &'a str, is_match: bool) -> &'a str {
+    fn shown(text: &str, is_match: bool) -> &str {
         if text.encode_utf16().count() <= MAX_COLUMNS as usize {
             text
         } else if is_match {

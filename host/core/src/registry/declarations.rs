@@ -5,12 +5,20 @@
 
 use super::tool::ToolSpec;
 use serde_json::Value;
+use std::cell::Cell;
 use std::fmt::Write as _;
 
 /// Nesting deeper than this is declared `unknown`.
 const MAX_DEPTH: usize = 8;
 /// Longest doc comment line kept, in characters.
 const MAX_DOC: usize = 240;
+/// About the most text one tool's declaration takes: past it, what is left
+/// of its types is `unknown` (a schema's `$ref`s could otherwise expand
+/// without end).
+pub const MAX_DECLARATION: usize = 16 << 10;
+/// About the most text the declarations of all tools take: the tools past
+/// it are named, not declared.
+pub(crate) const MAX_DECLARATIONS: usize = 256 << 10;
 
 /// The Script tool's prompt: its own text, the declarations of `callable`,
 /// and the names of the `deferred` tools (callable the same way once
@@ -18,10 +26,25 @@ const MAX_DOC: usize = 240;
 pub(crate) fn script_prompt(own: &str, callable: &[&ToolSpec], deferred: &[&str]) -> String {
     let mut out = own.trim_end().to_string();
     out.push_str("\n\nThe tools a program can call, as TypeScript declarations:\n\n```ts\ndeclare const tools: {\n");
+    let mut undeclared = Vec::new();
+    let mut used = 0;
     for spec in callable {
-        out.push_str(&declaration(spec, "  "));
+        if used > MAX_DECLARATIONS {
+            undeclared.push(spec.name.as_str());
+            continue;
+        }
+        let declared = declaration(spec, "  ");
+        used += declared.len();
+        out.push_str(&declared);
     }
     out.push_str("};\n```\n");
+    if !undeclared.is_empty() {
+        let _ = write!(
+            out,
+            "\nAlso callable, not declared here for room (their parameters are those of their definitions): {}.\n",
+            undeclared.join(", ")
+        );
+    }
     if !deferred.is_empty() {
         let _ = write!(
             out,
@@ -41,9 +64,10 @@ pub(crate) fn declaration(spec: &ToolSpec, indent: &str) -> String {
     if !summary.is_empty() {
         let _ = writeln!(out, "{indent}/** {} */", doc(&summary));
     }
-    let input = ts_type(&spec.input_schema, &spec.input_schema, indent, 0);
+    let budget = Cell::new(MAX_DECLARATION);
+    let input = ts_type(&spec.input_schema, &spec.input_schema, indent, 0, &budget);
     let output = match &spec.output_schema {
-        Some(schema) => ts_type(schema, schema, indent, 0),
+        Some(schema) => ts_type(schema, schema, indent, 0, &budget),
         None => "string".to_string(),
     };
     let _ = writeln!(out, "{indent}{}(input: {input}): Promise<{output}>;", key(&spec.name));
@@ -76,19 +100,51 @@ fn key(name: &str) -> String {
     if identifier { name.to_string() } else { serde_json::to_string(name).unwrap_or_default() }
 }
 
+/// The declaration of a tool called `name` taking `input` (the fuzz
+/// target's entry).
+pub fn declaration_of(name: &str, input: &Value) -> String {
+    let spec = ToolSpec {
+        name: name.into(),
+        aliases: Vec::new(),
+        description: String::new(),
+        prompt: String::new(),
+        search_hint: None,
+        input_schema: input.clone(),
+        output_schema: None,
+        max_result_size_chars: None,
+        should_defer: false,
+        always_load: false,
+        cancel_on_interrupt: true,
+        enabled: true,
+        hints: Default::default(),
+        inputs: Default::default(),
+        cancels_siblings: false,
+        reuse_instance: false,
+        validates_input: true,
+        checks_permissions: true,
+    };
+    declaration(&spec, "")
+}
+
 /// The TypeScript type of `schema` (within `root`, for `$ref`s), its
 /// object members indented one step past `indent`.
-fn ts_type(schema: &Value, root: &Value, indent: &str, depth: usize) -> String {
-    if depth > MAX_DEPTH {
+fn ts_type(schema: &Value, root: &Value, indent: &str, depth: usize, budget: &Cell<usize>) -> String {
+    if depth > MAX_DEPTH || budget.get() == 0 {
         return "unknown".into();
     }
+    let t = ts_type_within(schema, root, indent, depth, budget);
+    budget.set(budget.get().saturating_sub(t.len().min(64)));
+    t
+}
+
+fn ts_type_within(schema: &Value, root: &Value, indent: &str, depth: usize, budget: &Cell<usize>) -> String {
     let Value::Object(s) = schema else {
         // `true` (anything), `false` (nothing).
         return if *schema == Value::Bool(false) { "never".into() } else { "unknown".into() };
     };
     if let Some(reference) = s.get("$ref").and_then(Value::as_str) {
         return match resolve(root, reference) {
-            Some(target) => ts_type(target, root, indent, depth + 1),
+            Some(target) => ts_type(target, root, indent, depth + 1, budget),
             None => "unknown".into(),
         };
     }
@@ -100,7 +156,7 @@ fn ts_type(schema: &Value, root: &Value, indent: &str, depth: usize) -> String {
     }
     for (keyword, joiner) in [("anyOf", " | "), ("oneOf", " | "), ("allOf", " & ")] {
         if let Some(Value::Array(parts)) = s.get(keyword) {
-            let types: Vec<String> = parts.iter().map(|p| wrap(ts_type(p, root, indent, depth + 1))).collect();
+            let types: Vec<String> = parts.iter().map(|p| wrap(ts_type(p, root, indent, depth + 1, budget))).collect();
             return if types.is_empty() { "unknown".into() } else { types.join(joiner) };
         }
     }
@@ -110,10 +166,17 @@ fn ts_type(schema: &Value, root: &Value, indent: &str, depth: usize) -> String {
         _ if s.contains_key("properties") => vec!["object"],
         _ => return "unknown".into(),
     };
-    union(types.into_iter().map(|t| of_type(t, s, root, indent, depth)).collect())
+    union(types.into_iter().map(|t| of_type(t, s, root, indent, depth, budget)).collect())
 }
 
-fn of_type(t: &str, s: &serde_json::Map<String, Value>, root: &Value, indent: &str, depth: usize) -> String {
+fn of_type(
+    t: &str,
+    s: &serde_json::Map<String, Value>,
+    root: &Value,
+    indent: &str,
+    depth: usize,
+    budget: &Cell<usize>,
+) -> String {
     match t {
         "string" => "string".into(),
         "number" | "integer" => "number".into(),
@@ -121,18 +184,24 @@ fn of_type(t: &str, s: &serde_json::Map<String, Value>, root: &Value, indent: &s
         "null" => "null".into(),
         "array" => match (s.get("prefixItems"), s.get("items")) {
             (Some(Value::Array(items)), _) => {
-                let types: Vec<String> = items.iter().map(|i| ts_type(i, root, indent, depth + 1)).collect();
+                let types: Vec<String> = items.iter().map(|i| ts_type(i, root, indent, depth + 1, budget)).collect();
                 format!("[{}]", types.join(", "))
             }
-            (_, Some(items)) => format!("{}[]", wrap(ts_type(items, root, indent, depth + 1))),
+            (_, Some(items)) => format!("{}[]", wrap(ts_type(items, root, indent, depth + 1, budget))),
             _ => "unknown[]".into(),
         },
-        "object" => object(s, root, indent, depth),
+        "object" => object(s, root, indent, depth, budget),
         _ => "unknown".into(),
     }
 }
 
-fn object(s: &serde_json::Map<String, Value>, root: &Value, indent: &str, depth: usize) -> String {
+fn object(
+    s: &serde_json::Map<String, Value>,
+    root: &Value,
+    indent: &str,
+    depth: usize,
+    budget: &Cell<usize>,
+) -> String {
     let required: Vec<&str> = match s.get("required") {
         Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
@@ -143,7 +212,7 @@ fn object(s: &serde_json::Map<String, Value>, root: &Value, indent: &str, depth:
             return match s.get("additionalProperties") {
                 Some(Value::Bool(false)) => "{}".into(),
                 Some(extra @ Value::Object(_)) => {
-                    format!("Record<string, {}>", ts_type(extra, root, indent, depth + 1))
+                    format!("Record<string, {}>", ts_type(extra, root, indent, depth + 1, budget))
                 }
                 _ => "Record<string, unknown>".into(),
             };
@@ -152,6 +221,11 @@ fn object(s: &serde_json::Map<String, Value>, root: &Value, indent: &str, depth:
     let inner = format!("{indent}  ");
     let mut out = String::from("{\n");
     for (name, property) in properties {
+        if budget.get() == 0 {
+            let _ = writeln!(out, "{inner}[key: string]: unknown;");
+            break;
+        }
+        let before = out.len();
         if let Some(description) = property.get("description").and_then(Value::as_str) {
             let line = first_line(description);
             if !line.is_empty() {
@@ -159,10 +233,12 @@ fn object(s: &serde_json::Map<String, Value>, root: &Value, indent: &str, depth:
             }
         }
         let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-        let _ = writeln!(out, "{inner}{}{optional}: {};", key(name), ts_type(property, root, &inner, depth + 1));
+        let _ =
+            writeln!(out, "{inner}{}{optional}: {};", key(name), ts_type(property, root, &inner, depth + 1, budget));
+        budget.set(budget.get().saturating_sub(out.len() - before));
     }
     if let Some(extra @ Value::Object(_)) = s.get("additionalProperties") {
-        let _ = writeln!(out, "{inner}[key: string]: {};", ts_type(extra, root, &inner, depth + 1));
+        let _ = writeln!(out, "{inner}[key: string]: {};", ts_type(extra, root, &inner, depth + 1, budget));
     }
     out.push_str(indent);
     out.push('}');
@@ -275,7 +351,26 @@ mod tests {
     #[test]
     fn deep_or_cyclic_schemas_end() {
         let cyclic = json!({"$ref": "#"});
-        assert_eq!(ts_type(&cyclic, &cyclic, "", 0), "unknown");
+        assert_eq!(ts_type(&cyclic, &cyclic, "", 0, &Cell::new(MAX_DECLARATION)), "unknown");
+        // References that fan out would expand ten to the eighth times: the
+        // budget ends it, small.
+        let mut defs = serde_json::Map::new();
+        for level in 0..9 {
+            let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+            let properties: serde_json::Map<String, Value> =
+                (0..10).map(|i| (format!("p{i}_{}", "x".repeat(100)), next.clone())).collect();
+            defs.insert(format!("L{level}"), json!({"type": "object", "properties": properties}));
+        }
+        let fan = json!({"$ref": "#/$defs/L0", "$defs": defs});
+        let tool = spec("Fan", "Fans out.", fan, None);
+        let declared = declaration(&tool, "");
+        assert!(declared.len() < 2 * MAX_DECLARATION, "{}", declared.len());
+        let many: Vec<ToolSpec> =
+            (0..100).map(|i| spec(&format!("T{i}"), "x", tool.input_schema.clone(), None)).collect();
+        let refs: Vec<&ToolSpec> = many.iter().collect();
+        let prompt = script_prompt("Own.", &refs, &[]);
+        assert!(prompt.len() < MAX_DECLARATIONS + 3 * MAX_DECLARATION, "{}", prompt.len());
+        assert!(prompt.contains("not declared here for room") && prompt.contains("T99"));
         let prompt = script_prompt("Own.", &[], &["Later"]);
         assert!(
             prompt.starts_with("Own.\n\nThe tools") && prompt.contains("Deferred tools") && prompt.contains("Later")

@@ -96,12 +96,15 @@ impl Registry {
     }
 
     /// The tool called `name` (or with that alias).
-    /// Takes the tool `name` out of the pool (it stays known, disabled).
-    pub(crate) fn disable(&mut self, name: &str) {
-        if let Some(&i) = self.names.get(name) {
-            let spec = super::ToolSpec { enabled: false, ..self.tools[i].spec.clone() };
-            self.tools[i] = Arc::new(self.tools[i].with_spec(spec));
+    /// The same tools and problems but the built-in `name` (its name then
+    /// free for a plugin).
+    pub(crate) fn without_builtin(self, name: &str) -> Registry {
+        let mut registry = Registry { problems: self.problems, ..Registry::default() };
+        for tool in self.tools.into_iter().filter(|t| !(t.origin == Origin::Builtin && t.spec.name == name)) {
+            let source = format!("builtin:{}", tool.spec.name);
+            registry.add_shared(tool, &source);
         }
+        registry
     }
 
     pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
