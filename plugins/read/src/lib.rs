@@ -138,6 +138,9 @@ impl Tool for Read {
                 None => read_pdf(ctx, &path),
             },
             _ if is_image_extension(&ext) => read_image(ctx, &path),
+            // 2.1.328: a file without an extension whose first bytes are an
+            // image's is read as that image.
+            "" if starts_like_an_image(&path) => read_image(ctx, &path),
             _ => read_text(&input, ctx, &path, &ext),
         }
     }
@@ -312,9 +315,51 @@ fn read_image(ctx: &Context, path: &Path) -> Result<Output, ToolError> {
     if data.is_empty() {
         return Err(invalid(format!("Image file is empty: {}", path.display())));
     }
+    let Some(media_type) = image_type(&data) else {
+        return Err(invalid(format!(
+            "File has an image extension but its content is not a valid PNG/JPEG/GIF/WebP. Detected: {}. This \
+             usually means a download saved an error/login page instead of the image. Use `file \"{}\"` to confirm, \
+             or read it as text with Bash (e.g. `head -c 500`).",
+            describe_bytes(&data),
+            path.display()
+        )));
+    };
     check_image(&data).map_err(too_large)?;
-    let media_type = detect_image_type(&data).to_string();
-    Ok(Output { content: vec![Content::Image { media_type, data }], ..Output::default() })
+    Ok(Output { content: vec![Content::Image { media_type: media_type.to_string(), data }], ..Output::default() })
+}
+
+/// Whether the regular file at `path` starts with an image's magic bytes.
+fn starts_like_an_image(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::with_capacity(16);
+    file.take(16).read_to_end(&mut head).is_ok() && image_type(&head).is_some()
+}
+
+/// What bytes that are not an image look like, as 2.1.328 words it: the
+/// first 32 as Latin-1, unprintable ones as dots.
+fn describe_bytes(data: &[u8]) -> String {
+    let head = &data[..data.len().min(32)];
+    let shown: String = head.iter().map(|&b| if (0x20..=0x7e).contains(&b) { b as char } else { '.' }).collect();
+    let start: String = shown.chars().take(24).collect();
+    let lower = shown.to_ascii_lowercase();
+    if lower.contains("<!doctype") || lower.contains("<html") {
+        format!("HTML document (starts with \"{start}\")")
+    } else if lower.starts_with("<?xml") || lower.starts_with("<svg") {
+        format!("XML/SVG document (starts with \"{start}\")")
+    } else if lower.starts_with('{') || lower.starts_with('[') {
+        format!("JSON/text (starts with \"{start}\")")
+    } else if head.len() >= 4 && head[..4].eq_ignore_ascii_case(b"%pdf") {
+        "PDF document".to_string()
+    } else if head.starts_with(b"PK\x03\x04") {
+        "ZIP archive (Office documents such as .pptx/.docx/.xlsx are ZIPs)".to_string()
+    } else {
+        let hex: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("unrecognized bytes (hex: {})", hex.join(" "))
+    }
 }
 
 /// The limits on an image sent unresized: its base64 within 5 MB, and for a
@@ -342,20 +387,23 @@ fn check_image(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The media type of an image from its first bytes (PNG when unknown).
-fn detect_image_type(data: &[u8]) -> &'static str {
-    if data.len() >= 4 {
-        if data.starts_with(b"\xFF\xD8\xFF") {
-            return "image/jpeg";
-        }
-        if data.starts_with(b"GIF") {
-            return "image/gif";
-        }
-        if data.starts_with(b"RIFF") && data.get(8..12) == Some(b"WEBP") {
-            return "image/webp";
-        }
+/// The media type of an image from its first bytes, as 2.1.328 tells
+/// them: PNG, JPEG, GIF87a/89a or WebP; `None` for anything else.
+fn image_type(data: &[u8]) -> Option<&'static str> {
+    if data.len() < 4 {
+        return None;
     }
-    "image/png"
+    if data.starts_with(b"\x89PNG") {
+        Some("image/png")
+    } else if data.starts_with(b"\xFF\xD8\xFF") {
+        Some("image/jpeg")
+    } else if data.starts_with(b"GIF87a") || data.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if data.starts_with(b"RIFF") && data.get(8..12) == Some(b"WEBP") {
+        Some("image/webp")
+    } else {
+        None
+    }
 }
 
 /// A whole PDF: at most ten pages, sent as a document block.
@@ -702,10 +750,37 @@ mod tests {
              failed. Please resize the image manually or use a smaller image."
         );
         assert_eq!(check_image(&big[1..]), Ok(()));
-        assert_eq!(detect_image_type(b"\xFF\xD8\xFF\xE0"), "image/jpeg");
-        assert_eq!(detect_image_type(b"RIFF\0\0\0\0WEBPVP8 "), "image/webp");
-        assert_eq!(detect_image_type(b"GIF89a"), "image/gif");
-        assert_eq!(detect_image_type(b"????"), "image/png");
+        assert_eq!(image_type(b"\xFF\xD8\xFF\xE0"), Some("image/jpeg"));
+        assert_eq!(image_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(image_type(b"GIF89a"), Some("image/gif"));
+        assert_eq!(image_type(&png(1, 1)), Some("image/png"));
+        assert_eq!(image_type(b"GIF90a"), None);
+        assert_eq!(image_type(b"????"), None);
+    }
+
+    #[test]
+    fn what_is_not_an_image_is_named_as_2_1_328_names_it() {
+        assert_eq!(
+            describe_bytes(b"<!DOCTYPE html><html><head><title>Sign in</title>"),
+            "HTML document (starts with \"<!DOCTYPE html><html><he\")"
+        );
+        assert_eq!(describe_bytes(b"<svg xmlns='x'/>"), "XML/SVG document (starts with \"<svg xmlns='x'/>\")");
+        assert_eq!(describe_bytes(b"{\"error\":\n\"denied\"}"), "JSON/text (starts with \"{\"error\":.\"denied\"}\")");
+        assert_eq!(describe_bytes(b"%PDF-1.7"), "PDF document");
+        assert_eq!(
+            describe_bytes(b"PK\x03\x04rest"),
+            "ZIP archive (Office documents such as .pptx/.docx/.xlsx are ZIPs)"
+        );
+        assert_eq!(describe_bytes(b"\x00\x01\x02\xff"), "unrecognized bytes (hex: 00 01 02 ff)");
+        // A file without an extension is an image when it starts like one.
+        let dir = std::env::temp_dir().join(format!("read-sniff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("photo"), b"\xFF\xD8\xFF\xE0 jpeg data").unwrap();
+        std::fs::write(dir.join("notes"), b"plain text").unwrap();
+        assert!(starts_like_an_image(&dir.join("photo")));
+        assert!(!starts_like_an_image(&dir.join("notes")));
+        assert!(!starts_like_an_image(&dir), "a directory");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
