@@ -251,6 +251,41 @@ mod async_exports {
         act(elsewhere, g).assert_error("AccessDenied");
     }
 
+    /// wasi:http 0.3's client sends through the same checks as 0.2's: only to
+    /// a granted host, and a local address only when granted by address.
+    #[test]
+    fn wasi_http_03_sends_only_where_granted() {
+        use std::io::{Read as _, Write as _};
+        let sb = Sandbox::new();
+        let stamped = sb.plugins.join("async-tool.wasm");
+        let r = toolhost(&sb, &["stamp", ASYNC_TOOL, r#"{"hosts": ["*"]}"#, "--out", &p(&stamped)]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+            }
+        });
+        let fetch = |url: &str, settings: Option<&str>| {
+            let input = json!({"action": "fetch", "path": url}).to_string();
+            let mut args = vec!["call", "AsyncTool", input.as_str(), "--json", "--allow", "AsyncTool"];
+            args.extend(settings.iter().flat_map(|s| ["--settings", *s]));
+            toolhost(&sb, &args)
+        };
+        let url = format!("http://{address}/page");
+        fetch(&url, None).assert_error("is not a host this tool was granted");
+        let grants = json!({"toolGrants": {"AsyncTool": {"hosts": [address]}}}).to_string();
+        assert_eq!(fetch(&url, Some(&grants)).assert_ok(), "status 200, 5 bytes");
+        // A public name granted by pattern does not open a local address.
+        let wide = json!({"toolGrants": {"AsyncTool": {"hosts": ["*"]}}}).to_string();
+        fetch(&url, Some(&wide))
+            .assert_error("a loopback address; such addresses are reached only when granted by address");
+    }
+
     /// Waiting on the host (a WASI 0.3 sleep), on a future of its own, many
     /// subtasks, spinning, allocating, flooding stdout: each ends at the
     /// call's limits, and the host serves the next call.

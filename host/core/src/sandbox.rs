@@ -58,6 +58,12 @@ fn contract_linker(engine: &Engine, wasi_03: bool) -> wasmtime::Result<Linker<Ho
     // granted no host).
     #[cfg(feature = "http")]
     wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+    // And wasi:http 0.3's client, sending through the same hooks (the same
+    // network checks and caps).
+    #[cfg(feature = "http")]
+    if wasi_03 {
+        wasmtime_wasi_http::p3::add_to_linker(&mut linker)?;
+    }
     crate::imports::add_to_linker(&mut linker, HostState::call_view)?;
     Ok(linker)
 }

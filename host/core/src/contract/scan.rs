@@ -208,6 +208,8 @@ const WASI_03: &[&str] = &[
 
 /// `wasi:http`, linked when the host is built with its `http` feature.
 const WASI_HTTP: &[&str] = &["wasi:http/types", "wasi:http/outgoing-handler"];
+/// `wasi:http` 0.3's, likewise (for components that run as tasks).
+const WASI_HTTP_03: &[&str] = &["wasi:http/types", "wasi:http/client"];
 
 /// The toolhost interfaces a component may import.
 const TOOLHOST: &[&str] = &["types", "progress", "session", "output", "files", "search", "shell", "policy", "process"];
@@ -260,10 +262,11 @@ fn missing(import: &str) -> Option<Missing> {
                  `wasip3` crate {WASIP3_CRATE})"
             )));
         }
-        if WASI_03.contains(&path) {
+        if WASI_03.contains(&path) || (cfg!(feature = "http") && WASI_HTTP_03.contains(&path)) {
             return None;
         }
-        let linked: Vec<&str> = WASI_03.iter().filter_map(|w| w.strip_prefix("wasi:")).collect();
+        let http: &[&str] = if cfg!(feature = "http") { WASI_HTTP_03 } else { &[] };
+        let linked: Vec<&str> = WASI_03.iter().chain(http).filter_map(|w| w.strip_prefix("wasi:")).collect();
         return with(Some(format!("not a WASI 0.3 interface toolhost links; those are {}", linked.join(", "))));
     }
     if !version.starts_with("0.2.") {

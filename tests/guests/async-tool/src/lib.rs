@@ -76,6 +76,29 @@ async fn connect(address: &str) -> Result<(), ToolError> {
     socket.connect(remote).await.map_err(|e| failed("connect", e))
 }
 
+/// A GET of `url` (`http://HOST:PORT/PATH`) through wasi:http 0.3's client:
+/// the status and the body's length.
+async fn fetch(url: &str) -> Result<String, ToolError> {
+    use wasip3::http::client;
+    use wasip3::http::types::{Fields, Method, Request, Response, Scheme};
+    let rest = url.strip_prefix("http://").ok_or_else(|| failed("url", url))?;
+    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let (trailers_tx, trailers_rx) = wasip3::wit_future::new(|| Ok(None));
+    drop(trailers_tx);
+    let (request, _sent) = Request::new(Fields::new(), None, trailers_rx, None);
+    request.set_method(&Method::Get).map_err(|e| failed("method", e))?;
+    request.set_scheme(Some(&Scheme::Http)).map_err(|e| failed("scheme", e))?;
+    request.set_authority(Some(authority)).map_err(|e| failed("authority", e))?;
+    request.set_path_with_query(Some(&path)).map_err(|e| failed("path", e))?;
+    let response = client::send(request).await.map_err(|e| failed("send", e))?;
+    let status = response.get_status_code();
+    let (done_tx, done_rx) = wasip3::wit_future::new(|| Ok(()));
+    drop(done_tx);
+    let (body, _trailers) = Response::consume_body(response, done_rx);
+    let bytes = body.collect().await;
+    Ok(format!("status {status}, {} bytes", bytes.len()))
+}
+
 async fn stdout(bytes: usize) -> Result<String, ToolError> {
     let (mut tx, rx) = wasip3::wit_stream::new::<u8>();
     let done = wasip3::cli::stdout::write_via_stream(rx);
@@ -177,6 +200,7 @@ impl Guest for AsyncTool {
                 text("written")
             }
             "connect" => connect(&path).await.and_then(|()| text("connected")),
+            "fetch" => fetch(&path).await.and_then(text),
             "env" => {
                 let names: Vec<String> =
                     wasip3::cli::environment::get_environment().into_iter().map(|(k, _)| k).collect();
