@@ -309,3 +309,56 @@ fn a_third_party_component_cannot_import_the_script_capability() {
     let all = format!("{}{}", r.stdout, r.stderr);
     assert!(all.contains("toolhost:script/tools") && all.contains("no other component is given it"), "{all}");
 }
+
+#[test]
+fn hooks_see_and_decide_the_calls_a_script_makes() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let hook = sb.home.join("deny-read.sh");
+    // The hook sees each inner call's input; it denies Reads of a.txt.
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *a.txt*) echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no a.txt today\"}}';; esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hooks =
+        json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": p(&hook)}]}]}});
+    sb.write(".toolhost/settings.json", hooks.to_string());
+    assert_eq!(toolhost(&sb, &["trust"]).code, 0);
+    let code = format!(
+        "try {{ await tools.Read({{ file_path: {} }}); return 'read' }} catch (e) {{ return e.message }}",
+        json!(p(&sb.ws("a.txt")))
+    );
+    let text = script(&sb, &code, &[]).assert_ok();
+    assert!(text.contains("no a.txt today"), "{text}");
+}
+
+#[test]
+fn a_deferred_tool_is_declared_once_toolsearch_loads_it() {
+    let sb = Sandbox::new();
+    sb.install(ECHO);
+    let call_echo = "try { return await tools.Echo({ text: 'hi' }) } catch (e) { return 'refused: ' + e.message }";
+    let lines = [
+        json!({"type": "tool_use", "id": "before", "name": "Script", "input": {"code": call_echo}}),
+        json!({"type": "tool_use", "id": "load", "name": "ToolSearch", "input": {"query": "select:Echo"}}),
+        json!({"type": "tool_use", "id": "after", "name": "Script", "input": {"code": call_echo}}),
+    ];
+    let out = run_stream(&sb, &[ON, "--settings", r#"{"deferToolsAfter": 0}"#], &lines);
+    let text = |id: &str| {
+        let r = out.iter().find(|l| l["type"] == "tool_result" && l["tool_use_id"] == id).expect("a result");
+        content_text(r)
+    };
+    assert!(text("before").starts_with("refused: ") && text("before").contains("deferred"), "{}", text("before"));
+    let loaded = text("load");
+    assert!(loaded.contains("In Script programs") && loaded.contains("Echo(input: {"), "{loaded}");
+    assert_eq!(text("after"), "hi");
+    // The Script prompt names it among the deferred tools, without declaring it.
+    let r = toolhost(&sb, &[ON, "--settings", r#"{"deferToolsAfter": 0}"#, "tools", "--json"]);
+    let list: Vec<Value> = serde_json::from_str(&r.stdout).unwrap();
+    let prompt = list.iter().find(|t| t["name"] == "Script").unwrap()["description"].as_str().unwrap().to_string();
+    assert!(
+        prompt.contains("Deferred tools") && prompt.contains("Echo") && !prompt.contains("  Echo(input"),
+        "{prompt}"
+    );
+}
