@@ -362,3 +362,71 @@ fn a_deferred_tool_is_declared_once_toolsearch_loads_it() {
         "{prompt}"
     );
 }
+
+/// An MCP client that answers toolhost's approval forms: it allows what
+/// names `allowed.txt` and denies the rest, keeping each question.
+#[derive(Clone, Default)]
+struct Approving {
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Approving {
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut info = rmcp::model::ClientInfo::default();
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(Default::default());
+        info.capabilities.elicitation = Some(elicitation);
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        self.asked.lock().unwrap().push(message.clone());
+        let decision = if message.contains("allowed.txt") { "allow once" } else { "deny" };
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+            .with_content(json!({"decision": decision, "reason": "not that file"})))
+    }
+}
+
+#[test]
+fn an_inner_call_that_asks_asks_the_mcp_client() {
+    use rmcp::ServiceExt as _;
+    let sb = Sandbox::new();
+    let (allowed, other) = (sb.ws("allowed.txt"), sb.ws("other.txt"));
+    let code = format!(
+        r#"
+        const write = async (file_path) => {{
+            try {{ await tools.Write({{ file_path, content: "x\n" }}); return "written" }}
+            catch (e) {{ return e.message }}
+        }};
+        [await write({}), await write({})]
+        "#,
+        json!(p(&allowed)),
+        json!(p(&other))
+    );
+    let handler = Approving::default();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let outcome: Vec<String> = runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(toolhost_command(&sb));
+        cmd.args([ON, "serve"]);
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn toolhost serve");
+        let client = handler.clone().serve(transport).await.expect("initialize");
+        let r = client.call_tool(mcp_call("Script", json!({ "code": code }))).await.expect("call");
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+        client.cancel().await.expect("close");
+        serde_json::from_str(&mcp_text(&r)).expect("a JSON array")
+    });
+    assert_eq!(outcome[0], "written", "{outcome:?}");
+    assert!(outcome[1].contains("not that file"), "{outcome:?}");
+    assert!(allowed.exists() && !other.exists());
+    let asked = handler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|q| q.contains("Write")), "{asked:?}");
+}
