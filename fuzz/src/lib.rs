@@ -47,6 +47,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "read_notebook", check: plugins::read_notebook, seeded: 10_000 },
     Target { name: "read_pdf", check: plugins::read_pdf, seeded: 2_000 },
     Target { name: "webfetch_html", check: plugins::webfetch_html, seeded: 5_000 },
+    Target { name: "script_code", check: plugins::script_code, seeded: 3_000 },
     Target { name: "guest_info", check: guest::info, seeded: 10_000 },
     Target { name: "guest_output", check: guest::output, seeded: 5_000 },
     Target { name: "guest_decision", check: guest::decision, seeded: 20_000 },

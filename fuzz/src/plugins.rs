@@ -99,3 +99,23 @@ pub fn webfetch_html(data: &[u8]) {
     let max = toolhost_plugin_webfetch::MAX_CONTENT_CHARS;
     assert!(cut.chars().count() <= max + 200, "a cut of {} characters", cut.chars().count());
 }
+
+/// A Script program as the Script tool prepares it (its last expression
+/// turned into a `return`): never a panic; code that parses as an async
+/// function body still parses after, with as many statements, and code
+/// that does not is left as it is (the engine reports why).
+pub fn script_code(data: &[u8]) {
+    use toolhost_plugin_script::engine::{parse_body, with_last_expression_returned};
+    let Ok(code) = std::str::from_utf8(data) else { return };
+    if code.len() > 4096 {
+        return;
+    }
+    let rewritten = with_last_expression_returned(code).expect("the rewrite never fails");
+    match parse_body(code) {
+        None => assert_eq!(rewritten, code, "code that does not parse was changed"),
+        Some(before) => {
+            let after = parse_body(&rewritten).unwrap_or_else(|| panic!("the rewrite does not parse: {rewritten:?}"));
+            assert_eq!(before.statements().len(), after.statements().len(), "{code:?} became {rewritten:?}");
+        }
+    }
+}

@@ -146,6 +146,7 @@ targets!(
     read_notebook,
     read_pdf,
     webfetch_html,
+    script_code,
     guest_info,
     guest_output,
     guest_decision,

@@ -317,7 +317,7 @@ fn console_log(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult
 /// later `;`, and starts at the beginning or after a `;`, a line break or a
 /// `}`. Those places are tried, nearest first, until the code with
 /// `return (…)` there has as many statements as before, the last a return.
-fn with_last_expression_returned(code: &str) -> Result<String, String> {
+pub fn with_last_expression_returned(code: &str) -> Result<String, String> {
     use boa_engine::ast::{Spanned, Statement, StatementListItem};
     let Some(body) = parse_body(code) else { return Ok(code.to_string()) };
     let statements = body.statements().len();
@@ -355,7 +355,8 @@ fn with_last_expression_returned(code: &str) -> Result<String, String> {
 /// Places tried for each end of the last expression.
 const MAX_TRIES: usize = 64;
 
-fn parse_body(code: &str) -> Option<boa_engine::ast::function::FunctionBody> {
+/// `code` parsed as the body of an async function (as the script runs).
+pub fn parse_body(code: &str) -> Option<boa_engine::ast::function::FunctionBody> {
     let mut interner = boa_engine::interner::Interner::default();
     let mut parser = boa_engine::parser::Parser::new(Source::from_bytes(code));
     parser.parse_function_body(&mut interner, false, true).ok()
