@@ -74,10 +74,26 @@ pub(crate) fn declaration(spec: &ToolSpec, indent: &str) -> String {
     out
 }
 
-/// The first non-empty line of `text`, within [`MAX_DOC`] characters.
+/// The first paragraph of `text` on one line (descriptions are often
+/// wrapped), cut after its last sentence that ends within [`MAX_DOC`]
+/// characters, else at [`MAX_DOC`].
 fn first_line(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    clip(line)
+    let paragraph: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .flat_map(str::split_whitespace)
+        .collect();
+    let line = paragraph.join(" ");
+    if line.chars().count() <= MAX_DOC {
+        return line;
+    }
+    let within: String = line.chars().take(MAX_DOC).collect();
+    match within.rfind(". ") {
+        Some(end) if end > MAX_DOC / 4 => within[..=end].to_string(),
+        _ => clip(&line),
+    }
 }
 
 fn clip(text: &str) -> String {
@@ -302,11 +318,11 @@ mod tests {
     fn a_tool_is_declared_from_its_schema() {
         let read = spec(
             "Read",
-            "\nReads a file.\nMore lines the declaration leaves out.",
+            "\nReads a file.\n\nMore lines the declaration leaves out.",
             json!({
                 "type": "object",
                 "properties": {
-                    "file_path": {"type": "string", "description": "The absolute path\nand more"},
+                    "file_path": {"type": "string", "description": "The absolute path\nwrapped here.\n\nLeft out."},
                     "limit": {"type": ["number", "null"]},
                     "mode": {"enum": ["a", "b"]},
                     "tags": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
@@ -323,7 +339,7 @@ mod tests {
             declaration(&read, "  "),
             r#"  /** Reads a file. */
   Read(input: {
-    /** The absolute path */
+    /** The absolute path wrapped here. */
     file_path: string;
     limit?: number | null;
     mode?: "a" | "b";
@@ -371,6 +387,10 @@ mod tests {
         let prompt = script_prompt("Own.", &refs, &[]);
         assert!(prompt.len() < MAX_DECLARATIONS + 3 * MAX_DECLARATION, "{}", prompt.len());
         assert!(prompt.contains("not declared here for room") && prompt.contains("T99"));
+        let long = format!("{} Second sentence.", "word ".repeat(60).trim_end());
+        assert_eq!(first_line(&format!("{long} Third.")), format!("{}…", &long[..MAX_DOC]));
+        let sentences = "First one is here. ".repeat(20);
+        assert!(first_line(&sentences).ends_with("here.") && first_line(&sentences).len() <= MAX_DOC);
         let prompt = script_prompt("Own.", &[], &["Later"]);
         assert!(
             prompt.starts_with("Own.\n\nThe tools") && prompt.contains("Deferred tools") && prompt.contains("Later")
