@@ -371,8 +371,8 @@ struct Approving {
 }
 
 impl rmcp::ClientHandler for Approving {
-    fn get_info(&self) -> rmcp::model::ClientInfo {
-        let mut info = rmcp::model::ClientInfo::default();
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
         let mut elicitation = rmcp::model::ElicitationCapability::default();
         elicitation.form = Some(Default::default());
         info.capabilities.elicitation = Some(elicitation);
