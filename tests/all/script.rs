@@ -287,7 +287,11 @@ fn scripts_run_over_mcp() {
     with_served_args(&sb, &[ON], |client, _| async move {
         let tools = client.list_all_tools().await.expect("tools/list");
         let script = tools.iter().find(|t| t.name == "Script").expect("Script listed");
-        assert!(script.description.as_deref().unwrap_or("").contains("Grep(input: {"));
+        let prompt = script.description.as_deref().unwrap_or("");
+        assert!(prompt.contains("Grep(input: {"), "{prompt}");
+        // Over MCP every tool is listed in full and callable at once: the
+        // deferred ones are declared too.
+        assert!(prompt.contains("NotebookEdit(input: {") && !prompt.contains("Deferred tools"), "{prompt}");
         let code = "const t = await tools.Grep({ pattern: 'deadline', output_mode: 'count' }); t.split('\\n')[0]";
         let r = client.call_tool(mcp_call("Script", json!({"code": code}))).await.expect("call");
         assert_ne!(r.is_error, Some(true), "{r:?}");

@@ -123,6 +123,17 @@ impl Host {
     /// offering tools to a model gives those by name only, and lists
     /// ToolSearch (which is in the pool only while some tool is deferred).
     pub fn pool(&self) -> Vec<Arc<LoadedTool>> {
+        self.pool_declaring(false)
+    }
+
+    /// [`Host::pool`] as a front that lists every tool in full offers it
+    /// (MCP, whose sessions may call deferred tools at once): the Script
+    /// tool's prompt declares the deferred tools too.
+    pub fn pool_in_full(&self) -> Vec<Arc<LoadedTool>> {
+        self.pool_declaring(true)
+    }
+
+    fn pool_declaring(&self, deferred_too: bool) -> Vec<Arc<LoadedTool>> {
         let pipeline = &self.inner.pipeline;
         let rules = pipeline.policy().rules();
         let registry = pipeline.registry();
@@ -135,13 +146,13 @@ impl Host {
         let script = pool.iter().position(|t| t.origin == Origin::Builtin && t.spec.name == crate::registry::SCRIPT);
         if let Some(i) = script {
             let deferred = pipeline.deferred(&registry);
+            let later_one = |name: &str| !deferred_too && deferred.contains(name);
             let others = || pool.iter().filter(|t| t.spec.name != crate::registry::SCRIPT);
             let callable: Vec<&crate::registry::ToolSpec> = others()
-                .filter(|t| t.spec.name != crate::registry::TOOL_SEARCH && !deferred.contains(&t.spec.name))
+                .filter(|t| t.spec.name != crate::registry::TOOL_SEARCH && !later_one(&t.spec.name))
                 .map(|t| &t.spec)
                 .collect();
-            let later: Vec<&str> =
-                others().filter(|t| deferred.contains(&t.spec.name)).map(|t| t.spec.name.as_str()).collect();
+            let later: Vec<&str> = others().filter(|t| later_one(&t.spec.name)).map(|t| t.spec.name.as_str()).collect();
             let prompt = crate::registry::declarations::script_prompt(&pool[i].spec.prompt, &callable, &later);
             let spec = crate::registry::ToolSpec { prompt, ..pool[i].spec.clone() };
             pool[i] = Arc::new(pool[i].with_spec(spec));

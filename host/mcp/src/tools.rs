@@ -13,7 +13,7 @@ use toolhost::{Content, Host, ToolResult};
 /// search), so toolhost's ToolSearch is not listed.
 pub fn tools(host: &Host) -> Vec<Tool> {
     let deferred = host.deferred_tools();
-    host.pool()
+    host.pool_in_full()
         .iter()
         .filter(|t| t.spec().name != toolhost::TOOL_SEARCH)
         .map(|t| {
