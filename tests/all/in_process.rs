@@ -20,6 +20,17 @@ fn host(sb: &Sandbox, configure: impl FnOnce(toolhost::HostBuilder) -> toolhost:
     host
 }
 
+/// A cancellation flag, and the thread that sets it after `delay`.
+fn cancelled_after(delay: Duration) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        flag.store(true, Ordering::Relaxed);
+    });
+    (cancel, canceller)
+}
+
 fn tool_use(name: &str, input: serde_json::Value) -> ToolUse {
     ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
 }
@@ -67,12 +78,7 @@ fn cancellation_stops_a_spinning_guest() {
     let sb = Sandbox::new();
     let host = host(&sb, |b| b.timeout(Duration::from_secs(60)).mode(toolhost::PermissionMode::BypassPermissions));
     let session = host.ephemeral_session();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        flag.store(true, Ordering::Relaxed);
-    });
+    let (cancel, canceller) = cancelled_after(Duration::from_millis(200));
     let started = Instant::now();
     let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
     let r = host.call(&session, &tool_use("Adversary", json!({"action": "loop"})), &options);
@@ -161,12 +167,7 @@ fn the_library_runs_scripts_and_cancels_them_with_their_calls() {
     let r = host.call(&session, &tool_use(toolhost::SCRIPT, json!({ "code": code })), &CallOptions::default());
     assert_eq!((r.is_error, r.text()), (false, "true".to_string()), "{r:?}");
     // Cancelling the Script call stops the program and the calls it waits on.
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        flag.store(true, Ordering::Relaxed);
-    });
+    let (cancel, canceller) = cancelled_after(Duration::from_millis(300));
     let started = Instant::now();
     let code = "await Promise.all([tools.Adversary({ action: 'loop' }), tools.Adversary({ action: 'loop' })])";
     let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };

@@ -135,7 +135,7 @@ impl InnerCalls for ScriptRun {
         }
     }
 
-    fn stop(&self, _why: &str) {
+    fn stop(&self) {
         self.executor.discard();
         self.lock().going.clear();
     }

@@ -21,13 +21,8 @@ mod wit {
 
 use wit::toolhost::script::tools;
 
-/// How a started call ended, for the script.
-pub(crate) struct Finished {
-    pub id: u32,
-    pub is_error: bool,
-    pub text: String,
-    pub structured: Option<String>,
-}
+/// How a started call ended, for the script (the interface's record).
+pub(crate) use wit::toolhost::script::tools::Finished;
 
 /// What waiting for the script's calls gave.
 pub(crate) enum Waited {
@@ -46,7 +41,7 @@ pub(crate) trait InnerCalls: Send + Sync {
     /// Waits up to `wait` for a started call to end.
     fn next(&self, wait: Duration) -> Waited;
     /// Stops every call still going on (the script was stopped).
-    fn stop(&self, why: &str);
+    fn stop(&self);
 }
 
 /// How often a waiting script checks its deadline and cancellation.
@@ -69,22 +64,12 @@ impl tools::Host for CallView<'_> {
             // the epoch deadline cannot stop it here): its calls are stopped
             // with it.
             if let Some(why) = stopped(deadline, cancel.as_deref()) {
-                calls.stop(match why {
-                    Interrupted::Timeout(_) => "The script that made this call ran out of time.",
-                    Interrupted::Cancelled => "The script that made this call was cancelled.",
-                });
+                calls.stop();
                 return Err(wasmtime::Error::new(why));
             }
             let wait = deadline.map_or(CHECK_EVERY, |(at, _)| at.saturating_duration_since(Instant::now()));
             match calls.next(wait.min(CHECK_EVERY)) {
-                Waited::Finished(f) => {
-                    return Ok(Some(tools::Finished {
-                        id: f.id,
-                        is_error: f.is_error,
-                        text: f.text,
-                        structured: f.structured,
-                    }));
-                }
+                Waited::Finished(f) => return Ok(Some(f)),
                 Waited::Idle => return Ok(None),
                 Waited::Pending => {}
             }

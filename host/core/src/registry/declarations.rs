@@ -119,13 +119,18 @@ fn key(name: &str) -> String {
 /// The declaration of a tool called `name` taking `input` (the fuzz
 /// target's entry).
 pub fn declaration_of(name: &str, input: &Value) -> String {
-    let spec = ToolSpec {
+    declaration(&bare_spec(name, input.clone()), "")
+}
+
+/// A tool called `name` taking `input`, described by nothing else.
+fn bare_spec(name: &str, input: Value) -> ToolSpec {
+    ToolSpec {
         name: name.into(),
         aliases: Vec::new(),
         description: String::new(),
         prompt: String::new(),
         search_hint: None,
-        input_schema: input.clone(),
+        input_schema: input,
         output_schema: None,
         max_result_size_chars: None,
         should_defer: false,
@@ -138,8 +143,7 @@ pub fn declaration_of(name: &str, input: &Value) -> String {
         reuse_instance: false,
         validates_input: true,
         checks_permissions: true,
-    };
-    declaration(&spec, "")
+    }
 }
 
 /// The TypeScript type of `schema` (within `root`, for `$ref`s), its
@@ -292,26 +296,7 @@ mod tests {
     use serde_json::json;
 
     fn spec(name: &str, prompt: &str, input: Value, output: Option<Value>) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            aliases: Vec::new(),
-            description: "short".into(),
-            prompt: prompt.into(),
-            search_hint: None,
-            input_schema: input,
-            output_schema: output,
-            max_result_size_chars: None,
-            should_defer: false,
-            always_load: false,
-            cancel_on_interrupt: true,
-            enabled: true,
-            hints: Default::default(),
-            inputs: Default::default(),
-            cancels_siblings: false,
-            reuse_instance: false,
-            validates_input: true,
-            checks_permissions: true,
-        }
+        ToolSpec { description: "short".into(), prompt: prompt.into(), output_schema: output, ..bare_spec(name, input) }
     }
 
     #[test]
