@@ -9,13 +9,15 @@
 //! A row is either a schema fact:
 //!   `{"fact", "source", "schema": TOOL, "pointer": "/properties/x/type", "equals": JSON}`
 //!   (`"absent": true` instead of `equals`: nothing is at the pointer), or a call:
-//!   `{"fact", "source", "files": {PATH: TEXT | {"base64"} | {"repeat", "times"}},
+//!   `{"fact", "source", "files": {PATH: TEXT | {"base64"} | {"repeat", "times"} | {"text", "length"}},
 //!     "before": [{"tool", "input", "capture": {NAME: REGEX}}], "call": {"tool", "input"},
 //!     "mode": MODE, "is_error": BOOL, "text" | "contains" | "matches": …, "file": {"path", "text"}}`.
 //!   Each call row runs in a fresh workspace and session, in `bypassPermissions`
 //!   unless it names a mode. `{ws}` in any string is the workspace's path; a
 //!   `capture` of a `before` call takes the first group of REGEX from that
-//!   call's text, and `{NAME}` in later strings is replaced by it.
+//!   call's text, and `{NAME}` in later strings is replaced by it. A file
+//!   `{"text", "length"}` is TEXT followed by NUL bytes up to LENGTH, made
+//!   sparse (a size limit's case without writing the bytes).
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -89,6 +91,12 @@ fn make_files(root: &Path, files: &Value) {
                 .expect("repeat text")
                 .repeat(o["times"].as_u64().expect("times") as usize)
                 .into_bytes(),
+            Value::Object(o) if o.contains_key("length") => {
+                std::fs::write(&path, o["text"].as_str().expect("text")).expect("write file");
+                let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");
+                file.set_len(o["length"].as_u64().expect("length")).expect("extend file");
+                continue;
+            }
             other => panic!("file {rel}: unknown content {other}"),
         };
         std::fs::write(&path, bytes).expect("write file");

@@ -177,6 +177,16 @@ fn read_text(input: &ReadInput, ctx: &Context, path: &Path, ext: &str) -> Result
     }
     let cap = TokenCap::for_extension(ext.trim_start_matches('.'));
     let selection = Selection { offset: input.offset, limit: input.limit };
+    // A range of a file larger than the range cap is measured before any of
+    // it is shown.
+    if input.limit.is_some() && meta.len() > text::MAX_SELECTED_BYTES {
+        let over = text::selection_exceeds(&mut file, selection, text::MAX_SELECTED_BYTES)
+            .map_err(|e| io_error(ctx, path, &e))?;
+        if over {
+            return Err(too_large(range_too_large(input.allow_large_hint())));
+        }
+        file = std::fs::File::open(path).map_err(|e| io_error(ctx, path, &e))?;
+    }
     let mut stream = ctx.output();
     let outcome = text::render(file, selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut |t| stream.append(t))
         .map_err(|e| io_error(ctx, path, &e))?;
@@ -253,6 +263,15 @@ pub fn file_too_large(size: u64, hint: &str) -> String {
     )
 }
 
+/// The error for a line range over the range cap, with the `allow_large` hint.
+pub fn range_too_large(hint: &str) -> String {
+    format!(
+        "The requested line range contains over {} of text, more than a read can return. Use a smaller limit — or, \
+         if a single line is this large, no limit will fit it: search for specific content instead.{hint}",
+        format_file_size(text::MAX_SELECTED_BYTES)
+    )
+}
+
 /// The token cap's error, with the `allow_large` hint.
 pub fn too_many_tokens(tokens: u64, hint: &str) -> String {
     format!(
@@ -285,17 +304,20 @@ fn streamed_len(chunk: &[u8]) -> u64 {
 
 /// A notebook: its cells and outputs, within the size and token caps.
 fn read_notebook(input: &ReadInput, ctx: &Context, path: &Path) -> Result<Output, ToolError> {
+    // A notebook is parsed whole: past 100 MB it is not read at all.
+    let size = std::fs::metadata(path).map_err(|e| io_error(ctx, path, &e))?.len();
+    if size > MAX_NOTEBOOK_BYTES {
+        return Err(too_large(format!(
+            "Notebook file exceeds the maximum size this tool can read ({}). {JQ_HINTS}",
+            format_file_size(MAX_NOTEBOOK_BYTES)
+        )));
+    }
     let bytes = std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?;
     let cells = notebook::parse(&bytes).map_err(invalid)?;
     let json = notebook::cells_json(&cells);
     if json.len() as u64 > MAX_SIZE_BYTES {
-        // 2.1.328 names the file with a placeholder, not its path.
         return Err(too_large(format!(
-            "Notebook content ({}) exceeds maximum allowed size ({}). Use Bash with jq to read specific portions:\n  \
-             cat <notebook_path> | jq '.cells[:20]' # First 20 cells\n  \
-             cat <notebook_path> | jq '.cells[100:120]' # Cells 100-120\n  \
-             cat <notebook_path> | jq '.cells | length' # Count total cells\n  \
-             cat <notebook_path> | jq '.cells[] | select(.cell_type==\"code\") | .source' # All code sources",
+            "Notebook content ({}) exceeds maximum allowed size ({}). {JQ_HINTS}",
             format_file_size(json.len() as u64),
             format_file_size(MAX_SIZE_BYTES)
         )));
@@ -307,6 +329,17 @@ fn read_notebook(input: &ReadInput, ctx: &Context, path: &Path) -> Result<Output
     fs::record_read_range(ctx, path, &meta, input.offset.unwrap_or(1), input.limit, None)?;
     Ok(Output { content: notebook::to_content(&cells), ..Output::default() })
 }
+
+/// The largest notebook read (2.1.328).
+const MAX_NOTEBOOK_BYTES: u64 = 100 * 1024 * 1024;
+
+/// How to read a notebook too large for Read in parts (2.1.328 names the
+/// file with a placeholder, not its path).
+const JQ_HINTS: &str = "Use Bash with jq to read specific portions:\n  \
+     cat <notebook_path> | jq '.cells[:20]' # First 20 cells\n  \
+     cat <notebook_path> | jq '.cells[100:120]' # Cells 100-120\n  \
+     cat <notebook_path> | jq '.cells | length' # Count total cells\n  \
+     cat <notebook_path> | jq '.cells[] | select(.cell_type==\"code\") | .source' # All code sources";
 
 /// An image, sent as it is: Claude Code without an image processor. It
 /// refuses what it could not send unresized.

@@ -371,6 +371,111 @@ impl<'s> Renderer<'s> {
     }
 }
 
+/// Most bytes of text a read with a `limit` may select, in UTF-8 with `\n`
+/// between lines (2.1.328: 128 bytes for each token of the cap, 3.2 MB).
+pub const MAX_SELECTED_BYTES: u64 = MAX_TOKENS * 128;
+
+/// Whether the lines `selection` picks from `file` hold more than `max`
+/// bytes of text, counted as Claude Code counts them while it reads: each
+/// selected line's bytes once decoded (an invalid sequence as U+FFFD, three
+/// bytes), without the `\r` before its `\n`, plus one for each `\n` between
+/// them. It stops at the first byte over, so a huge line is never held whole.
+pub fn selection_exceeds(mut file: impl io::Read, selection: Selection, max: u64) -> io::Result<bool> {
+    let start = selection.offset.unwrap_or(1).saturating_sub(1);
+    let end = selection.limit.map_or(u64::MAX, |l| start.saturating_add(l));
+    let mut buf = vec![0u8; READ_CHUNK];
+    // Bytes carried from the last chunk: an incomplete UTF-8 sequence.
+    let mut carry = 0usize;
+    let (mut index, mut selected, mut line, mut first) = (0u64, 0u64, 0u64, true);
+    let mut line_ends_in_cr = false;
+    loop {
+        let read = file.read(&mut buf[carry..])?;
+        let eof = read == 0;
+        let mut data = &buf[..carry + read];
+        if first && !eof && data.len() < 3 {
+            // Not yet enough to tell whether a byte order mark starts the file.
+            carry = data.len();
+            continue;
+        }
+        if first {
+            first = false;
+            data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+        }
+        // Count only what decodes now: an incomplete sequence at the end
+        // waits for the next read, unless the file ends there.
+        let whole = if eof { data.len() } else { complete_prefix(data) };
+        let mut rest = &data[..whole];
+        while !rest.is_empty() && index < end {
+            let (piece, ends_line) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (&rest[..i], true),
+                None => (rest, false),
+            };
+            if index >= start {
+                let bytes = decoded_len(piece);
+                if !piece.is_empty() {
+                    line_ends_in_cr = piece.ends_with(b"\r");
+                }
+                line += bytes;
+                let separator = u64::from(index > start);
+                // A `\r` that a `\n` may still follow is not counted yet.
+                let cr = u64::from(line_ends_in_cr && (ends_line || !eof));
+                if selected + separator + line - cr > max {
+                    return Ok(true);
+                }
+                if ends_line {
+                    selected += separator + line - cr;
+                }
+            }
+            if ends_line {
+                index += 1;
+                line = 0;
+                line_ends_in_cr = false;
+                rest = &rest[piece.len() + 1..];
+            } else {
+                rest = &[];
+            }
+        }
+        if eof {
+            // The last line, with nothing after it, keeps its `\r`.
+            let separator = u64::from(index > start);
+            return Ok(index >= start && index < end && selected + separator + line > max);
+        }
+        if index >= end {
+            return Ok(false);
+        }
+        let left = data.len() - whole;
+        let from = carry + read - left;
+        buf.copy_within(from..carry + read, 0);
+        carry = left;
+    }
+}
+
+/// The length of `data` without a UTF-8 sequence its end cuts short.
+fn complete_prefix(data: &[u8]) -> usize {
+    for back in 1..=data.len().min(3) {
+        let at = data.len() - back;
+        let lead = data[at];
+        if lead & 0xC0 != 0x80 {
+            let need = match lead {
+                0xF0.. => 4,
+                0xE0.. => 3,
+                0xC0.. => 2,
+                _ => 1,
+            };
+            return if need > back { at } else { data.len() };
+        }
+    }
+    data.len()
+}
+
+/// The length in bytes of `bytes` once decoded, invalid sequences as U+FFFD.
+fn decoded_len(bytes: &[u8]) -> u64 {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(_) => bytes.len() as u64,
+        Err(_) => String::from_utf8_lossy(bytes).len() as u64,
+    }
+}
+
 /// What stands in place of an empty file (2.1.328; 2.1.88 showed the
 /// shorter-than-offset reminder, with 1 line).
 pub const EMPTY_FILE: &str = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
@@ -669,5 +774,54 @@ mod tests {
             whole.enumerate().map(|(i, l)| format!("{}\t{}", i + 3, l.strip_suffix('\r').unwrap_or(l))).collect();
         assert_eq!(reader(None), Outcome::Lines(expected.join("\n")));
         assert_eq!(reader(Some(2)), Outcome::Lines(expected[..2].join("\n")));
+    }
+
+    #[test]
+    fn the_range_cap_counts_selected_text_as_decoded() {
+        struct Slow<'a>(&'a [u8], usize);
+        impl io::Read for Slow<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = out.len().min(self.0.len()).min(self.1);
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        // A BOM, CRLF, characters of two to four bytes, an invalid byte, and a
+        // last line without `\n` that ends in `\r`.
+        let body = b"\xEF\xBB\xBFab\r\n\xC3\xA9\xF0\x9F\x98\x80\n\xFFx\n\nlast\r";
+        // The selected lines' bytes as decoded, `\r` dropped before `\n`.
+        let reference = |offset: u64, limit: u64| -> u64 {
+            let text = String::from_utf8_lossy(&body[3..]).into_owned();
+            let lines: Vec<&str> = text.split('\n').collect();
+            let last = lines.len() - 1;
+            let picked: Vec<u64> = (0..lines.len())
+                .skip(offset as usize - 1)
+                .take(limit as usize)
+                .map(|i| if i == last { lines[i].len() } else { lines[i].strip_suffix('\r').unwrap_or(lines[i]).len() } as u64)
+                .collect();
+            picked.iter().sum::<u64>() + picked.len().saturating_sub(1) as u64
+        };
+        for piece in [1, 2, 3, 5, 64] {
+            for offset in 1..=5 {
+                for limit in 1..=5 {
+                    let bytes = reference(offset, limit);
+                    let selection = Selection { offset: Some(offset), limit: Some(limit) };
+                    let exceeds = |max| selection_exceeds(Slow(body, piece), selection, max).unwrap();
+                    assert!(!exceeds(bytes), "{offset}+{limit} by {piece}: {bytes} bytes fit");
+                    if bytes > 0 {
+                        assert!(
+                            exceeds(bytes - 1),
+                            "{offset}+{limit} by {piece}: {bytes} bytes are over {}",
+                            bytes - 1
+                        );
+                    }
+                }
+            }
+        }
+        // One huge line is refused without being read to its end.
+        let huge = "z".repeat(1 << 20);
+        let selection = Selection { offset: None, limit: Some(1) };
+        assert!(selection_exceeds(huge.as_bytes(), selection, 1000).unwrap());
     }
 }
