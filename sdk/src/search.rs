@@ -11,7 +11,8 @@ use crate::{ErrorKind, ToolError};
 pub use wit::{Query, SearchError, SearchMode};
 
 /// What `rg` prints on stdout for `query`. Arguments ripgrep refuses (a bad
-/// pattern, glob or type) print nothing, as with `rg`: an empty output.
+/// pattern, glob or type) are an error that quotes ripgrep's explanation, as
+/// Claude Code 2.1.328's Grep reports them.
 pub fn run(query: &Query) -> Result<Vec<u8>, ToolError> {
     answer(wit::run(query))
 }
@@ -22,7 +23,7 @@ pub fn run(query: &Query) -> Result<Vec<u8>, ToolError> {
 pub fn answer(result: Result<Vec<u8>, SearchError>) -> Result<Vec<u8>, ToolError> {
     match result {
         Ok(out) => Ok(out),
-        Err(SearchError::Invalid(_)) => Ok(Vec::new()),
+        Err(SearchError::Invalid(why)) => Err(refused(&format!("rg: {why}"))),
         Err(SearchError::NotPermitted(root)) => Err(ToolError::permission_denied(format!(
             "{root} is outside the directories this call may read; search inside the working directory."
         ))),
@@ -37,4 +38,21 @@ pub fn answer(result: Result<Vec<u8>, SearchError>) -> Result<Vec<u8>, ToolError
             Err(ToolError::io("The search was stopped: the call's time ran out or it was cancelled."))
         }
     }
+}
+
+/// The error for arguments ripgrep refuses before searching: its message
+/// (`stderr`, as `rg` prints it), trimmed and cut to 2,000 UTF-16 code units.
+pub fn refused(stderr: &str) -> ToolError {
+    let mut why = String::new();
+    let mut units = 0;
+    for c in stderr.trim_matches(crate::fs::is_js_whitespace).chars() {
+        units += c.len_utf16();
+        if units > 2000 {
+            break;
+        }
+        why.push(c);
+    }
+    ToolError::invalid_input(format!(
+        "Search failed — ripgrep rejected the pattern, glob, or file type without searching:\n{why}"
+    ))
 }

@@ -108,8 +108,10 @@ impl Options<'_> {
 
 /// What `rg` prints on stdout for `query`.
 pub fn run(query: &Query, options: &Options<'_>) -> Result<Vec<u8>, Error> {
-    let matcher = matcher(query)?;
+    // ripgrep checks the file type, then the globs, then the pattern: the
+    // first it refuses is the one it reports.
     let walker = walker(query, options.skip.clone())?;
+    let matcher = matcher(query)?;
     let single_file = query.root.is_file();
     let opener = Opener::new(&options.confinement);
     let shared = Shared {
@@ -482,6 +484,15 @@ fn searcher(query: &Query, single_file: bool, max_buffer: usize) -> Searcher {
 /// read from `cwd`.
 fn walker(query: &Query, skip: Skip) -> Result<impl Iterator<Item = PathBuf> + use<>, Error> {
     let invalid = |e: ignore::Error| Error::Invalid(e.to_string());
+    let types = match query.file_type.as_deref().filter(|t| !t.is_empty()) {
+        Some(ty) => {
+            let mut types = ignore::types::TypesBuilder::new();
+            types.add_defaults();
+            types.select(ty);
+            Some(types.build().map_err(invalid)?)
+        }
+        None => None,
+    };
     let mut overrides = ignore::overrides::OverrideBuilder::new(&query.cwd);
     for dir in VCS_DIRECTORIES {
         overrides.add(&format!("!{dir}")).map_err(invalid)?;
@@ -496,13 +507,10 @@ fn walker(query: &Query, skip: Skip) -> Result<impl Iterator<Item = PathBuf> + u
         // directory: read .gitignore files whether or not one is found.
         .require_git(false)
         .overrides(overrides.build().map_err(invalid)?)
-        .sort_by_file_name(|a, b| a.cmp(b))
+        .sort_by_file_path(path_order)
         .filter_entry(move |e| !skip(e.path(), e.file_type().is_some_and(|t| t.is_dir())));
-    if let Some(ty) = query.file_type.as_deref().filter(|t| !t.is_empty()) {
-        let mut types = ignore::types::TypesBuilder::new();
-        types.add_defaults();
-        types.select(ty);
-        builder.types(types.build().map_err(invalid)?);
+    if let Some(types) = types {
+        builder.types(types);
     }
     Ok(builder
         .build()
@@ -513,6 +521,31 @@ fn walker(query: &Query, skip: Skip) -> Result<impl Iterator<Item = PathBuf> + u
             file_type.is_some_and(|t| t.is_file()) || (e.depth() == 0 && !file_type.is_some_and(|t| t.is_dir()))
         })
         .map(ignore::DirEntry::into_path))
+}
+
+/// The order of two entries of one directory such that a depth-first walk
+/// visits files in the order of their whole paths as strings (Claude Code
+/// 2.1.328 sorts Grep's content by path): by name, a directory's name
+/// compared as if it ended in `/`. That matters only when one name starts
+/// with the other (`a` and `a.txt`), the one case that looks at the disk.
+fn path_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let (Some(x), Some(y)) = (a.file_name(), b.file_name()) else { return a.cmp(b) };
+    let (x, y) = (x.as_bytes(), y.as_bytes());
+    let common = x.len().min(y.len());
+    if x[..common] != y[..common] || x.len() == y.len() {
+        return x.cmp(y);
+    }
+    // One name is the other's start: the shorter goes on with `/` if it
+    // is a directory, else it ends first.
+    let (short, long_next) = if x.len() < y.len() { (a, y[common]) } else { (b, x[common]) };
+    // The walk does not follow links: a link to a directory is a file here.
+    let short_is_dir = short.symlink_metadata().is_ok_and(|m| m.is_dir());
+    let short_first = !short_is_dir || b'/' < long_next;
+    match (short_first, x.len() < y.len()) {
+        (true, true) | (false, false) => std::cmp::Ordering::Less,
+        (true, false) | (false, true) => std::cmp::Ordering::Greater,
+    }
 }
 
 /// Stops at the first match.
@@ -579,6 +612,25 @@ mod tests {
     }
 
     #[test]
+    fn files_come_in_the_order_of_their_whole_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // A directory `a` beside files whose names start with `a`: its files
+        // come after `a.txt` and `a-b` (`.`, `-` < `/`) and before `a0`.
+        for name in ["a/z.txt", "a.txt", "a-b", "a0", "ab/c", "b", "a/b/c", "A"] {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "x\n").unwrap();
+        }
+        let out = run(&query(&root, "x", Mode::FilesWithMatches), &options(3, Confinement::Ambient)).unwrap();
+        let paths: Vec<String> = String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
+        let mut sorted = paths.clone();
+        sorted.sort();
+        assert_eq!(paths, sorted, "walk order is path order");
+        assert_eq!(paths.len(), 8);
+    }
+
+    #[test]
     fn every_thread_count_prints_what_one_thread_prints() {
         let dir = tree();
         let root = dir.path().canonicalize().unwrap();
@@ -634,10 +686,30 @@ mod tests {
         let dir = tree();
         let root = dir.path().canonicalize().unwrap();
         let bad = |q: Query| run(&q, &options(2, Confinement::Ambient)).unwrap_err();
-        assert!(matches!(bad(query(&root, "(", Mode::Count)), Error::Invalid(_)));
-        let mut q = query(&root, "x", Mode::Count);
-        q.file_type = Some("no-such-type".into());
-        assert!(matches!(bad(q), Error::Invalid(_)));
+        // What ripgrep 14.1.1 prints after `rg: ` for each (checked against
+        // the binary Claude Code ships), the file type first, then the globs,
+        // then the pattern, as it checks them.
+        let invalid = |why: &str| Error::Invalid(why.to_string());
+        assert_eq!(
+            bad(query(&root, "(", Mode::Count)),
+            invalid("regex parse error:\n    (?:()\n    ^\nerror: unclosed group")
+        );
+        assert_eq!(
+            bad(query(&root, "a{2", Mode::Content)),
+            invalid("regex parse error:\n    (?:a{2)\n        ^^\nerror: unclosed counted repetition")
+        );
+        assert_eq!(
+            bad(query(&root, r"(?i)\w{1000}{100}", Mode::Count)),
+            invalid("compiled regex exceeds size limit of 104857600")
+        );
+        let mut q = query(&root, "(", Mode::Count);
+        q.globs = vec!["{a".into()];
+        assert_eq!(
+            bad(q.clone()),
+            invalid("error parsing glob '{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)")
+        );
+        q.file_type = Some("nosuch".into());
+        assert_eq!(bad(q), invalid("unrecognized file type: nosuch"));
         let mut small = options(2, Confinement::Ambient);
         small.max_output = 100;
         assert!(matches!(run(&query(&root, "line", Mode::Content), &small), Err(Error::TooLarge(_))));

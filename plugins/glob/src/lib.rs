@@ -76,7 +76,7 @@ impl Tool for Glob {
         if !fs::is_allowed(ctx, &root, Access::Read) {
             return Err(fs::outside(ctx, &root));
         }
-        let found = find(Path::new(ctx.cwd()), &root, &pattern, &fs::hidden_paths());
+        let found = find(Path::new(ctx.cwd()), &root, &pattern, &fs::hidden_paths())?;
         let filenames: Vec<String> =
             found.paths.iter().map(|p| fs::to_relative_path(ctx.cwd(), &p.to_string_lossy())).collect();
         let mut text = if filenames.is_empty() { "No files found".to_string() } else { filenames.join("\n") };
@@ -184,12 +184,13 @@ pub struct Found {
 /// name at any depth, one with a slash is anchored at `cwd`), no ignore files
 /// consulted, hidden files included, symlinks not followed, `hidden` paths
 /// skipped; sorted by modification time, oldest first. A pattern ripgrep
-/// would refuse matches nothing.
-pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) -> Found {
+/// refuses is an error quoting ripgrep's explanation, as 2.1.328 reports it.
+pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) -> Result<Found, ToolError> {
     let mut overrides = ignore::overrides::OverrideBuilder::new(cwd);
-    let Ok(overrides) = overrides.add(pattern).and_then(|o| o.build()) else {
-        return Found { paths: Vec::new(), truncated: false, total: 0 };
-    };
+    let overrides = overrides
+        .add(pattern)
+        .and_then(|o| o.build())
+        .map_err(|e| toolhost_sdk::search::refused(&format!("rg: {e}")))?;
     let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
         .standard_filters(false)
@@ -212,7 +213,7 @@ pub fn find(cwd: &Path, root: &Path, pattern: &str, hidden: &fs::HiddenPaths) ->
     let total = hits.len();
     let truncated = total > MAX_RESULTS;
     hits.truncate(MAX_RESULTS);
-    Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated, total }
+    Ok(Found { paths: hits.into_iter().map(|(_, p)| p).collect(), truncated, total })
 }
 
 // What the built-in needs, stamped like any component's requests (the
@@ -259,17 +260,21 @@ mod tests {
         at(&dir, ".hidden/h.rs", 1_500_000);
         at(&dir, ".git/x.rs", 2_500_000);
         let none = fs::HiddenPaths::default();
-        let found = find(&dir, &dir, "**/*.rs", &none);
+        let found = find(&dir, &dir, "**/*.rs", &none).unwrap();
         let names: Vec<_> = found.paths.iter().map(|p| p.strip_prefix(&dir).unwrap().to_str().unwrap()).collect();
         assert_eq!(names, ["top.rs", ".hidden/h.rs", "src/ignored.rs", ".git/x.rs", "src/new.rs"]);
         // No slash: a name at any depth.
-        assert_eq!(find(&dir, &dir, "new.rs", &none).paths, [dir.join("src/new.rs")]);
-        assert_eq!(find(&dir, &dir, "*.rs", &none).paths.len(), 5);
+        assert_eq!(find(&dir, &dir, "new.rs", &none).unwrap().paths, [dir.join("src/new.rs")]);
+        assert_eq!(find(&dir, &dir, "*.rs", &none).unwrap().paths.len(), 5);
         // A slash anchors at the working directory, even when searching below it.
-        assert_eq!(find(&dir, &dir.join("src"), "src/*.rs", &none).paths.len(), 2);
-        assert!(find(&dir, &dir.join("src"), "*.txt", &none).paths.is_empty());
-        // A pattern ripgrep refuses finds nothing.
-        assert!(find(&dir, &dir, "a/**b/[", &none).paths.is_empty());
+        assert_eq!(find(&dir, &dir.join("src"), "src/*.rs", &none).unwrap().paths.len(), 2);
+        assert!(find(&dir, &dir.join("src"), "*.txt", &none).unwrap().paths.is_empty());
+        // A pattern ripgrep refuses: its message (ripgrep 14.1.1's).
+        assert_eq!(
+            find(&dir, &dir, "{a", &none).unwrap_err().message,
+            "Search failed — ripgrep rejected the pattern, glob, or file type without searching:\nrg: error parsing \
+             glob '{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -294,7 +299,7 @@ mod tests {
         for i in 0..105u64 {
             at(&dir, &format!("f{i:03}.txt"), 1_000_000 + i);
         }
-        let found = find(&dir, &dir, "*.txt", &fs::HiddenPaths::default());
+        let found = find(&dir, &dir, "*.txt", &fs::HiddenPaths::default()).unwrap();
         assert!(found.truncated);
         assert_eq!(found.total, 105);
         assert_eq!(found.paths.len(), MAX_RESULTS);

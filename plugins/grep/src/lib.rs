@@ -238,7 +238,7 @@ pub fn search(root: &Path, input: &GrepInput, hidden: &fs::HiddenPaths) -> Resul
 /// Searches `root` as Claude Code's Grep does from the working directory
 /// `cwd`: ripgrep's output lines, paged by `head_limit`/`offset`, paths made
 /// relative to `cwd`, and the texts around them. A pattern, glob, type or
-/// context ripgrep refuses finds nothing, as there.
+/// context ripgrep refuses is an error quoting ripgrep's explanation.
 pub fn search_in(
     cwd: &Path,
     root: &Path,
@@ -266,12 +266,13 @@ pub fn search_in(
         OutputMode::Content if input.only_matching == Some(true) => {
             // Every line is needed: a line gives any number of matches.
             let lines = ripgrep(cwd, root, input, hidden, mode, None)?;
-            let lines = only_matching::parts(lines, input, root.is_file());
+            let lines = numbered_lines::parts(lines, input, root.is_file());
             total = lines.len();
             page.apply(relativize_content(lines, &relative))
         }
         OutputMode::Content => {
             let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
+            let lines = numbered_lines::shown_lines(lines, input, root.is_file());
             total = lines.len();
             page.apply(relativize_content(lines, &relative))
         }
@@ -470,10 +471,7 @@ fn ripgrep(
     mode: OutputMode,
     enough: Option<usize>,
 ) -> Result<Vec<String>, ToolError> {
-    let stdout = match ripgrep_query(cwd, root, input, mode, enough) {
-        Some(query) => engine::run(query, hidden)?,
-        None => Vec::new(),
-    };
+    let stdout = engine::run(ripgrep_query(cwd, root, input, mode, enough)?, hidden)?;
     Ok(String::from_utf8_lossy(&stdout)
         .trim_matches(fs::is_js_whitespace)
         .split('\n')
@@ -483,34 +481,41 @@ fn ripgrep(
         .collect())
 }
 
-/// A context length as ripgrep parses it: a non-negative integer.
-fn context_len(n: Option<f64>) -> Option<u32> {
+/// A context length as ripgrep parses the number Claude Code passes it (in
+/// JavaScript's decimal form): a whole number of 0 or more (a very large one
+/// covers any file, so it is held at `u32::MAX`); anything else is refused
+/// with ripgrep's message for `flag`.
+fn context_len(n: Option<f64>, flag: &str) -> Result<u32, ToolError> {
     match n {
-        None => Some(0),
-        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX) => Some(n as u32),
-        Some(_) => None,
+        None => Ok(0),
+        // From 1e21 on, JavaScript writes a number with an exponent.
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 1e21 => Ok(n.min(f64::from(u32::MAX)) as u32),
+        Some(_) => Err(search::refused(&format!(
+            "rg: error parsing flag {flag}: value is not a valid number: invalid digit found in string"
+        ))),
     }
 }
 
-/// The arguments Claude Code's Grep gives `rg` for `input`, or `None` where
-/// ripgrep refuses a number before searching (and prints nothing).
+/// The arguments Claude Code's Grep gives `rg` for `input`, or the error
+/// ripgrep gives for a number it refuses before searching.
 fn ripgrep_query(
     cwd: &Path,
     root: &Path,
     input: &GrepInput,
     mode: OutputMode,
     enough: Option<usize>,
-) -> Option<search::Query> {
+) -> Result<search::Query, ToolError> {
     let only_matching = mode == OutputMode::Content && input.only_matching == Some(true);
     // -C/context win over -B/-A; context over -C.
     let (before, after) = match mode {
         OutputMode::Content => match input.context.or(input.context_short) {
-            Some(c) => (context_len(Some(c))?, context_len(Some(c))?),
-            None => (context_len(input.before)?, context_len(input.after)?),
+            Some(c) => (context_len(Some(c), "-C")?, context_len(Some(c), "-C")?),
+            // Passed in this order: the first refused is the one reported.
+            None => (context_len(input.before, "-B")?, context_len(input.after, "-A")?),
         },
         OutputMode::FilesWithMatches | OutputMode::Count => (0, 0),
     };
-    Some(search::Query {
+    Ok(search::Query {
         pattern: input.pattern.clone(),
         root: root.to_string_lossy().into_owned(),
         cwd: cwd.to_string_lossy().into_owned(),
@@ -521,14 +526,16 @@ fn ripgrep_query(
         },
         case_insensitive: input.case_insensitive.unwrap_or(false),
         multiline: input.multiline.unwrap_or(false),
-        // Matched parts need the lines whole and numbered (they are taken
-        // apart, numbers dropped after where not asked for).
-        line_numbers: mode == OutputMode::Content && (input.line_numbers.unwrap_or(true) || only_matching),
+        // Content lines come numbered, to be taken apart (numbers are
+        // dropped after where not asked for), matched parts whole, other
+        // lines cut by ripgrep only where they are surely over the limit: a
+        // UTF-16 unit is at most three bytes.
+        line_numbers: mode == OutputMode::Content,
         before,
         after,
         globs: split_globs(input.glob.as_deref().unwrap_or("")).into_iter().map(str::to_owned).collect(),
         file_type: input.file_type.clone().filter(|t| !t.is_empty()),
-        max_columns: (!only_matching).then_some(MAX_COLUMNS),
+        max_columns: (!only_matching).then_some(3 * MAX_COLUMNS),
         enough_lines: enough.map(|e| e as u64),
     })
 }
@@ -573,7 +580,7 @@ mod engine {
 /// compiled again here, as ripgrep compiles it (the same regex engine, `^`
 /// and `$` at line ends), and run over each match line, or in multiline
 /// mode over each run of adjacent match lines.
-mod only_matching {
+mod numbered_lines {
     use super::{GrepInput, MAX_COLUMNS};
 
     /// A line of ripgrep's numbered content output, taken apart.
@@ -639,6 +646,41 @@ mod only_matching {
         }
     }
 
+    /// `path:N:text` or the like, `N` left out unless line numbers were asked for.
+    fn format(numbers: bool, path: &str, number: u64, sep: char, text: &str) -> String {
+        let path = if path.is_empty() { String::new() } else { format!("{path}{sep}") };
+        if numbers { format!("{path}{number}{sep}{text}") } else { format!("{path}{text}") }
+    }
+
+    /// Content lines as 2.1.328 shows them (ripgrep's lines come numbered,
+    /// and cut by ripgrep only past three times the limit, in bytes): a
+    /// line over 500 characters replaced by its note, line numbers dropped
+    /// when not asked for.
+    pub(super) fn shown_lines(lines: Vec<String>, input: &GrepInput, single_file: bool) -> Vec<String> {
+        let numbers = input.line_numbers.unwrap_or(true);
+        let mut out = Vec::with_capacity(lines.len());
+        for group in lines.split(|l| l == "--") {
+            if !out.is_empty() {
+                out.push("--".to_string());
+            }
+            let match_paths: Vec<&str> = group.iter().filter_map(|l| match_path(l)).collect();
+            for line in group {
+                out.push(match split(line, single_file, &match_paths) {
+                    Some(l) => {
+                        let text = shown(l.text, l.is_match);
+                        if numbers && text.len() == l.text.len() {
+                            line.clone()
+                        } else {
+                            format(numbers, l.path, l.number, if l.is_match { ':' } else { '-' }, text)
+                        }
+                    }
+                    None => line.clone(),
+                });
+            }
+        }
+        out
+    }
+
     pub(super) fn parts(lines: Vec<String>, input: &GrepInput, single_file: bool) -> Vec<String> {
         let multiline = input.multiline.unwrap_or(false);
         let Ok(regex) = regex::RegexBuilder::new(&input.pattern)
@@ -651,10 +693,7 @@ mod only_matching {
             return Vec::new();
         };
         let numbers = input.line_numbers.unwrap_or(true);
-        let format = |path: &str, number: u64, sep: char, text: &str| {
-            let path = if path.is_empty() { String::new() } else { format!("{path}{sep}") };
-            if numbers { format!("{path}{number}{sep}{text}") } else { format!("{path}{text}") }
-        };
+        let format = |path: &str, number: u64, sep: char, text: &str| format(numbers, path, number, sep, text);
         let mut out = Vec::new();
         for group in lines.split(|l| l == "--") {
             let mut shown_lines = Vec::new();
@@ -859,6 +898,35 @@ mod tests {
         std::fs::write(dir.join("long.txt"), format!("{}needle\nshort needle\n", "x".repeat(600))).unwrap();
         let text = run(&dir, GrepInput { glob: Some("long.txt".into()), ..content("needle") });
         assert_eq!(text, "long.txt:1:[Omitted long matching line]\nlong.txt:2:short needle");
+        // Counted in UTF-16 units as 2.1.328 counts them, not in bytes: 300
+        // two-byte characters are shown; 501 characters are not, context
+        // lines with their own note; numbers dropped when not asked for.
+        let wide = "é".repeat(300);
+        std::fs::write(
+            dir.join("wide.txt"),
+            format!(
+                "{wide} needle
+{}
+needle {}
+",
+                "c".repeat(501),
+                "m".repeat(501)
+            ),
+        )
+        .unwrap();
+        let input = || GrepInput { glob: Some("wide.txt".into()), context: Some(1.0), ..content("needle") };
+        assert_eq!(
+            run(&dir, input()),
+            format!(
+                "wide.txt:1:{wide} needle\nwide.txt-2-[Omitted long context line]\nwide.txt:3:[Omitted long matching line]"
+            )
+        );
+        assert_eq!(
+            run(&dir, GrepInput { line_numbers: Some(false), ..input() }),
+            format!(
+                "wide.txt:{wide} needle\nwide.txt-[Omitted long context line]\nwide.txt:[Omitted long matching line]"
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -909,14 +977,30 @@ mod tests {
     }
 
     #[test]
-    fn refused_arguments_find_nothing() {
+    fn refused_arguments_are_errors_quoting_ripgrep() {
         let dir = tree("refused");
-        assert_eq!(run(&dir, GrepInput { pattern: "(".into(), ..Default::default() }), "No files found");
+        let refused = |input: GrepInput| search(&dir, &input, &fs::HiddenPaths::default()).unwrap_err().message;
+        let lead = "Search failed — ripgrep rejected the pattern, glob, or file type without searching:\n";
+        // ripgrep 14.1.1's messages, for the arguments Claude Code passes.
         assert_eq!(
-            run(&dir, GrepInput { pattern: "x".into(), file_type: Some("nosuchtype".into()), ..Default::default() }),
-            "No files found"
+            refused(GrepInput { pattern: "(".into(), ..Default::default() }),
+            format!("{lead}rg: regex parse error:\n    (?:()\n    ^\nerror: unclosed group")
         );
-        assert_eq!(run(&dir, GrepInput { after: Some(1.5), ..content("needle") }), "No matches found");
+        assert_eq!(
+            refused(GrepInput { pattern: "(".into(), file_type: Some("nosuchtype".into()), ..Default::default() }),
+            format!("{lead}rg: unrecognized file type: nosuchtype")
+        );
+        assert_eq!(
+            refused(GrepInput { before: Some(-1.0), after: Some(1.5), ..content("(") }),
+            format!("{lead}rg: error parsing flag -B: value is not a valid number: invalid digit found in string")
+        );
+        assert_eq!(
+            refused(GrepInput { after: Some(1.5), ..content("needle") }),
+            format!("{lead}rg: error parsing flag -A: value is not a valid number: invalid digit found in string")
+        );
+        // Context is passed only in content mode.
+        let count = GrepInput { after: Some(1.5), output_mode: Some(OutputMode::Count), ..content("needle") };
+        assert!(search(&dir, &count, &fs::HiddenPaths::default()).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
