@@ -14,6 +14,8 @@ use toolhost_sdk::{
     Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool, serde_json,
 };
 
+pub mod escapes;
+
 /// Files larger than this (bytes on disk) are not edited.
 pub const MAX_EDIT_FILE_SIZE: u64 = 1024 * 1024 * 1024;
 
@@ -142,7 +144,10 @@ impl Tool for Edit {
             return Err(ToolError::conflict(fs::NOT_READ_YET));
         };
         let meta = meta.expect("the file exists");
-        if record.is_older_than(&meta) && !record.saw(&file.text.text) {
+        if record.is_older_than(&meta)
+            && !record.saw(&file.text.text)
+            && !recovers_stale(ctx, &path, &file.text.text, &input)
+        {
             return Err(ToolError::conflict(fs::MODIFIED_SINCE_READ));
         }
         if let Some(not_text) = file.not_text {
@@ -194,14 +199,17 @@ impl Tool for Edit {
         };
         // Whether the model's view of the file is all of its current text:
         // then the result says there is no need to read it back.
-        let mut in_view = true;
+        let (mut in_view, mut stale) = (true, false);
         if exists {
             let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
             let Some(record) = fs::read_record(ctx, &path) else {
                 return Err(ToolError::conflict(fs::NOT_READ_YET));
             };
             if record.is_older_than(&meta) && !record.saw(&file.text) {
-                return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
+                if !recovers_stale(ctx, &path, &file.text, &input) {
+                    return Err(ToolError::conflict(fs::UNEXPECTEDLY_MODIFIED));
+                }
+                stale = true;
             }
             in_view = record.saw(&file.text);
         }
@@ -221,7 +229,11 @@ impl Tool for Edit {
         fs::replace(&path, &file.encode(&updated))?;
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         fs::record_write(ctx, &path, &meta, &updated)?;
-        let suffix = if in_view { fs::STATE_IS_CURRENT } else { "" };
+        let suffix = match (stale, in_view) {
+            (true, _) => STALE_NOTE,
+            (false, true) => fs::STATE_IS_CURRENT,
+            (false, false) => "",
+        };
         let text = if input.replace_all {
             format!(
                 "The file {} has been updated. All occurrences were successfully replaced.{suffix}",
@@ -253,6 +265,34 @@ fn read_text(ctx: &Context, path: &Path) -> Result<EditedFile, ToolError> {
     Ok(EditedFile { text: TextFile::decode(&bytes), not_text: fs::not_text(&bytes) })
 }
 
+/// What ends the success text of an edit applied to a file that changed
+/// since it was read (2.1.328's stale-read recovery), in place of the
+/// "file state is current" suffix.
+const STALE_NOTE: &str = " (note: the file had been modified on disk since you last read it — the edit applied \
+     cleanly, but the file contains other changes not in your context. Read it before edits that depend on \
+     surrounding content.)";
+
+/// Whether an edit of a file changed since it was read goes on anyway, as
+/// 2.1.328 lets it: `old_string` still finds exactly one place (or any, with
+/// `replace_all`), and the model could read the file again without asking.
+/// Toolhost's reading of the last condition: the file is inside the
+/// directories reads may reach (the component does not see Read's rules;
+/// the host has already checked the edit's own).
+fn recovers_stale(ctx: &Context, path: &Path, text: &str, input: &EditInput) -> bool {
+    applies(text, input) && fs::is_allowed(ctx, path, Access::Read)
+}
+
+/// Whether `input` would change `text` at a place it names unambiguously.
+fn applies(text: &str, input: &EditInput) -> bool {
+    if input.old_string.is_empty() {
+        return false;
+    }
+    match find_actual_string(text, &input.old_string) {
+        Some(actual) => input.replace_all || text.matches(actual.as_str()).nth(1).is_none(),
+        None => false,
+    }
+}
+
 /// What 2.1.328 adds to the not-found error when `old_string` holds a
 /// `\uXXXX` escape or a character beyond ASCII.
 const UNICODE_NOTE: &str = "\n(note: Edit also tried swapping \\uXXXX escapes and their characters; neither form \
@@ -261,8 +301,7 @@ const UNICODE_NOTE: &str = "\n(note: Edit also tried swapping \\uXXXX escapes an
 /// Whether `s` holds a `\uXXXX` escape (four hex digits) or a character
 /// beyond ASCII.
 fn has_escape_or_non_ascii(s: &str) -> bool {
-    !s.is_ascii()
-        || s.as_bytes().windows(6).any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(u8::is_ascii_hexdigit))
+    !s.is_ascii() || escapes::has_escape(s)
 }
 
 /// Markup a model cannot write, restored in `old_string` when only the
@@ -347,17 +386,34 @@ fn straighten(c: char) -> char {
 
 /// The text in `text` that `search` means: `search` itself when present,
 /// else the first stretch of `text` equal to it once curly quotes in both
-/// are made straight (a model writes straight quotes).
+/// are made straight (a model writes straight quotes), else `search` with
+/// its `\uXXXX` escapes decoded, else `search` with its characters beyond
+/// ASCII written as escapes (see [`escapes`]).
 pub fn find_actual_string(text: &str, search: &str) -> Option<String> {
     if text.contains(search) {
         return Some(search.to_owned());
     }
     let straight_text: String = text.chars().map(straighten).collect();
     let straight_search: String = search.chars().map(straighten).collect();
-    let at = straight_text.find(&straight_search)?;
-    // Straightening maps one character to one: count characters, not bytes.
-    let start = straight_text[..at].chars().count();
-    Some(text.chars().skip(start).take(search.chars().count()).collect())
+    if let Some(at) = straight_text.find(&straight_search) {
+        // Straightening maps one character to one: count characters, not bytes.
+        let start = straight_text[..at].chars().count();
+        return Some(text.chars().skip(start).take(search.chars().count()).collect());
+    }
+    if escapes::has_escape(search)
+        && let Some(decoded) = escapes::decode(search)
+        && decoded != search
+        && text.contains(&decoded)
+    {
+        return Some(decoded);
+    }
+    if !search.is_ascii() {
+        if escapes::escaped_len(search) > text.encode_utf16().count() || !text.contains("\\u") {
+            return None;
+        }
+        return escapes::find_escaped(search, text);
+    }
+    None
 }
 
 /// When `old` matched through straightened quotes (`actual` differs), the
@@ -419,7 +475,11 @@ pub fn apply_edit_to_file(text: &str, old: &str, new: &str, all: bool) -> String
 /// Claude Code's Edit computes it at the write, or its error.
 pub fn apply(text: &str, input: &EditInput) -> Result<String, ToolError> {
     let actual = find_actual_string(text, &input.old_string).unwrap_or_else(|| input.old_string.clone());
-    let new = preserve_quote_style(&input.old_string, &actual, &input.new_string);
+    let new = escapes::match_style(
+        &input.old_string,
+        &actual,
+        &preserve_quote_style(&input.old_string, &actual, &input.new_string),
+    );
     if text.is_empty() && actual.is_empty() && new.is_empty() {
         return Ok(String::new());
     }
