@@ -1,5 +1,6 @@
 //! Everything a guest returns across the WIT boundary, as the host reads
-//! it (the checkers live in the host crate, beside the types they build).
+//! it, and a model's input as the pipeline repairs it (the checkers live in
+//! the host crate, beside the types they build).
 
 /// A guest's description (`info`).
 pub fn info(data: &[u8]) {
@@ -14,4 +15,10 @@ pub fn output(data: &[u8]) {
 /// A guest's `check-permissions` decision.
 pub fn decision(data: &[u8]) {
     toolhost::fuzzing::guest_decision(data);
+}
+
+/// A model's input through the repair stage (typed JSON text, double-escaped
+/// `\uXXXX`, the built-ins' slips).
+pub fn repair(data: &[u8]) {
+    toolhost::fuzzing::repair_input(data);
 }

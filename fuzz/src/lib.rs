@@ -35,6 +35,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "hosts", check: component::hosts, seeded: 20_000 },
     Target { name: "schema", check: component::schema, seeded: 3_000 },
     Target { name: "run_input", check: fronts::run_input, seeded: 20_000 },
+    Target { name: "repair", check: guest::repair, seeded: 20_000 },
     Target { name: "mcp_stdio", check: fronts::mcp_stdio, seeded: 150 },
     Target { name: "mcp_sessionless", check: fronts::mcp_sessionless, seeded: 150 },
     Target { name: "mcp_http", check: fronts::mcp_http, seeded: 150 },

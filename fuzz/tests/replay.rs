@@ -134,6 +134,7 @@ targets!(
     hosts,
     schema,
     run_input,
+    repair,
     mcp_stdio,
     mcp_sessionless,
     mcp_http,

@@ -222,3 +222,130 @@ pub fn guest_decision(data: &[u8]) {
         ToolCheck::Deny(_) | ToolCheck::Ask { .. } | ToolCheck::Passthrough => {}
     }
 }
+
+/// Schemas the repair stage reads: Bash's, Edit's, Grep's and a loose one.
+const REPAIR_SCHEMAS: &[(&str, &str)] = &[
+    (
+        "Bash",
+        r#"{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"number"},"description":{"type":"string"},"run_in_background":{"type":"boolean"}},"required":["command"],"additionalProperties":false}"#,
+    ),
+    (
+        "Edit",
+        r#"{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"],"additionalProperties":false}"#,
+    ),
+    (
+        "Grep",
+        r#"{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"},"output_mode":{"enum":["content","files_with_matches","count"]},"-n":{"type":"boolean"},"head_limit":{"type":"number"}},"required":["pattern"],"additionalProperties":false}"#,
+    ),
+    ("Other", r#"{"type":"object","properties":{"list":{"type":"array"},"obj":{"type":"object"}}}"#),
+];
+
+/// A model's input as the repair stage reads it (a byte picking the tool,
+/// then a JSON object, or bytes that build one of the pieces the repairs
+/// look for): never a panic; the same repair twice; the repaired input is an
+/// object; for a third-party tool (the generic layers only) no field but
+/// `__proto__` is lost.
+pub fn repair_input(data: &[u8]) {
+    let Some((&pick, json)) = data.split_first() else { return };
+    let input = match serde_json::from_slice::<serde_json::Value>(json) {
+        Ok(input) if input.is_object() => input,
+        Ok(_) => return,
+        // Other bytes build an input of the pieces the repairs look for.
+        Err(_) => match repair_value(&mut Unstructured::new(json), 0) {
+            Ok(input @ serde_json::Value::Object(_)) => input,
+            _ => return,
+        },
+    };
+    let (name, schema) = REPAIR_SCHEMAS[usize::from(pick) % REPAIR_SCHEMAS.len()];
+    let schema = Schema::compile(serde_json::from_str(schema).expect("schema")).expect("compiles");
+    let builtin = pick & 0x80 != 0;
+    let tool_use = crate::pipeline::call::ToolUse { id: "t".into(), name: name.into(), input };
+    let repair = || crate::pipeline::repair::repair(name, builtin, &schema, &tool_use, "/w").map(|r| r.input);
+    let Some(repaired) = repair() else { return };
+    assert!(repaired.is_object(), "a repair made a non-object: {repaired}");
+    assert_eq!(repair(), Some(repaired.clone()), "the same input repaired twice differs");
+    if !builtin {
+        // Only the generic layers: every field the model sent is still there.
+        let before = tool_use.input.as_object().expect("object");
+        let after = repaired.as_object().expect("object");
+        for key in before.keys().filter(|k| *k != "__proto__") {
+            assert!(after.contains_key(key), "field {key:?} lost: {} -> {repaired}", tool_use.input);
+        }
+    }
+}
+
+/// Field names the repairs read, and strings made of the pieces they look for.
+const REPAIR_KEYS: &[&str] = &[
+    "command",
+    "timeout_ms",
+    "timeout",
+    "file_path",
+    "path",
+    "old_str",
+    "new_str",
+    "replace_all",
+    "pattern",
+    "-l",
+    "-c",
+    "-r",
+    "head_limit",
+    "list",
+    "obj",
+    "__proto__",
+    "description",
+    "content",
+    "file_text",
+];
+const REPAIR_PIECES: &[&str] = &[
+    "\\u00e9",
+    "\\",
+    "\\\\",
+    "C:\\",
+    "c:/",
+    "\\ud83d",
+    "\\ude00",
+    "\\u0000",
+    "\\u009f",
+    "\\\\srv\\share\\",
+    "x",
+    " ",
+    "=",
+    "\"",
+    "[1,2]",
+    "{\"a\":1}",
+    "true",
+    "30",
+    "cd /w && ",
+    "\\\\;",
+    "é",
+];
+
+fn repair_value(u: &mut Unstructured, depth: usize) -> Result<serde_json::Value> {
+    use serde_json::Value;
+    Ok(match if depth == 0 { 5 } else { u.int_in_range(0..=5)? } {
+        0 => Value::Bool(u.arbitrary()?),
+        1 => Value::from(u.arbitrary::<i32>()?),
+        2 | 3 => {
+            let mut text = String::new();
+            for _ in 0..u.int_in_range(0..=6)? {
+                if u.arbitrary()? {
+                    text.push_str(u.choose(REPAIR_PIECES)?);
+                } else {
+                    text.push_str(&u.arbitrary::<String>()?);
+                }
+            }
+            Value::String(text)
+        }
+        4 if depth < 4 => {
+            Value::Array((0..u.int_in_range(0..=3)?).map(|_| repair_value(u, depth + 1)).collect::<Result<_>>()?)
+        }
+        _ if depth < 4 => {
+            let mut map = serde_json::Map::new();
+            for _ in 0..u.int_in_range(0..=5)? {
+                map.insert(u.choose(REPAIR_KEYS)?.to_string(), repair_value(u, depth + 1)?);
+            }
+            Value::Object(map)
+        }
+        _ => Value::Null,
+    })
+}

@@ -25,7 +25,7 @@ mod caller;
 pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod remote;
-mod repair;
+pub(crate) mod repair;
 pub(crate) mod result;
 mod run;
 mod spare;

@@ -1,7 +1,7 @@
 //! Input slips repaired before the schema check (step 2 of the pipeline), as
 //! Claude Code 2.1.328 repairs them.
 //!
-//! Two layers, in Claude Code's order:
+//! Three layers, in Claude Code's order:
 //! - **Typed JSON text, for every tool** (`chunk-k90mh50x.js` `function
 //!   Gde(`): a top-level field the tool's schema declares `array`, `object`,
 //!   `boolean`, `integer` or `number`, sent as a string of JSON text of that
@@ -10,6 +10,8 @@
 //!   strings). Claude Code applies this to every tool it calls, MCP tools
 //!   included; toolhost does the same for third-party tools, whose schemas
 //!   it checks as strictly as the built-ins'.
+//! - **Double-escaped `\uXXXX`, for every tool** (`function e0(`): see
+//!   [`escapes`].
 //! - **Per built-in** (Claude Code's `coerceInput`): names from other tools'
 //!   or older schemas and a few flags are moved to the field Claude Code
 //!   means, or dropped. Only for the built-ins: a third-party tool's
@@ -31,6 +33,8 @@ use super::call::ToolUse;
 use crate::registry::Schema;
 use serde_json::{Map, Number, Value};
 
+mod escapes;
+
 /// An input after repair, and the note for the model, if any.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Repaired {
@@ -44,13 +48,18 @@ pub(crate) struct Repaired {
 pub(crate) fn repair(name: &str, builtin: bool, schema: &Schema, tool_use: &ToolUse, cwd: &str) -> Option<Repaired> {
     let Value::Object(sent) = &tool_use.input else { return None };
     let typed = typed_json_text(sent, &schema.json);
-    let slip = builtin.then(|| per_tool(name, typed.as_ref().unwrap_or(sent), cwd)).flatten();
+    // Both generic layers, as Claude Code runs them on every input it streams.
+    let generic = match escapes::decode_input(typed.as_ref().unwrap_or(sent)) {
+        Some(decoded) => Some(decoded),
+        None => typed,
+    };
+    let slip = builtin.then(|| per_tool(name, generic.as_ref().unwrap_or(sent), cwd)).flatten();
     match slip {
         Some(slip) if !slip.needs_valid_result || schema.check(name, &Value::Object(slip.fields.clone())).is_ok() => {
             let fields = typed_json_text(&slip.fields, &schema.json).unwrap_or(slip.fields);
             Some(Repaired { input: Value::Object(fields), note: slip.note })
         }
-        _ => typed.map(|fields| Repaired { input: Value::Object(fields), note: None }),
+        _ => generic.map(|fields| Repaired { input: Value::Object(fields), note: None }),
     }
 }
 
