@@ -124,7 +124,7 @@ impl Policy {
     /// Adds an allow rule for the rest of the host's life and writes it to
     /// the local settings file.
     pub(crate) fn allow_always(&self, text: &str) -> Result<(), PolicyError> {
-        let rule = Rule::parse(text)?;
+        let rule = Rule::parse_in(text, Behavior::Allow)?;
         let origin: Arc<str> = Arc::from(match &self.local_file {
             Some(f) => format!("local settings {}", f.display()),
             None => "allowed always by the user".to_string(),

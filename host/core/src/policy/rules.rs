@@ -222,6 +222,9 @@ pub struct RuleSet {
 struct List {
     /// Tool → the first rule naming it wholesale.
     whole: HashMap<String, usize>,
+    /// Rules naming tools by a pattern (`mcp__github__get_*`, in deny and
+    /// ask lists `Web*` or `*`), in order.
+    patterns: Vec<(String, usize)>,
     /// Tool → command rules.
     commands: HashMap<String, Commands>,
     /// Tool → domain rules.
@@ -295,13 +298,15 @@ pub struct Verdicts<'a> {
     pub unclear: Option<String>,
 }
 
-/// The first rule of `list` naming `tool` wholesale: by its name, or for an
-/// MCP server's tool by its server's (`mcp__SERVER`, `mcp__SERVER__*`).
+/// The first rule of `list` naming `tool` wholesale: by its name, for an
+/// MCP server's tool by its server's (`mcp__SERVER`, `mcp__SERVER__*`), or
+/// by a pattern its name matches.
 fn whole(list: &List, tool: &str) -> Option<usize> {
     let by_name = list.whole.get(tool).copied();
     let server = crate::registry::server_of(tool).filter(|s| tool.len() > "mcp__".len() + s.len());
     let by_server = server.and_then(|s| list.whole.get(&format!("mcp__{s}")).copied());
-    earliest(by_name, by_server)
+    let by_pattern = list.patterns.iter().find(|(p, _)| syntax::tool_pattern_matches(p, tool)).map(|(_, i)| *i);
+    earliest(earliest(by_name, by_server), by_pattern)
 }
 
 impl RuleSet {
@@ -319,7 +324,11 @@ impl RuleSet {
             let tool = catalog.canonical(&rule.tool);
             let Some(content) = &rule.content else {
                 let tool = tool.strip_suffix("__*").filter(|t| t.starts_with("mcp__")).unwrap_or(tool);
-                list.whole.entry(tool.to_string()).or_insert(index);
+                if tool.contains('*') {
+                    list.patterns.push((tool.to_string(), index));
+                } else {
+                    list.whole.entry(tool.to_string()).or_insert(index);
+                }
                 continue;
             };
             let fail = |problem: ContentError| RuleError::Content { entry: entry.to_string(), problem };
@@ -828,7 +837,45 @@ mod tests {
         assert_eq!(strongest(&s, "mcp__git__push", json!({})).as_deref(), Some("ask mcp__git__push"));
         assert!(s.denies_tool("mcp__fs__write_file").is_some() && s.denies_tool("mcp__git__push").is_none());
         assert!(s.denies_tool("mcp__fs").is_some(), "the rule names itself");
-        assert!(Rule::parse("mcp__fs__*").is_ok() && Rule::parse("Bash*").is_err() && Rule::parse("mcp__*").is_err());
+        assert!(Rule::parse("mcp__fs__*").is_ok());
+    }
+
+    #[test]
+    fn wildcard_tool_names_deny_and_ask_anywhere_and_allow_within_a_server() {
+        use Behavior::*;
+        for (text, behavior, ok) in [
+            ("mcp__github__get_*", Allow, true),
+            ("mcp__github__*", Allow, true),
+            ("mcp__git*", Allow, false),
+            ("mcp__*", Allow, false),
+            ("mcp__*__x", Allow, false),
+            ("Bash*", Allow, false),
+            ("*", Allow, false),
+            ("Web*", Deny, true),
+            ("*", Ask, true),
+            ("mcp__*", Deny, true),
+        ] {
+            assert_eq!(Rule::parse_in(text, behavior).is_ok(), ok, "{text} in {behavior:?}");
+        }
+        assert!(Rule::parse("Bash*(ls)").is_err(), "a pattern takes no content");
+        let s = set(&[(Deny, "Web*"), (Ask, "mcp__*__push"), (Allow, "mcp__github__get_*")]);
+        assert_eq!(strongest(&s, "WebFetch", json!({})).as_deref(), Some("deny Web*"));
+        assert!(s.denies_tool("WebSearch").is_some() && s.denies_tool("Read").is_none());
+        assert_eq!(strongest(&s, "mcp__git__push", json!({})).as_deref(), Some("ask mcp__*__push"));
+        assert_eq!(strongest(&s, "mcp__github__get_issue", json!({})).as_deref(), Some("allow mcp__github__get_*"));
+        assert_eq!(strongest(&s, "mcp__github__create_issue", json!({})), None);
+        for (pattern, name, matches) in [
+            ("*", "", true),
+            ("a*", "a", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "acb", false),
+            ("ab*ba", "aba", false),
+            ("*x*", "yyxyy", true),
+            ("Read", "Read", true),
+            ("Read", "ReadX", false),
+        ] {
+            assert_eq!(syntax::tool_pattern_matches(pattern, name), matches, "{pattern} ~ {name}");
+        }
     }
 
     #[test]

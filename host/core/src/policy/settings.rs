@@ -323,8 +323,14 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         let origin: Arc<str> = Arc::from(format!("{layer} settings {label}"));
         let mut shape = shape;
         // Everything is checked, trusted or not: a malformed file is an error.
-        for text_rule in shape.permissions.allow.iter().chain(&shape.permissions.ask).chain(&shape.permissions.deny) {
-            Rule::parse(text_rule).map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+        let lists = &shape.permissions;
+        for (behavior, list) in
+            [(Behavior::Allow, &lists.allow), (Behavior::Ask, &lists.ask), (Behavior::Deny, &lists.deny)]
+        {
+            for text_rule in list {
+                Rule::parse_in(text_rule, behavior)
+                    .map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+            }
         }
         if let Some(mode) = &shape.permissions.default_mode {
             mode.parse::<PermissionMode>()
@@ -354,8 +360,8 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
         let p = shape.permissions;
         for (behavior, list) in [(Behavior::Deny, &p.deny), (Behavior::Ask, &p.ask), (Behavior::Allow, &p.allow)] {
             for text_rule in list {
-                let rule =
-                    Rule::parse(text_rule).map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
+                let rule = Rule::parse_in(text_rule, behavior)
+                    .map_err(|e| invalid(format!("{}: {e}", at_line(&text, text_rule))))?;
                 settings.rules.push(RuleEntry { rule, behavior, origin: Arc::clone(&origin), base: base.clone() });
             }
         }
@@ -454,7 +460,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
     }
     let origin: Arc<str> = Arc::from("command line");
     for (behavior, text) in &sources.command_line_rules {
-        let rule = Rule::parse(text)
+        let rule = Rule::parse_in(text, *behavior)
             .map_err(|e| SettingsError::Invalid { file: format!("--{}", behavior.as_str()), message: e.to_string() })?;
         settings.rules.push(RuleEntry { rule, behavior: *behavior, origin: Arc::clone(&origin), base: None });
     }

@@ -52,10 +52,16 @@ pub enum RuleError {
     #[error("rule `{rule}`: `{tool}` is not a tool name (expected `Tool` or `Tool(content)`)")]
     BadTool { rule: String, tool: String },
     #[error(
-        "rule `{rule}`: Wildcard tool name \"{tool}\" is not supported (toolhost matches tool names exactly, \
-         but for `mcp__SERVER__*`: every tool of the server)"
+        "rule `{rule}`: Wildcard tool name \"{tool}\" is not supported in allow rules. An allow pattern must name \
+         the scope it widens: a `*` may only follow a literal `mcp__SERVER__` prefix (`mcp__github__get_*`); deny \
+         and ask rules accept wildcards anywhere"
     )]
     WildcardTool { rule: String, tool: String },
+    #[error(
+        "rule `{rule}`: a wildcard tool name stands for whole tools and takes no content; name the tool to limit \
+         what it may do"
+    )]
+    WildcardContent { rule: String },
     #[error("rule `{rule}`: Ambiguous \"\\(\" or \"\\)\" beside an unescaped parenthesis. {suggestion}")]
     Ambiguous { rule: String, suggestion: String },
     #[error("rule `{rule}`: MCP rules do not support patterns in parentheses. {suggestion}")]
@@ -105,15 +111,55 @@ impl Rule {
         // `mcp__SERVER__*`: every tool of an MCP server, as `mcp__SERVER` is.
         let named =
             tool.strip_prefix("mcp__").and_then(|t| t.strip_suffix("__*")).map_or(tool, |_| &tool[..tool.len() - 3]);
-        if !named.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
-            let (rule, tool) = (text.to_string(), tool.to_string());
-            return Err(match tool.contains('*') {
-                true => RuleError::WildcardTool { rule, tool },
-                false => RuleError::BadTool { rule, tool },
-            });
+        if !named.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*')) {
+            return Err(RuleError::BadTool { rule: text.to_string(), tool: tool.to_string() });
+        }
+        if named.contains('*') && content.is_some() {
+            return Err(RuleError::WildcardContent { rule: text.to_string() });
         }
         Ok(Rule { tool: tool.to_string(), content })
     }
+
+    /// [`Rule::parse`], and the check of the list it is in: an allow rule
+    /// may not widen by a wildcard tool name, but for the tools of one MCP
+    /// server (`mcp__SERVER__PATTERN`), as 2.1.328 checks it.
+    pub fn parse_in(text: &str, behavior: super::Behavior) -> Result<Rule, RuleError> {
+        let rule = Rule::parse(text)?;
+        if behavior == super::Behavior::Allow && rule.tool.contains('*') {
+            // The server is what follows `mcp__` up to the next `__`.
+            let server = rule.tool.strip_prefix("mcp__").map(|rest| rest.split("__").next().unwrap_or(rest));
+            if !server.is_some_and(|s| !s.is_empty() && !s.contains('*')) {
+                return Err(RuleError::WildcardTool { rule: text.trim().to_string(), tool: rule.tool });
+            }
+        }
+        Ok(rule)
+    }
+
+    /// Whether the rule names tools by a pattern (`*` for any text).
+    pub fn is_wildcard(&self) -> bool {
+        self.tool.contains('*')
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any text (none
+/// included) and every other character for itself.
+pub(super) fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(rest) = name.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
+    let Some(mut rest) = rest.strip_suffix(last) else { return false };
+    if name.len() < first.len() + last.len() {
+        return false;
+    }
+    for part in middle.iter().filter(|p| !p.is_empty()) {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 impl fmt::Display for Rule {
@@ -277,8 +323,8 @@ mod tests {
                     }
                 }
             }
-            // What Claude Code refuses in allow lists, toolhost refuses.
-            if theirs.get("allow_error").is_some() && ours.get("error").is_none() {
+            // What Claude Code refuses in allow lists, toolhost refuses there.
+            if theirs.get("allow_error").is_some() && Rule::parse_in(text, super::super::Behavior::Allow).is_ok() {
                 problems.push(format!("{text:?}: Claude Code refuses it in allow lists, toolhost takes it"));
             }
             if let Ok(rule) = Rule::parse(text) {
