@@ -37,11 +37,75 @@ pub fn describe(e: &ProcessError) -> String {
 /// it knows more than that the id is unknown (another instance serving the
 /// same session started it).
 pub fn no_task(id: &str, host: &str) -> String {
+    let id = quoted_id(id);
     if host.starts_with("no background process") || host.is_empty() {
         format!("No task found with ID: {id}")
     } else {
         format!("No task found with ID: {id} here: {host}")
     }
+}
+
+/// An ID the model gave, as 2.1.328 quotes it back: control and format
+/// characters (Unicode Cc, Cf) dropped unless they are white space, runs of
+/// white space as one space, trimmed, and over 160 UTF-16 code units cut
+/// there with `…`.
+pub fn quoted_id(id: &str) -> String {
+    const MAX_UNITS: usize = 160;
+    let mut out = String::with_capacity(id.len().min(4 * MAX_UNITS));
+    let mut space = false;
+    for c in id.chars() {
+        if crate::fs::is_js_whitespace(c) {
+            space = true;
+        } else if !is_control_or_format(c) {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    if out.encode_utf16().count() <= MAX_UNITS {
+        return out;
+    }
+    let mut cut = String::new();
+    let mut units = 0;
+    for c in out.chars() {
+        units += c.len_utf16();
+        if units > MAX_UNITS {
+            break;
+        }
+        cut.push(c);
+    }
+    cut + "…"
+}
+
+/// Unicode's control (Cc) and format (Cf) characters.
+fn is_control_or_format(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{600}'..='\u{605}'
+                | '\u{61c}'
+                | '\u{6dd}'
+                | '\u{70f}'
+                | '\u{890}'..='\u{891}'
+                | '\u{8e2}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{110bd}'
+                | '\u{110cd}'
+                | '\u{13430}'..='\u{1343f}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0001}'
+                | '\u{e0020}'..='\u{e007f}'
+        )
 }
 
 /// The path of background process `id`'s output file, as the host recorded
@@ -172,6 +236,14 @@ mod tests {
 
     fn ended(status: ExitStatus) -> BackgroundOutput {
         BackgroundOutput { stdout: b"ignored".to_vec(), stderr: vec![], dropped: 0, status: Some(status) }
+    }
+
+    #[test]
+    fn unknown_ids_are_quoted_clean() {
+        assert_eq!(no_task("  b1\u{200b}2\u{1b}[31m \t\n x ", ""), "No task found with ID: b12[31m x");
+        let long = format!("{}😀tail", "a".repeat(159));
+        assert_eq!(quoted_id(&long), format!("{}…", "a".repeat(159)), "a pair cut in two is dropped");
+        assert_eq!(quoted_id(&"b".repeat(160)), "b".repeat(160));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod output;
 pub mod semantics;
+pub mod stale;
 
 use toolhost_sdk::process::{self, BackgroundTask, ExitStatus, Program, SpawnOptions};
 use toolhost_sdk::{
@@ -76,8 +77,10 @@ impl Tool for Bash {
     const DESCRIPTION: &'static str = "Executes a bash command in the working directory, with a timeout.";
     const INTERRUPT_BEHAVIOR: InterruptBehavior = InterruptBehavior::Cancel;
     const MAX_RESULT_SIZE_CHARS: Option<u64> = Some(30_000);
-    // Claude Code's Bash checks nothing beyond its schema.
-    const VALIDATES_INPUT: bool = false;
+    // Claude Code's Bash checks nothing beyond its schema, but its schema
+    // refuses control characters in the command, which JSON Schema cannot
+    // say: that check is made here.
+    const VALIDATES_INPUT: bool = true;
 
     fn prompt() -> String {
         include_str!("prompt.md").to_string()
@@ -90,6 +93,13 @@ impl Tool for Bash {
     }
     fn is_concurrency_safe(input: &BashInput) -> bool {
         Self::is_read_only(input)
+    }
+
+    fn validate_input(input: &BashInput, _: &Context) -> Result<(), ToolError> {
+        if hidden_control_character(&input.command) {
+            return Err(ToolError::invalid_input(CONTROL_CHARACTERS));
+        }
+        Ok(())
     }
 
     fn check_permissions(input: &BashInput, _: &Context) -> Permission {
@@ -135,6 +145,7 @@ impl Tool for Bash {
             return Ok(Output::text(output::background_text(&id, file.as_deref()))
                 .with_structured(serde_json::json!({"backgroundTaskId": id, "backgroundOutputPath": file})));
         }
+        let started_ms = stale::now_ms();
         let child = process::spawn(&options).map_err(refused)?;
         let mut out = Vec::new();
         let mut total: u64 = 0;
@@ -172,7 +183,14 @@ impl Tool for Bash {
                 }
                 None => {
                     let text = output::success_text(&text);
-                    Output::text(if text.is_empty() { output::NO_OUTPUT.to_string() } else { text })
+                    // Files read earlier that the command rewrote are named after the output.
+                    let text = match (stale::note(ctx, &input.command, started_ms), text.is_empty()) {
+                        (Some(note), true) => note,
+                        (Some(note), false) => format!("{text}\n{note}"),
+                        (None, true) => output::NO_OUTPUT.to_string(),
+                        (None, false) => text,
+                    };
+                    Output::text(text)
                 }
             }
         };
@@ -192,6 +210,19 @@ impl Tool for Bash {
         })))
     }
 }
+
+/// Whether `command` holds a character an approval dialog would not show:
+/// a control character other than tab and newline (C0, DEL, C1), as
+/// 2.1.328's schema refuses it.
+pub fn hidden_control_character(command: &str) -> bool {
+    command.chars().any(|c| matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'))
+}
+
+/// 2.1.328's answer to such a command: its schema's refinement fails alone,
+/// so the model gets the schema library's own report of the issue.
+pub const CONTROL_CHARACTERS: &str = "InputValidationError: [\n  {\n    \"code\": \"custom\",\n    \"path\": [\n      \
+     \"command\"\n    ],\n    \"message\": \"command contains control characters that would be hidden in the approval \
+     dialog\"\n  }\n]";
 
 /// Why the call asks when it wants the sandbox lifted (it is not lifted).
 pub fn sandbox_ask(input: &BashInput) -> Option<String> {
@@ -236,9 +267,10 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 // What the built-in needs, stamped like any component's requests (the
-// host grants a built-in all it requests): the process capability, and
-// time for a command of the longest timeout.
-toolhost_sdk::requests!(r#"{"process": true, "timeout_ms": 630000}"#);
+// host grants a built-in all it requests): the process capability, time
+// for a command of the longest timeout, and reading the workspace (only to
+// see which files read earlier a command rewrote).
+toolhost_sdk::requests!(r#"{"process": true, "workspace": "read-only", "timeout_ms": 630000}"#);
 
 export_tool!(Bash);
 
@@ -246,6 +278,15 @@ export_tool!(Bash);
 mod tests {
     use super::*;
     use toolhost_sdk::serde_json::json;
+
+    #[test]
+    fn control_characters_a_dialog_would_hide_are_refused() {
+        assert!(!hidden_control_character("printf 'a\tb\n' | cat\nls"));
+        for c in ['\0', '\r', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'] {
+            assert!(hidden_control_character(&format!("echo a{c}b")), "{c:?}");
+        }
+        assert!(!hidden_control_character("echo é \u{a0} \u{202e}"), "format characters are another check");
+    }
 
     #[test]
     fn timeouts_default_and_are_bounded() {

@@ -15,7 +15,8 @@ use notebook::{Refusal, Request};
 use std::path::Path;
 use toolhost_sdk::fs::{self, Access, TextFile};
 use toolhost_sdk::{
-    Context, Deserialize, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool, serde_json,
+    Context, Deserialize, ErrorKind, JsonSchema, Output, PathAccess, Permission, Tool, ToolError, export_tool,
+    serde_json,
 };
 
 /// Input of `NotebookEdit`.
@@ -186,7 +187,9 @@ impl Tool for NotebookEdit {
             edited.json.push('\n');
         }
         // Back in the file's encoding and line endings.
-        fs::replace(&path, &file.encode(&edited.json))?;
+        let encoded = file.encode(&edited.json);
+        within_size(encoded.len() as u64)?;
+        fs::replace(&path, &encoded)?;
         // The write counts as a read of the whole file: a later edit needs no new Read.
         let meta = std::fs::metadata(&path).map_err(|e| fs::io_error(ctx, &path, &e))?;
         fs::record_write(ctx, &path, &meta, &edited.json)?;
@@ -199,6 +202,25 @@ impl Tool for NotebookEdit {
             "new_source": input.new_source,
         })))
     }
+}
+
+/// The largest notebook Read reads (2.1.328): an edit that would make the
+/// file larger is refused, so the notebook stays readable.
+const MAX_NOTEBOOK_BYTES: u64 = 100 * 1024 * 1024;
+
+/// Refuses an edited notebook of `bytes` over [`MAX_NOTEBOOK_BYTES`].
+fn within_size(bytes: u64) -> Result<(), ToolError> {
+    if bytes <= MAX_NOTEBOOK_BYTES {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::TooLarge,
+        format!(
+            "Edit rejected: the updated notebook would exceed the maximum size this tool can read ({}). The file \
+             was left unchanged.",
+            fs::format_file_size(MAX_NOTEBOOK_BYTES)
+        ),
+    ))
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {
@@ -240,6 +262,16 @@ export_tool!(NotebookEdit);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edit_may_not_grow_the_notebook_past_what_read_reads() {
+        assert!(within_size(MAX_NOTEBOOK_BYTES).is_ok());
+        assert_eq!(
+            within_size(MAX_NOTEBOOK_BYTES + 1).unwrap_err().message,
+            "Edit rejected: the updated notebook would exceed the maximum size this tool can read (100MB). The file \
+             was left unchanged."
+        );
+    }
 
     #[test]
     fn schema_has_claude_codes_fields_and_inline_enums() {
