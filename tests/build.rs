@@ -22,6 +22,7 @@ const GUESTS: &[&str] = &[
     "fetcher",
     "async-adversary",
     "async-tool",
+    "sdk-async",
 ];
 
 fn main() {

@@ -40,6 +40,11 @@
 //! export_tool!(Hello);
 //! ```
 //!
+//! A tool whose checks and call wait on things (WASI 0.3's clocks, sockets,
+//! file streams) implements [`AsyncTool`] instead, with `async fn`s, and is
+//! exported with [`export_async_tool!`]: the component then exports the
+//! contract's `async-tool` interface.
+//!
 //! # What the input means to the host
 //!
 //! The host's permission policy reads the fields a tool declares, never its
@@ -85,11 +90,16 @@ pub const CONTRACT_VERSION: &str = "1.6.0";
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::async_bindings;
+    pub use crate::async_bindings::export_async_plugin;
     pub use crate::bindings;
     pub use crate::bindings::export_plugin;
 
     /// Bridges a [`Tool`](crate::Tool) to the generated bindings.
     pub struct Adapter<T>(core::marker::PhantomData<T>);
+
+    /// Bridges an [`AsyncTool`](crate::AsyncTool) to the generated bindings.
+    pub struct AsyncAdapter<T>(core::marker::PhantomData<T>);
 }
 
 #[doc(hidden)]
@@ -100,6 +110,30 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "export_plugin",
         default_bindings_module: "toolhost_sdk::bindings",
+    });
+}
+
+/// The `async-tool` export (contract 1.6.0), for [`AsyncTool`]: its
+/// imports are those of [`bindings`], so both share every type.
+#[doc(hidden)]
+pub mod async_bindings {
+    wit_bindgen::generate!({
+        world: "async-full",
+        path: "../wit",
+        pub_export_macro: true,
+        export_macro_name: "export_async_plugin",
+        default_bindings_module: "toolhost_sdk::async_bindings",
+        with: {
+            "toolhost:tool/types@1.6.0": crate::bindings::toolhost::tool::types,
+            "toolhost:tool/progress@1.6.0": crate::bindings::toolhost::tool::progress,
+            "toolhost:tool/output@1.6.0": crate::bindings::toolhost::tool::output,
+            "toolhost:tool/session@1.6.0": crate::bindings::toolhost::tool::session,
+            "toolhost:tool/policy@1.6.0": crate::bindings::toolhost::tool::policy,
+            "toolhost:tool/search@1.6.0": crate::bindings::toolhost::tool::search,
+            "toolhost:tool/files@1.6.0": crate::bindings::toolhost::tool::files,
+            "toolhost:tool/shell@1.6.0": crate::bindings::toolhost::tool::shell,
+            "toolhost:tool/process@1.6.0": crate::bindings::toolhost::tool::process,
+        },
     });
 }
 
@@ -159,6 +193,20 @@ macro_rules! export_tool {
         const _: () = {
             type __ToolhostExport = $crate::__private::Adapter<$tool>;
     $crate::__private::export_plugin!(__ToolhostExport with_types_in $crate::__private::bindings);
+        };
+    };
+}
+
+/// Exports an [`AsyncTool`] as the component's implementation of the
+/// contract (its `async-tool` interface). Use it once per crate, instead of
+/// [`export_tool!`].
+#[macro_export]
+macro_rules! export_async_tool {
+    ($tool:ty) => {
+        #[cfg(target_family = "wasm")]
+        const _: () = {
+            type __ToolhostExport = $crate::__private::AsyncAdapter<$tool>;
+    $crate::__private::export_async_plugin!(__ToolhostExport with_types_in $crate::__private::async_bindings);
         };
     };
 }
@@ -285,6 +333,47 @@ pub fn input_schema<T: Tool>() -> String {
     serde_json::to_string(&schema::generate::<T::Input>()).unwrap_or_else(|_| "{}".to_string())
 }
 
+/// The `tool-info` of a [`Tool`] or an [`AsyncTool`] (the same items).
+macro_rules! tool_info {
+    ($t:ty) => {
+        crate::bindings::toolhost::tool::types::ToolInfo {
+            name: <$t>::NAME.to_string(),
+            aliases: <$t>::aliases(),
+            description: <$t>::DESCRIPTION.to_string(),
+            prompt: <$t>::prompt(),
+            search_hint: <$t>::search_hint(),
+            input_schema: serde_json::to_string(&crate::schema::generate::<<$t>::Input>())
+                .unwrap_or_else(|_| "{}".to_string()),
+            output_schema: <$t>::output_schema(),
+            max_result_size_chars: <$t>::MAX_RESULT_SIZE_CHARS,
+            should_defer: <$t>::SHOULD_DEFER,
+            always_load: <$t>::ALWAYS_LOAD,
+            interrupt_behavior: <$t>::INTERRUPT_BEHAVIOR.into(),
+            read_only_hint: <$t>::READ_ONLY_HINT,
+            destructive_hint: <$t>::DESTRUCTIVE_HINT,
+            input_roles: crate::bindings::toolhost::tool::types::InputRoles {
+                paths: <$t>::PATH_FIELDS
+                    .iter()
+                    .map(|&(field, access)| crate::bindings::toolhost::tool::types::PathField {
+                        field: field.to_string(),
+                        access: access.into(),
+                    })
+                    .collect(),
+                command: <$t>::COMMAND_FIELD.map(str::to_string),
+                addresses: <$t>::ADDRESS_FIELDS.iter().map(|f| f.to_string()).collect(),
+            },
+            cancels_siblings_on_failure: <$t>::CANCELS_SIBLINGS_ON_FAILURE,
+            reuse_instance: <$t>::REUSE_INSTANCE,
+            concurrency_safe_hint: <$t>::CONCURRENCY_SAFE_HINT,
+            validates_input: <$t>::VALIDATES_INPUT,
+            checks_permissions: <$t>::CHECKS_PERMISSIONS,
+        }
+    };
+}
+
+mod async_tool;
+pub use async_tool::AsyncTool;
+
 fn parse<T: Tool>(input: &str) -> Result<T::Input, ToolError> {
     serde_json::from_str(input)
         .map_err(|e| ToolError::invalid_input(format!("{} received input it cannot use: {e}", T::NAME)))
@@ -297,34 +386,7 @@ mod glue {
 
     impl<T: Tool> Guest for __private::Adapter<T> {
         fn info() -> wit::ToolInfo {
-            wit::ToolInfo {
-                name: T::NAME.to_string(),
-                aliases: T::aliases(),
-                description: T::DESCRIPTION.to_string(),
-                prompt: T::prompt(),
-                search_hint: T::search_hint(),
-                input_schema: input_schema::<T>(),
-                output_schema: T::output_schema(),
-                max_result_size_chars: T::MAX_RESULT_SIZE_CHARS,
-                should_defer: T::SHOULD_DEFER,
-                always_load: T::ALWAYS_LOAD,
-                interrupt_behavior: T::INTERRUPT_BEHAVIOR.into(),
-                read_only_hint: T::READ_ONLY_HINT,
-                destructive_hint: T::DESTRUCTIVE_HINT,
-                input_roles: wit::InputRoles {
-                    paths: T::PATH_FIELDS
-                        .iter()
-                        .map(|&(field, access)| wit::PathField { field: field.to_string(), access: access.into() })
-                        .collect(),
-                    command: T::COMMAND_FIELD.map(str::to_string),
-                    addresses: T::ADDRESS_FIELDS.iter().map(|f| f.to_string()).collect(),
-                },
-                cancels_siblings_on_failure: T::CANCELS_SIBLINGS_ON_FAILURE,
-                reuse_instance: T::REUSE_INSTANCE,
-                concurrency_safe_hint: T::CONCURRENCY_SAFE_HINT,
-                validates_input: T::VALIDATES_INPUT,
-                checks_permissions: T::CHECKS_PERMISSIONS,
-            }
+            tool_info!(T)
         }
 
         fn is_enabled() -> bool {

@@ -357,3 +357,42 @@ mod async_exports {
         interrupted_in_run(&sb, &lines);
     }
 }
+
+// A tool written with the SDK's `AsyncTool` (async Rust functions behind
+// `export_async_tool!`), waiting on WASI 0.3's clock.
+
+mod sdk_async {
+    use super::*;
+    use toolhost_tests::SDK_ASYNC;
+
+    #[test]
+    fn the_sdks_async_tool_answers_and_its_waits_end_at_the_limits() {
+        let sb = Sandbox::new();
+        sb.install(SDK_ASYNC);
+        let check = toolhost(&sb, &["check", SDK_ASYNC]);
+        assert_eq!(check.code, 0, "{check:?}");
+        assert!(check.stdout.contains("contract:      1.6.0"), "{}", check.stdout);
+
+        assert_eq!(call(&sb, "SdkAsync", &json!({"ms": 20}), &[]).assert_ok(), "waited 20 ms");
+        // Its async validate-input is awaited like the call.
+        call(&sb, "SdkAsync", &json!({"ms": 70000}), &[]).assert_error("70000 ms is longer than a minute");
+        // A wait nothing ends ends at the deadline.
+        let started = Instant::now();
+        call(&sb, "SdkAsync", &json!({"ms": 1, "forever": true}), &["--timeout-ms", "800"])
+            .assert_error("SdkAsync timed out after 800 ms and was stopped.");
+        assert!(started.elapsed() < Duration::from_millis(800) + SLACK);
+
+        // Two calls in one stream, progress streamed between their waits.
+        let lines: Vec<Value> = ["a", "b"]
+            .iter()
+            .map(|id| json!({"type": "tool_use", "id": id, "name": "SdkAsync", "input": {"ms": 300}}))
+            .collect();
+        let out = run_stream(&sb, &[], &lines);
+        let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+        assert_eq!(results.len(), 2, "{out:?}");
+        for r in &results {
+            assert_eq!(content_text(r), "waited 300 ms", "{r}");
+        }
+        assert!(out.iter().any(|v| v["type"] == "progress" && v.to_string().contains("step 2")), "{out:?}");
+    }
+}
