@@ -201,7 +201,8 @@ fn a_session_goes_on_at_any_instance_sharing_redis() {
     alice.call(&b, "Edit", edit("one", "two")).ok();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
     // A change made outside is caught as stale on C.
-    std::fs::write(&file, "changed outside\n").unwrap();
+    // (`changed` names two places in it: the edit cannot go on without a new Read.)
+    std::fs::write(&file, "changed outside, changed\n").unwrap();
     filetime_bump(&file);
     alice.call(&c, "Edit", edit("changed", "again")).error("modified since");
     // Another identity presenting the session is told it does not exist.
@@ -213,7 +214,7 @@ fn a_session_goes_on_at_any_instance_sharing_redis() {
     alice.call(&a, "Read", json!({"file_path": p(&file)})).ok();
     a.signal(libc::SIGKILL);
     alice.call(&b, "Edit", edit("outside", "inside")).ok();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed inside\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed inside, changed\n");
 
     // A background process lives on the instance that started it; another
     // names where it runs.

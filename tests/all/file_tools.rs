@@ -242,8 +242,9 @@ fn writes_after_a_change_on_disk_are_refused() {
     let s = ["--session", "stale", "--mode", "acceptEdits"];
     let file = sb.write("f.txt", "one two\n");
     call(&sb, "Read", &json!({"file_path": p(&file)}), &s).assert_ok();
-    // Someone else edits the file (different size and mtime).
-    std::fs::write(&file, "one two three\n").unwrap();
+    // Someone else edits the file (different size and mtime), so that
+    // `two` names two places: Edit cannot apply it as a stale-read recovery.
+    std::fs::write(&file, "one two three two\n").unwrap();
     let mtime = std::fs::metadata(&file).unwrap().modified().unwrap() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
     let modified = "<tool_use_error>File has been modified since read, either by the user or by a linter. Read it \
@@ -252,7 +253,11 @@ fn writes_after_a_change_on_disk_are_refused() {
     assert_eq!(r.assert_error("modified since read"), modified);
     let r = call(&sb, "Write", &json!({"file_path": p(&file), "content": "x"}), &s);
     assert_eq!(r.assert_error("modified since read"), modified);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one two three\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one two three two\n");
+    // Where `old_string` still names one place, the edit applies, with a note.
+    let r = call(&sb, "Edit", &json!({"file_path": p(&file), "old_string": "three", "new_string": "3"}), &s);
+    assert!(r.assert_ok().ends_with("Read it before edits that depend on surrounding content.)"), "{r:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one two 3 two\n");
 }
 
 #[test]
@@ -363,8 +368,9 @@ fn grep_modes_through_the_binary() {
         call(&sb, "Grep", &json!({"pattern": "NEEDLE", "-i": true, "output_mode": "count", "glob": "*.rs"}), &[])
             .assert_ok();
     assert_eq!(text, "b.rs:1\n\nFound 1 total occurrence across 1 file.");
-    // ripgrep refuses the pattern and prints nothing: Claude Code reports no match.
-    assert_eq!(call(&sb, "Grep", &json!({"pattern": "(unclosed"}), &[]).assert_ok(), "No files found");
+    // ripgrep refuses the pattern: 2.1.328 reports ripgrep's message.
+    let refused = call(&sb, "Grep", &json!({"pattern": "(unclosed"}), &[]).assert_error("Search failed");
+    assert!(refused.ends_with("rg: regex parse error:\n    (?:(unclosed)\n    ^\nerror: unclosed group"), "{refused}");
 }
 
 /// Grep searches through the host's ripgrep on every core; the output keeps

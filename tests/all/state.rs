@@ -30,7 +30,8 @@ fn a_read_on_one_machine_counts_for_an_edit_on_another_through_redis() {
     call_on(&sb, "b", "Edit", &edit("one", "two"), &shared).assert_ok();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
     // A change made outside is caught as stale on either machine.
-    std::fs::write(&file, "changed outside\n").unwrap();
+    // (`changed` names two places in it: the edit cannot go on without a new Read.)
+    std::fs::write(&file, "changed outside, changed\n").unwrap();
     filetime_bump(&file);
     call_on(&sb, "a", "Edit", &edit("changed", "again"), &shared).assert_error("modified since");
     // The store chosen by the settings: the user's file counts.
@@ -39,7 +40,7 @@ fn a_read_on_one_machine_counts_for_an_edit_on_another_through_redis() {
     std::fs::write(&user, json!({"stateStore": url}).to_string()).unwrap();
     call_on(&sb, "a", "Read", &read, &["--session", "work2"]).assert_ok();
     call_on(&sb, "b", "Edit", &edit("outside", "inside"), &["--session", "work2"]).assert_ok();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed inside\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed inside, changed\n");
 }
 
 #[test]

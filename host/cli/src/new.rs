@@ -23,6 +23,7 @@ const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost.py");
 const JS_HELPER: &str = include_str!("../../../sdk/js/toolhost.js");
 const RUST_SDK: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../sdk/src/lib.rs")),
+    ("src/async_tool.rs", include_str!("../../../sdk/src/async_tool.rs")),
     ("src/context.rs", include_str!("../../../sdk/src/context.rs")),
     ("src/fs.rs", include_str!("../../../sdk/src/fs.rs")),
     ("src/output.rs", include_str!("../../../sdk/src/output.rs")),
@@ -424,6 +425,22 @@ fn class_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new Rust project gets every source file of the SDK.
+    #[test]
+    fn the_vendored_sdk_is_every_source_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/src");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".rs"))
+            .map(|n| format!("src/{n}"))
+            .collect();
+        files.sort();
+        let mut vendored: Vec<String> = RUST_SDK.iter().map(|(p, _)| p.to_string()).collect();
+        vendored.sort();
+        assert_eq!(vendored, files);
+    }
 
     #[test]
     fn names() {
