@@ -9,7 +9,7 @@
 //! A row is either a schema fact:
 //!   `{"fact", "source", "schema": TOOL, "pointer": "/properties/x/type", "equals": JSON}`
 //!   (`"absent": true` instead of `equals`: nothing is at the pointer), or a call:
-//!   `{"fact", "source", "files": {PATH: TEXT | {"base64"} | {"repeat", "times"} | {"text", "length"}},
+//!   `{"fact", "source", "files": {PATH: TEXT | {"base64"} | {"repeat", "times", "before"?, "after"?} | {"text", "length"}},
 //!     "before": [{"tool", "input", "capture": {NAME: REGEX}}], "call": {"tool", "input"},
 //!     "mode": MODE, "is_error": BOOL, "text" | "contains" | "matches": …, "file": {"path", "text"}}`.
 //!   Each call row runs in a fresh workspace and session, in `bypassPermissions`
@@ -86,11 +86,11 @@ fn make_files(root: &Path, files: &Value) {
             Value::Object(o) if o.contains_key("base64") => base64::engine::general_purpose::STANDARD
                 .decode(o["base64"].as_str().expect("base64 text"))
                 .expect("valid base64"),
-            Value::Object(o) if o.contains_key("repeat") => o["repeat"]
-                .as_str()
-                .expect("repeat text")
-                .repeat(o["times"].as_u64().expect("times") as usize)
-                .into_bytes(),
+            Value::Object(o) if o.contains_key("repeat") => {
+                let text = |key: &str| o.get(key).map_or("", |v| v.as_str().expect("text"));
+                let repeated = text("repeat").repeat(o["times"].as_u64().expect("times") as usize);
+                format!("{}{repeated}{}", text("before"), text("after")).into_bytes()
+            }
             Value::Object(o) if o.contains_key("length") => {
                 std::fs::write(&path, o["text"].as_str().expect("text")).expect("write file");
                 let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open file");

@@ -266,12 +266,14 @@ pub fn search_in(
         OutputMode::Content if input.only_matching == Some(true) => {
             // Every line is needed: a line gives any number of matches.
             let lines = ripgrep(cwd, root, input, hidden, mode, None)?;
+            let lines = numbered_lines::binary_file(root, input, lines);
             let lines = numbered_lines::parts(lines, input, root.is_file());
             total = lines.len();
             page.apply(relativize_content(lines, &relative))
         }
         OutputMode::Content => {
             let lines = ripgrep(cwd, root, input, hidden, mode, page.enough())?;
+            let lines = numbered_lines::binary_file(root, input, lines);
             let lines = numbered_lines::shown_lines(lines, input, root.is_file());
             total = lines.len();
             page.apply(relativize_content(lines, &relative))
@@ -656,6 +658,60 @@ mod numbered_lines {
     /// and cut by ripgrep only past three times the limit, in bytes): a
     /// line over 500 characters replaced by its note, line numbers dropped
     /// when not asked for.
+    /// ripgrep's warning after the matches of a file it stopped searching
+    /// at a NUL byte, as 2.1.328 words it (from ripgrep's JSON):
+    /// `path:binary file matches (found "\0" byte around offset N)`.
+    fn binary_note(line: &str) -> Option<String> {
+        // A file searched on its own: the note as ripgrep prints it.
+        if line.starts_with(BINARY_MATCHES) {
+            return Some(line.to_string());
+        }
+        const WARNING: &str = ": WARNING: stopped searching binary file after match (found \"\\0\" byte around offset ";
+        let at = line.rfind(WARNING)?;
+        let offset = line[at + WARNING.len()..].strip_suffix(')')?;
+        if offset.is_empty() || !offset.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(format!("{}:binary file matches (found \"\\0\" byte around offset {offset})", &line[..at]))
+    }
+
+    /// What ripgrep prints for a file it was given that holds a NUL byte.
+    const BINARY_MATCHES: &str = "binary file matches (found \"\\0\" byte around offset ";
+
+    /// ripgrep's lines for `root`, where `root` is one file that holds a
+    /// NUL and ripgrep printed only its note: the file's matching lines
+    /// that hold no NUL, numbered, then the note, as 2.1.328 shows them
+    /// (from ripgrep's JSON, which reports every match of such a file).
+    /// Without context lines and outside multiline mode only; else, and for
+    /// anything else, the lines as they are.
+    pub(super) fn binary_file(root: &std::path::Path, input: &GrepInput, lines: Vec<String>) -> Vec<String> {
+        let plain = input.context.or(input.context_short).or(input.before).or(input.after).is_none_or(|n| n == 0.0)
+            && input.multiline != Some(true);
+        if !(plain && lines.len() == 1 && lines[0].starts_with(BINARY_MATCHES) && root.is_file()) {
+            return lines;
+        }
+        let (Ok(bytes), Ok(regex)) = (
+            std::fs::read(root),
+            regex::RegexBuilder::new(&input.pattern)
+                .case_insensitive(input.case_insensitive.unwrap_or(false))
+                .multi_line(true)
+                .build(),
+        ) else {
+            return lines;
+        };
+        let mut out: Vec<String> = bytes
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .filter(|(_, line)| !line.contains(&0))
+            .filter_map(|(i, line)| {
+                let text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
+                regex.is_match(&text).then(|| format!("{}:{text}", i + 1))
+            })
+            .collect();
+        out.extend(lines);
+        out
+    }
+
     pub(super) fn shown_lines(lines: Vec<String>, input: &GrepInput, single_file: bool) -> Vec<String> {
         let numbers = input.line_numbers.unwrap_or(true);
         let mut out = Vec::with_capacity(lines.len());
@@ -674,7 +730,7 @@ mod numbered_lines {
                             format(numbers, l.path, l.number, if l.is_match { ':' } else { '-' }, text)
                         }
                     }
-                    None => line.clone(),
+                    None => binary_note(line).unwrap_or_else(|| line.clone()),
                 });
             }
         }
@@ -698,10 +754,21 @@ mod numbered_lines {
         for group in lines.split(|l| l == "--") {
             let mut shown_lines = Vec::new();
             let match_paths: Vec<&str> = group.iter().filter_map(|l| match_path(l)).collect();
-            let parsed: Vec<Line> = group.iter().filter_map(|l| split(l, single_file, &match_paths)).collect();
+            // A line is a numbered line, or the note on a binary file.
+            let parsed: Vec<Result<Line, String>> = group
+                .iter()
+                .filter_map(|l| split(l, single_file, &match_paths).map(Ok).or_else(|| binary_note(l).map(Err)))
+                .collect();
             let mut i = 0;
             while i < parsed.len() {
-                let line = &parsed[i];
+                let line = match &parsed[i] {
+                    Ok(line) => line,
+                    Err(note) => {
+                        shown_lines.push(note.clone());
+                        i += 1;
+                        continue;
+                    }
+                };
                 if !line.is_match {
                     shown_lines.push(format(line.path, line.number, '-', shown(line.text, false)));
                     i += 1;
@@ -709,15 +776,17 @@ mod numbered_lines {
                 }
                 // In multiline mode a match may span adjacent match lines.
                 let mut end = i + 1;
+                let mut last = line.number;
                 while multiline
-                    && end < parsed.len()
-                    && parsed[end].is_match
-                    && parsed[end].path == line.path
-                    && parsed[end].number == parsed[end - 1].number + 1
+                    && let Some(Ok(next)) = parsed.get(end)
+                    && next.is_match
+                    && next.path == line.path
+                    && next.number == last + 1
                 {
+                    last = next.number;
                     end += 1;
                 }
-                let text = parsed[i..end].iter().map(|l| l.text).collect::<Vec<_>>().join("\n");
+                let text = parsed[i..end].iter().flatten().map(|l| l.text).collect::<Vec<_>>().join("\n");
                 for found in regex.find_iter(&text).filter(|m| !m.is_empty()) {
                     let first = line.number + text[..found.start()].matches('\n').count() as u64;
                     for (k, piece) in found.as_str().split('\n').enumerate() {
@@ -927,6 +996,38 @@ needle {}
                 "wide.txt:{wide} needle\nwide.txt-[Omitted long context line]\nwide.txt:[Omitted long matching line]"
             )
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_binary_file_stopped_after_a_match_gets_its_note() {
+        let dir = tree("binary");
+        let mut bytes = b"needle first\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', 200_000));
+        bytes.extend_from_slice(b"\n\0tail needle\n");
+        std::fs::write(dir.join("late.dat"), bytes).unwrap();
+        let note = "late.dat:binary file matches (found \"\\0\" byte around offset 200014)";
+        let input = || GrepInput { glob: Some("*.dat".into()), ..content("needle") };
+        assert_eq!(run(&dir, input()), format!("late.dat:1:needle first\n{note}"));
+        assert_eq!(run(&dir, GrepInput { only_matching: Some(true), ..input() }), format!("late.dat:1:needle\n{note}"));
+        assert_eq!(
+            run(&dir, GrepInput { line_numbers: Some(false), ..input() }),
+            format!("late.dat:needle first\n{note}")
+        );
+        // A file given as the path: its matching lines without a NUL, then ripgrep's note.
+        std::fs::write(dir.join("b.dat"), b"needle one\n\0binary needle\nlast needle\n").unwrap();
+        let one = |input: GrepInput| {
+            search(&dir.join("b.dat"), &GrepInput { path: Some("b.dat".into()), ..input }, &fs::HiddenPaths::default())
+                .unwrap()
+                .text
+        };
+        let note = "binary file matches (found \"\\0\" byte around offset 11)";
+        assert_eq!(one(content("needle")), format!("1:needle one\n3:last needle\n{note}"));
+        assert_eq!(
+            one(GrepInput { only_matching: Some(true), ..content("needle") }),
+            format!("1:needle\n3:needle\n{note}")
+        );
+        assert_eq!(one(GrepInput { context: Some(1.0), ..content("needle") }), note, "with context: the note alone");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -49,7 +49,9 @@ pub(crate) fn repair(name: &str, builtin: bool, schema: &Schema, tool_use: &Tool
     let Value::Object(sent) = &tool_use.input else { return None };
     let typed = typed_json_text(sent, &schema.json);
     // Both generic layers, as Claude Code runs them on every input it streams.
-    let generic = match escapes::decode_input(typed.as_ref().unwrap_or(sent)) {
+    // Script's program is JavaScript source (Claude Code treats its own code tool's so).
+    let javascript: &[&str] = if builtin && name == crate::registry::SCRIPT { &["code"] } else { &[] };
+    let generic = match escapes::decode_input(typed.as_ref().unwrap_or(sent), javascript) {
         Some(decoded) => Some(decoded),
         None => typed,
     };

@@ -15,17 +15,31 @@
 use serde_json::{Map, Value};
 
 /// `value` with its double-escaped strings decoded; `None` when nothing
-/// changes.
-pub(super) fn decode_input(value: &Map<String, Value>) -> Option<Map<String, Value>> {
-    match decode_value(&Value::Object(value.clone())) {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
+/// changes. The top-level fields named in `javascript` hold JavaScript
+/// source (Script's `code`): there an escape of an ASCII character or of a
+/// line or paragraph separator stays, since decoding `\u0022` inside a
+/// string literal would end the literal (Claude Code's `javaScriptSource`).
+pub(super) fn decode_input(value: &Map<String, Value>, javascript: &[&str]) -> Option<Map<String, Value>> {
+    let mut changed = false;
+    let mut out = Map::with_capacity(value.len());
+    for (key, item) in value {
+        if key == "__proto__" {
+            changed = true;
+            continue;
+        }
+        let decoded = match item {
+            Value::String(s) if javascript.contains(&key.as_str()) => decode_string(s, true).map(Value::String),
+            item => decode_value(item),
+        };
+        changed |= decoded.is_some();
+        out.insert(key.clone(), decoded.unwrap_or_else(|| item.clone()));
     }
+    changed.then_some(out)
 }
 
 fn decode_value(value: &Value) -> Option<Value> {
     match value {
-        Value::String(s) => decode_string(s).map(Value::String),
+        Value::String(s) => decode_string(s, false).map(Value::String),
         Value::Array(items) => {
             let decoded: Vec<Option<Value>> = items.iter().map(decode_value).collect();
             if decoded.iter().all(Option::is_none) {
@@ -57,8 +71,9 @@ fn decode_value(value: &Value) -> Option<Value> {
     }
 }
 
-/// `s` with its double-escaped characters decoded, or `None`.
-fn decode_string(s: &str) -> Option<String> {
+/// `s` with its double-escaped characters decoded, or `None`; in
+/// JavaScript source, escapes of ASCII and of U+2028/U+2029 stay.
+fn decode_string(s: &str, javascript: bool) -> Option<String> {
     let b = s.as_bytes();
     if !(0..b.len()).any(|i| escape_at(b, i).is_some()) || looks_like_windows_path(s) {
         return None;
@@ -83,6 +98,7 @@ fn decode_string(s: &str) -> Option<String> {
             Some(low) => char::decode_utf16([unit, low]).next().and_then(Result::ok),
             None if (0xD800..=0xDFFF).contains(&unit) => None,
             None if unit <= 0x1F || (0x7F..=0x9F).contains(&unit) => None,
+            None if javascript && (unit < 0x80 || unit == 0x2028 || unit == 0x2029) => None,
             None => char::from_u32(u32::from(unit)),
         };
         if let Some(c) = decoded {
@@ -147,7 +163,7 @@ mod tests {
     use serde_json::json;
 
     fn decoded(s: &str) -> String {
-        decode_string(s).unwrap_or_else(|| s.to_string())
+        decode_string(s, false).unwrap_or_else(|| s.to_string())
     }
 
     #[test]
@@ -174,14 +190,18 @@ mod tests {
         // A letter before the drive, or a UNC prefix followed by another backslash, is no path.
         assert_eq!(decoded(r"ab:\u00e9"), "ab:é");
         assert_eq!(decoded(r"\\a\\ \u00e9"), r"\\a\\ é");
-        assert_eq!(decode_string("plain"), None);
+        assert_eq!(decode_string("plain", false), None);
     }
 
     #[test]
     fn every_string_at_any_depth_and_proto_keys_dropped() {
         let input = json!({"a": [r"\u00e9", 1, {"b": r"\u00e8"}], "__proto__": {"x": 1}, "n": 5});
-        let out = decode_input(input.as_object().unwrap()).unwrap();
+        let out = decode_input(input.as_object().unwrap(), &[]).unwrap();
         assert_eq!(Value::Object(out), json!({"a": ["é", 1, {"b": "è"}], "n": 5}));
-        assert_eq!(decode_input(json!({"a": "x", "n": [1]}).as_object().unwrap()), None);
+        assert_eq!(decode_input(json!({"a": "x", "n": [1]}).as_object().unwrap(), &[]), None);
+        // JavaScript source keeps the escapes whose decoding could change the program.
+        let code = json!({"code": r#"const s = "a\u0022b\u2028" + "\u00e9";"#});
+        let out = decode_input(code.as_object().unwrap(), &["code"]).unwrap();
+        assert_eq!(out["code"], json!(r#"const s = "a\u0022b\u2028" + "é";"#));
     }
 }
