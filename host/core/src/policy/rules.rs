@@ -305,6 +305,8 @@ fn whole(list: &List, tool: &str) -> Option<usize> {
     let by_name = list.whole.get(tool).copied();
     let server = crate::registry::server_of(tool).filter(|s| tool.len() > "mcp__".len() + s.len());
     let by_server = server.and_then(|s| list.whole.get(&format!("mcp__{s}")).copied());
+    // (A pattern that names a server literally, the only kind an allow list
+    // takes, starts `mcp__SERVER__`: only that server's tools match it.)
     let by_pattern = list.patterns.iter().find(|(p, _)| syntax::tool_pattern_matches(p, tool)).map(|(_, i)| *i);
     earliest(earliest(by_name, by_server), by_pattern)
 }

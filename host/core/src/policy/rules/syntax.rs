@@ -134,11 +134,6 @@ impl Rule {
         }
         Ok(rule)
     }
-
-    /// Whether the rule names tools by a pattern (`*` for any text).
-    pub fn is_wildcard(&self) -> bool {
-        self.tool.contains('*')
-    }
 }
 
 /// Whether `name` matches `pattern`, where `*` stands for any text (none
@@ -150,9 +145,6 @@ pub(super) fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = parts.collect();
     let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
     let Some(mut rest) = rest.strip_suffix(last) else { return false };
-    if name.len() < first.len() + last.len() {
-        return false;
-    }
     for part in middle.iter().filter(|p| !p.is_empty()) {
         match rest.find(part) {
             Some(at) => rest = &rest[at + part.len()..],
