@@ -682,12 +682,15 @@ mod numbered_lines {
     /// NUL and ripgrep printed only its note: the file's matching lines
     /// that hold no NUL, numbered, then the note, as 2.1.328 shows them
     /// (from ripgrep's JSON, which reports every match of such a file).
-    /// Without context lines and outside multiline mode only; else, and for
-    /// anything else, the lines as they are.
+    /// Without context lines, outside multiline mode and for files of at
+    /// most 16 MiB only (the file is read whole); else, and for anything
+    /// else, the lines as they are.
     pub(super) fn binary_file(root: &std::path::Path, input: &GrepInput, lines: Vec<String>) -> Vec<String> {
+        const MAX_READ: u64 = 16 << 20;
         let plain = input.context.or(input.context_short).or(input.before).or(input.after).is_none_or(|n| n == 0.0)
             && input.multiline != Some(true);
-        if !(plain && lines.len() == 1 && lines[0].starts_with(BINARY_MATCHES) && root.is_file()) {
+        let small = std::fs::metadata(root).is_ok_and(|m| m.is_file() && m.len() <= MAX_READ);
+        if !(plain && lines.len() == 1 && lines[0].starts_with(BINARY_MATCHES) && small) {
             return lines;
         }
         let (Ok(bytes), Ok(regex)) = (
