@@ -47,26 +47,7 @@ fn decode_value(value: &Value) -> Option<Value> {
             }
             Some(Value::Array(items.iter().zip(decoded).map(|(old, new)| new.unwrap_or_else(|| old.clone())).collect()))
         }
-        Value::Object(map) => {
-            let mut changed = false;
-            let mut out = Map::with_capacity(map.len());
-            for (key, item) in map {
-                if key == "__proto__" {
-                    changed = true;
-                    continue;
-                }
-                match decode_value(item) {
-                    Some(new) => {
-                        changed = true;
-                        out.insert(key.clone(), new);
-                    }
-                    None => {
-                        out.insert(key.clone(), item.clone());
-                    }
-                }
-            }
-            changed.then_some(Value::Object(out))
-        }
+        Value::Object(map) => decode_input(map, &[]).map(Value::Object),
         _ => None,
     }
 }
