@@ -293,3 +293,63 @@ fn a_run_stream_reuses_the_warm_instance() {
     drop(stdin);
     assert!(child.wait().expect("wait").success());
 }
+
+/// A tool written without the helper (`tests/js/console`), built by jco's
+/// default QuickJS build and componentize-qjs's default (both on the async
+/// ABI), whose engine writes to WASI's stderr from inside the async ABI: the
+/// report of a `console` QuickJS lacks, of an error of 200 KiB (past the 64
+/// KiB kept), of a promise nothing settles. Each is an answer under `call`,
+/// `run` and `serve`, and the call after it is answered.
+#[test]
+fn an_engine_writing_to_stderr_on_the_async_abi_is_answered_in_every_front() {
+    static JCO: OnceLock<PathBuf> = OnceLock::new();
+    static QJS_ASYNC: OnceLock<PathBuf> = OnceLock::new();
+    for (engine, cell) in [(Engine::Jco, &JCO), (Engine::QuickJsAsync, &QJS_ASYNC)] {
+        let wasm = built("tests/js/console", engine, cell);
+        let sb = Sandbox::new();
+        install(&sb, wasm, "console.wasm");
+        let flags = ["--allow", "JsConsole", "--timeout-ms", "3000"];
+        let cases = [json!({"do": "log"}), json!({"do": "throw-large"}), json!({"do": "never"})];
+        for input in &cases {
+            let out = toolhost_command(&sb)
+                .env("RUST_LOG", "toolhost=debug")
+                .args(flags)
+                .args(["call", "JsConsole", &input.to_string()])
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            // An answer (exit 0, or 1 for an error result), never a crash.
+            assert!(
+                matches!(out.status.code(), Some(0 | 1)),
+                "{engine:?} {input}: {:?}\n{stdout}\n{stderr}",
+                out.status
+            );
+            if input["do"] == "log" {
+                let answered = stdout.contains("logged") || stdout.contains("console is not defined");
+                assert!(answered, "{engine:?}: the engine's report reaches the answer: {stdout}\n{stderr}");
+            }
+        }
+        assert_eq!(call(&sb, "JsConsole", &json!({"do": "ok"}), &flags).assert_ok(), "ok");
+        // `run`: each, then a plain call.
+        let mut lines = Vec::new();
+        for (i, input) in cases.iter().enumerate() {
+            lines.push(json!({"type": "tool_use", "id": format!("a{i}"), "name": "JsConsole", "input": input}));
+            lines.push(json!({"type": "tool_use", "id": format!("b{i}"), "name": "JsConsole", "input": {"do": "ok"}}));
+        }
+        let out = run_stream(&sb, &flags, &lines);
+        let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+        assert_eq!(results.len(), lines.len(), "{engine:?}: {out:?}");
+        for r in results.iter().filter(|r| r["tool_use_id"].as_str().is_some_and(|id| id.starts_with('b'))) {
+            assert_eq!(content_text(r), "ok", "{engine:?}: {r}");
+        }
+        // `serve`: each, then a plain call.
+        with_served_args(&sb, &flags, |client, _| async move {
+            for input in [json!({"do": "log"}), json!({"do": "throw-large"}), json!({"do": "never"})] {
+                client.call_tool(mcp_call("JsConsole", input.clone())).await.expect("answered");
+                let r = client.call_tool(mcp_call("JsConsole", json!({"do": "ok"}))).await.expect("answered");
+                assert_eq!(mcp_text(&r), "ok", "after {input}");
+            }
+            client
+        });
+    }
+}

@@ -17,6 +17,7 @@ mod file_tools;
 mod grants;
 mod hooks;
 mod host_errors;
+mod host_faults;
 mod in_process;
 mod install;
 mod js;

@@ -6,6 +6,7 @@ mod bounded;
 mod engine;
 mod instance;
 pub(crate) mod network;
+mod output;
 mod store;
 mod usage;
 

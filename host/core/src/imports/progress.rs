@@ -10,6 +10,11 @@ const MAX_MESSAGE: usize = 16 * 1024;
 /// Most progress events one call may send; later ones are dropped.
 const MAX_PROGRESS_EVENTS: u32 = 10_000;
 
+/// The log line that makes the `log` import panic, in a build with the
+/// `fault-injection` feature (the test suite's).
+#[cfg(feature = "fault-injection")]
+pub(crate) const FAULT_INJECTION_PANIC: &str = "toolhost:fault-injection:panic";
+
 /// A progress report from a running call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
@@ -57,6 +62,12 @@ impl progress::Host for CallView<'_> {
     }
 
     fn log(&mut self, level: progress::LogLevel, message: String) {
+        // Test builds only: a host function that fails, to show a fault of
+        // the host ends one call and nothing else.
+        #[cfg(feature = "fault-injection")]
+        if message == FAULT_INJECTION_PANIC {
+            panic!("fault injection: the log import panicked on purpose");
+        }
         let message = clip(crate::secrets::mask(&message, &self.scope.secrets));
         let (tool, id) = (&*self.scope.tool, &self.scope.tool_use_id);
         match level {

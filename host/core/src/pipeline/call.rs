@@ -19,6 +19,7 @@ use crate::sandbox::{CallLimits, Instance, Sandbox};
 use crate::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
@@ -283,7 +284,16 @@ impl Pipeline {
         // 2, first part: slips in the input repaired, as Claude Code does.
         let repaired = self.repair(tool_use);
         let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
-        let mut result = self.run(session, tool_use, options, &span, &mut next);
+        // A fault of the host (a panic anywhere in the call's path: an
+        // import, a library, the pipeline itself) ends this call with an
+        // error result, never the thread or the stream that runs it.
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| self.run(session, tool_use, options, &span, &mut next)));
+        let mut result = run.unwrap_or_else(|panic| {
+            next = None;
+            let why = panic_message(&*panic);
+            tracing::error!(panic = %why, "toolhost failed while running the call; the call ends with an error and later calls go on");
+            ToolResult::error(&tool_use.id, host_failed(&tool_use.name, &why))
+        });
         if let Some((_, Some(note))) = &repaired {
             result.append_note(note);
         }
@@ -345,6 +355,15 @@ impl Pipeline {
     }
 
     pub(super) fn classify(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
+        // A fault of the host while the tool answers: not concurrency-safe
+        // (the call then runs alone, and meets the fault again, as an error).
+        std::panic::catch_unwind(AssertUnwindSafe(|| self.classify_unguarded(session, tool_use))).unwrap_or_else(|panic| {
+            tracing::error!(panic = %panic_message(&*panic), tool = %tool_use.name, "toolhost failed while asking whether the call is concurrency-safe; taken as not");
+            false
+        })
+    }
+
+    fn classify_unguarded(&self, session: Option<&Arc<Session>>, tool_use: &ToolUse) -> bool {
         let repaired = self.repair(tool_use);
         let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
         if let Some(declared) = self.declared_concurrency_safe(tool_use) {
@@ -691,4 +710,23 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+/// What a panic says, from its payload (`panic!` with a message or a
+/// formatted one; anything else is named so).
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (None, Some(s)) => s.clone(),
+        (None, None) => "a panic without a message".to_owned(),
+    }
+}
+
+/// The error result of a call that a fault of the host ended.
+fn host_failed(tool: &str, why: &str) -> String {
+    format!(
+        "<tool_use_error>toolhost itself failed while running this {tool} call ({why}). This is a fault of the \
+         host, not of the input: the call was stopped, nothing more of it ran, and later calls are answered as \
+         usual. Calling again may meet the same fault.</tool_use_error>"
+    )
 }

@@ -143,7 +143,8 @@ impl<I: Keepable> Warm<I> {
 
     /// Keeps `instance` for `key`'s next call, if it is fit to serve one.
     pub(super) fn put(&self, key: Key, instance: I, current: &Arc<Registry>) {
-        // Past half of what is captured, a later write could fail the guest.
+        // Past half of what is kept of its output, the next calls' lines
+        // would no longer reach the log.
         if instance.printed() > CAPTURED_OUTPUT / 2 || key.stale(current) {
             return;
         }

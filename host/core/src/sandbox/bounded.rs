@@ -11,11 +11,11 @@
 //! call that does not wait pays nothing.
 
 use super::store::{HostState, Interrupted};
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::io::poll as async_poll;
@@ -23,7 +23,7 @@ use wasmtime_wasi::p2::bindings::io::streams::{HostInputStream as AsyncInput, Ho
 use wasmtime_wasi::p2::bindings::sync::io::poll::{self, Pollable};
 use wasmtime_wasi::p2::bindings::sync::io::streams::{self, InputStream, OutputStream};
 use wasmtime_wasi::p2::{StreamError, StreamResult};
-use wasmtime_wasi::runtime::in_tokio;
+use wasmtime_wasi::runtime::with_ambient_tokio_runtime;
 
 /// How often a waiting guest's cancellation flag is looked at.
 const CANCEL_CHECK: Duration = Duration::from_millis(5);
@@ -65,8 +65,8 @@ pub(crate) struct Stop {
 }
 
 impl crate::contract::Wait for Stop {
-    /// Runs `work` inside the shared tokio runtime, which wasmtime-wasi's
-    /// host futures need.
+    /// Runs `work` with the ambient tokio runtime entered, which
+    /// wasmtime-wasi's host futures need.
     fn wait<F: Future>(&self, work: F) -> wasmtime::Result<F::Output> {
         Ok(until_stopped(self.deadline, self.cancel.as_deref(), work)?)
     }
@@ -81,45 +81,78 @@ impl crate::contract::Bounds for HostState {
 
 /// Runs `work` until it finishes or the call must stop, whichever is first.
 /// Dropping `work` is how wasmtime-wasi's waits are cancelled.
+///
+/// The calling thread waits here itself, parked between polls, with the
+/// ambient tokio runtime (wasmtime-wasi's own where the thread has none)
+/// entered but never *running*: so a wait may nest in another. That
+/// happens on every call of a component on the async ABI, whose whole call
+/// is waited for here while its guest calls WASI 0.2's blocking functions
+/// (`blocking-flush` under `console.log`, a pollable's `block` under a
+/// sleep), which wait here again, and wasmtime-wasi's synchronous bindings
+/// (files, sockets, HTTP), which run their futures with tokio's `block_on`
+/// and may do so only outside a running runtime. The deadline and the
+/// cancellation flag are looked at by the waiting thread itself, so they
+/// hold even when no runtime drives timers.
 fn until_stopped<F: Future>(
     deadline: Option<(Instant, Duration)>,
     cancel: Option<&AtomicBool>,
     work: F,
 ) -> Result<F::Output, Interrupted> {
-    let stop = stopped(deadline, cancel);
-    in_tokio(async {
-        let (mut work, mut stop) = (pin!(work), pin!(stop));
-        poll_fn(|cx| {
-            if let Poll::Ready(out) = work.as_mut().poll(cx) {
-                return Poll::Ready(Ok(out));
-            }
-            stop.as_mut().poll(cx).map(Err)
-        })
-        .await
-    })
+    with_ambient_tokio_runtime(|| park_until(deadline, cancel, work))
 }
 
-/// Resolves when the call is cancelled or past its deadline.
-async fn stopped(deadline: Option<(Instant, Duration)>, cancel: Option<&AtomicBool>) -> Interrupted {
+/// Wakes the thread that waits in [`park_until`], with a flag of its own so
+/// that a wake taken by a wait nested in the poll is not lost.
+struct Unpark {
+    thread: std::thread::Thread,
+    woken: AtomicBool,
+}
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+fn park_until<F: Future>(
+    deadline: Option<(Instant, Duration)>,
+    cancel: Option<&AtomicBool>,
+    work: F,
+) -> Result<F::Output, Interrupted> {
+    let unpark = Arc::new(Unpark { thread: std::thread::current(), woken: AtomicBool::new(false) });
+    let waker = Waker::from(Arc::clone(&unpark));
+    let mut cx = Context::from_waker(&waker);
+    let mut work = pin!(work);
     loop {
-        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Interrupted::Cancelled;
+        if let Poll::Ready(out) = work.as_mut().poll(&mut cx) {
+            return Ok(out);
         }
-        let mut wait = Duration::MAX;
-        if let Some((at, limit)) = deadline {
-            let left = at.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Interrupted::Timeout(limit);
+        // Woken while it polled (a wait nested in the poll may have taken
+        // the thread's unpark token): poll again before sleeping.
+        while !unpark.woken.swap(false, Ordering::AcqRel) {
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(Interrupted::Cancelled);
             }
-            wait = left;
+            let mut wait = None;
+            if let Some((at, limit)) = deadline {
+                let left = at.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Interrupted::Timeout(limit));
+                }
+                wait = Some(left);
+            }
+            if cancel.is_some() {
+                wait = Some(wait.map_or(CANCEL_CHECK, |w| w.min(CANCEL_CHECK)));
+            }
+            match wait {
+                Some(wait) => std::thread::park_timeout(wait),
+                None => std::thread::park(),
+            }
         }
-        if cancel.is_some() {
-            wait = wait.min(CANCEL_CHECK);
-        }
-        if wait == Duration::MAX {
-            return std::future::pending().await;
-        }
-        tokio::time::sleep(wait).await;
     }
 }
 
@@ -253,6 +286,50 @@ mod tests {
         let out = until_stopped(None, Some(&cancel), std::future::pending::<()>());
         assert_eq!(out, Err(Interrupted::Cancelled));
         setter.join().unwrap();
+    }
+
+    /// What a guest on the async ABI does: its whole call waits here, and
+    /// inside it a WASI 0.2 function waits again, and wasmtime-wasi's
+    /// synchronous bindings run a future with tokio's `block_on`.
+    #[test]
+    fn waits_nest_and_wasi_bindings_may_block_inside_them() {
+        let limit = Duration::from_secs(30);
+        let out = until_stopped(Some((Instant::now() + limit, limit)), None, async {
+            let inner = until_stopped(None, None, async { 2 }).unwrap();
+            let blocking = wasmtime_wasi::runtime::in_tokio(async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                3
+            });
+            inner + blocking
+        });
+        assert_eq!(out, Ok(5));
+    }
+
+    /// A wake that arrives while a nested wait holds the thread reaches
+    /// the outer wait, which polls again instead of sleeping for good.
+    #[test]
+    fn a_wake_taken_by_a_nested_wait_is_not_lost() {
+        let done = Arc::new(AtomicBool::new(false));
+        let mut started = false;
+        let outer = std::future::poll_fn(|cx| {
+            if done.load(Ordering::Acquire) {
+                return Poll::Ready("woken");
+            }
+            if !started {
+                started = true;
+                let (waker, done) = (cx.waker().clone(), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    done.store(true, Ordering::Release);
+                    waker.wake();
+                });
+                // Holds the thread until well after the wake.
+                let pause = Duration::from_millis(50);
+                let _ = until_stopped(Some((Instant::now() + pause, pause)), None, std::future::pending::<()>());
+            }
+            Poll::Pending
+        });
+        let limit = Duration::from_secs(30);
+        assert_eq!(until_stopped(Some((Instant::now() + limit, limit)), None, outer), Ok("woken"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! nothing else, a memory limit, a deadline, and cancellation.
 
 use super::network::Network;
+use super::output::GuestOutput;
 use crate::grants::DirAccess;
 use crate::grants::{CallLimits, FileAccess, Grants};
 use crate::imports::{CallScope, CallView};
@@ -10,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, ResourceLimiter, Store, StoreContextMut, UpdateDeadline};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Bytes of a guest's stdout and stderr kept for the log (and for the message
@@ -165,46 +165,65 @@ fn on_epoch(ctx: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadl
 /// The guest's captured stdout and stderr.
 #[derive(Clone)]
 pub(crate) struct Captured {
-    pub stdout: MemoryOutputPipe,
-    pub stderr: MemoryOutputPipe,
+    pub stdout: GuestOutput,
+    pub stderr: GuestOutput,
     /// How much of each the calls before this one printed (a warm instance
-    /// serves several).
-    before: (usize, usize),
+    /// serves several): bytes kept, bytes dropped past the cap.
+    before: [(usize, u64); 2],
 }
 
 impl Captured {
+    fn new() -> Captured {
+        Captured {
+            stdout: GuestOutput::new(CAPTURED_OUTPUT),
+            stderr: GuestOutput::new(CAPTURED_OUTPUT),
+            before: [(0, 0); 2],
+        }
+    }
+
     /// The last non-empty lines this call wrote to stderr, where a Rust
     /// guest's panic message ends up (`panicked at src/lib.rs:10:5: boom`).
     pub(crate) fn last_stderr_lines(&self, n: usize) -> String {
-        let bytes = self.stderr.contents();
-        let text = String::from_utf8_lossy(bytes.get(self.before.1..).unwrap_or_default()).to_string();
+        let bytes = self.stderr.kept_since(self.before[1].0);
+        let text = String::from_utf8_lossy(&bytes).to_string();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    /// Sends what the guest printed during this call to the log.
+    /// Sends what the guest printed during this call to the log, and how
+    /// much more it printed past the cap.
     pub(crate) fn log(&self, tool: &str, id: &str, secrets: &[(String, String)]) {
-        for (stream, pipe, before) in [("stdout", &self.stdout, self.before.0), ("stderr", &self.stderr, self.before.1)]
+        for (stream, pipe, (kept_before, dropped_before)) in
+            [("stdout", &self.stdout, self.before[0]), ("stderr", &self.stderr, self.before[1])]
         {
-            let bytes = pipe.contents();
-            let new = bytes.get(before..).unwrap_or_default();
+            let new = pipe.kept_since(kept_before);
             if !new.is_empty() {
-                let text = crate::secrets::mask(String::from_utf8_lossy(new).trim_end(), secrets);
+                let text = crate::secrets::mask(String::from_utf8_lossy(&new).trim_end(), secrets);
                 tracing::debug!(tool, id, stream, "{text}");
+            }
+            let dropped = pipe.written().1 - dropped_before;
+            if dropped > 0 {
+                tracing::debug!(
+                    tool,
+                    id,
+                    stream,
+                    dropped,
+                    "{dropped} more bytes past the {CAPTURED_OUTPUT}-byte cap not kept"
+                );
             }
         }
     }
 
-    /// Bytes printed so far to stdout and to stderr, by every call the
+    /// Bytes kept so far of stdout and of stderr, for every call the
     /// instance served.
     pub(crate) fn printed(&self) -> (usize, usize) {
-        (self.stdout.contents().len(), self.stderr.contents().len())
+        (self.stdout.written().0, self.stderr.written().0)
     }
 
     /// Starts another call: what was printed so far belongs to the calls
     /// before it.
     fn next_call(&mut self) {
-        self.before = self.printed();
+        self.before = [self.stdout.written(), self.stderr.written()];
     }
 }
 
@@ -217,11 +236,7 @@ pub(crate) fn store(
     limits: CallLimits,
 ) -> (Store<HostState>, Captured) {
     let dirs = std::sync::Arc::clone(&call.dirs);
-    let captured = Captured {
-        stdout: MemoryOutputPipe::new(CAPTURED_OUTPUT),
-        stderr: MemoryOutputPipe::new(CAPTURED_OUTPUT),
-        before: (0, 0),
-    };
+    let captured = Captured::new();
     let mut wasi = WasiCtxBuilder::new();
     // Calls run on threads that may block: file I/O runs inline instead of
     // hopping to a thread pool (the difference is up to 20x for Grep).

@@ -148,6 +148,13 @@ impl Guest for Adversary {
         match action(&input).as_str() {
             "ok" | "self-allow" | "loop-classify" | "wait" => text("fine"),
             "panic" => panic!("adversary panicked on purpose"),
+            // A line for the host's log (the test build's log import panics
+            // on one line on purpose).
+            "log" => {
+                let message = arg(&input, "message").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
+                progress::log(progress::LogLevel::Info, &message);
+                text("logged")
+            }
             "trap" => core::arch::wasm32::unreachable(),
             "loop" => loop {
                 std::hint::black_box(0u8);

@@ -187,8 +187,125 @@ async fn run(input: String) -> Result<ToolOutput, ToolError> {
             std::mem::forget(tx);
             text("returned with a task pending")
         }
+        // WASI 0.2's blocking functions, called from inside the async ABI
+        // (each waits in the host while the whole call is waited for).
+        other => wasi_02(other, &input, n),
+    }
+}
+
+fn string(input: &str, key: &str) -> String {
+    field(input, key).and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// The actions that call WASI 0.2's functions that block in the host, as a
+/// JavaScript runtime's `console.log` or a Rust library's `sleep` does.
+fn wasi_02(action: &str, input: &str, n: u64) -> Result<ToolOutput, ToolError> {
+    use std::io::{Read, Write};
+    const HOUR_NS: u64 = 3_600_000_000_000;
+    match action {
+        // `n` lines to stdout (std's stdout: `blocking-write-and-flush`).
+        "print" => {
+            for i in 0..n {
+                println!("line {i} of {n} from AsyncAdversary");
+            }
+            text(format!("printed {n} lines"))
+        }
+        // The same to stderr, unbuffered.
+        "eprint" => {
+            for i in 0..n {
+                eprintln!("error line {i} of {n}");
+            }
+            text(format!("printed {n} lines to stderr"))
+        }
+        // `n` bytes in one write, flushed with `blocking-flush`.
+        "write-flush" => {
+            let mut out = std::io::stdout();
+            let written = out.write_all(&vec![b'x'; n as usize]).and_then(|()| out.flush());
+            text(format!("wrote {n} bytes: {written:?}"))
+        }
+        // Written through the stream's own functions, never flushed.
+        "write-unflushed" => {
+            let out = wasip2::cli::stdout::get_stdout();
+            let permit = out.check_write().map_err(|e| err(format!("{e:?}")))?;
+            let chunk = vec![b'y'; (n as usize).min(permit as usize)];
+            out.write(&chunk).map_err(|e| err(format!("{e:?}")))?;
+            std::mem::forget(out);
+            text(format!("wrote {} bytes, unflushed", chunk.len()))
+        }
+        "log" => {
+            progress::log(progress::LogLevel::Info, &string(input, "message"));
+            text("logged")
+        }
+        // A clock's pollable, blocked on: `n` ms, or `forever`.
+        "sleep" => {
+            std::thread::sleep(std::time::Duration::from_millis(n));
+            text(format!("slept {n} ms"))
+        }
+        "sleep-forever" => {
+            wasip2::clocks::monotonic_clock::subscribe_duration(HOUR_NS).block();
+            text("woke after an hour")
+        }
+        // `wasi:io/poll` over two clocks, the nearer `n` ms away.
+        "poll" => {
+            let near = wasip2::clocks::monotonic_clock::subscribe_duration(n * 1_000_000);
+            let far = wasip2::clocks::monotonic_clock::subscribe_duration(HOUR_NS);
+            let ready = wasip2::io::poll::poll(&[&far, &near]);
+            text(format!("ready: {ready:?}"))
+        }
+        // stdin to its end (a tool's is empty).
+        "stdin" => {
+            let mut all = Vec::new();
+            let read = std::io::stdin().read_to_end(&mut all);
+            text(format!("read {} bytes from stdin: {read:?}", all.len()))
+        }
+        // The filesystem's synchronous calls: whatever it was granted.
+        "list-dir" => {
+            let path = string(input, "path");
+            match std::fs::read_dir(if path.is_empty() { "." } else { &path }) {
+                Ok(entries) => text(format!("{} entries", entries.count())),
+                Err(e) => text(format!("cannot list: {e}")),
+            }
+        }
+        // A socket: connect, send a line, read to the end.
+        "connect" => {
+            let answer = (|| {
+                let mut stream = std::net::TcpStream::connect(string(input, "target"))?;
+                stream.write_all(b"hello\n")?;
+                let mut answer = String::new();
+                stream.read_to_string(&mut answer)?;
+                Ok::<_, std::io::Error>(answer)
+            })();
+            text(format!("connect: {answer:?}"))
+        }
+        // `wasi:http`: a GET of `target` (host:port), its body read to the end.
+        "http" => text(format!("http: {:?}", http_get(&string(input, "target")))),
         other => text(format!("unknown action {other:?}")),
     }
+}
+
+fn err(message: String) -> ToolError {
+    ToolError { kind: toolhost::tool::types::ErrorKind::Io, message }
+}
+
+fn http_get(authority: &str) -> Result<usize, String> {
+    use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+    let request = OutgoingRequest::new(Fields::new());
+    request.set_scheme(Some(&Scheme::Http)).map_err(|()| "scheme")?;
+    request.set_authority(Some(authority)).map_err(|()| "authority")?;
+    request.set_path_with_query(Some("/")).map_err(|()| "path")?;
+    let future = wasip2::http::outgoing_handler::handle(request, None).map_err(|e| format!("refused: {e:?}"))?;
+    future.subscribe().block();
+    let response = match future.get() {
+        Some(Ok(Ok(r))) => r,
+        other => return Err(format!("no response: {other:?}")),
+    };
+    let body = response.consume().map_err(|()| "no body")?;
+    let stream = body.stream().map_err(|()| "no stream")?;
+    let mut bytes = 0;
+    while let Ok(chunk) = stream.blocking_read(1 << 16) {
+        bytes += chunk.len();
+    }
+    Ok(bytes)
 }
 
 export!(AsyncAdversary);
