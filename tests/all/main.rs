@@ -18,6 +18,7 @@ mod grants;
 mod hooks;
 mod host_errors;
 mod host_faults;
+mod hostile_peers;
 mod in_process;
 mod install;
 mod js;

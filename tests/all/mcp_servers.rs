@@ -91,6 +91,10 @@ fn servers_that_crash_flood_or_hang_are_cut_off_and_started_again() {
         use_("after-crash", "echo", json!({"text": "back"})),
         use_("flood", "flood", json!({})),
         use_("after-flood", "echo", json!({"text": "back again"})),
+        use_("babble", "babble", json!({})),
+        use_("after-babble", "echo", json!({"text": "once more"})),
+        use_("garble", "babble", json!({"bytes_hex": "7b2261223a22fffe227d"})),
+        use_("after-garble", "echo", json!({"text": "still here"})),
         use_("hang", "hang", json!({})),
         use_("after-hang", "echo", json!({"text": "and again"})),
         use_("progress", "slow", json!({"steps": 3})),
@@ -106,6 +110,17 @@ fn servers_that_crash_flood_or_hang_are_cut_off_and_started_again() {
     let (failed, flood) = result("flood");
     assert!(failed && flood.contains("over 16 MiB"), "{flood}");
     assert_eq!(result("after-flood"), (false, "back again".into()));
+    // A line that is not a message ends the connection at once (not at the
+    // call's deadline, which says "did not answer"), saying what it was.
+    let (failed, babble) = result("babble");
+    assert!(
+        failed && babble.contains("not a JSON-RPC message (it is not a JSON object") && babble.contains("Server log"),
+        "{babble}"
+    );
+    assert_eq!(result("after-babble"), (false, "once more".into()));
+    let (failed, garble) = result("garble");
+    assert!(failed && garble.contains("not a JSON-RPC message (it is not UTF-8"), "{garble}");
+    assert_eq!(result("after-garble"), (false, "still here".into()));
     let (failed, hang) = result("hang");
     assert!(failed && hang.contains("did not answer within 3000 ms"), "{hang}");
     assert_eq!(result("after-hang"), (false, "and again".into()));

@@ -109,6 +109,29 @@ fn serve(mut stream: TcpStream, port: u16) {
             }
         }
         "/silent" => std::thread::sleep(Duration::from_secs(30)),
+        // A body a byte at a time, never finished within a call's time.
+        "/drip" => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\nconnection: close\r\n\r\n");
+            for _ in 0..300 {
+                if stream.write_all(b"x").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        // A head that never ends.
+        "/endless-head" => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n");
+            for _ in 0..100_000 {
+                if stream.write_all(b"x-filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n").is_err() {
+                    return;
+                }
+            }
+        }
+        // Not HTTP at all.
+        "/garbage" => {
+            let _ = stream.write_all(b"\xff\xfeNOT HTTP\r\n\r\n");
+        }
         _ => respond(&mut stream, "404 Not Found", "", b""),
     }
 }
@@ -237,5 +260,13 @@ fn responses_are_capped_in_size_and_time() {
     let silent = json!({"action": "connect", "target": target, "send": "silent"});
     let (text, error) = fetcher(&sb, silent, s, &["--timeout-ms", "1000"]);
     assert!(error && text.contains("timed out after 1000 ms"), "{text}");
-    assert!(started.elapsed() < Duration::from_secs(20), "the calls ended at their deadlines");
+    // A body that drips: the call's deadline holds while bytes arrive.
+    let (text, error) = fetcher(&sb, get(&server.url("/drip")), s, &["--timeout-ms", "1500"]);
+    assert!(error && text.contains("timed out after 1500 ms"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(30), "the calls ended at their deadlines");
+    // A head without end, and an answer that is not HTTP: refused at once.
+    let (text, error) = fetcher(&sb, get(&server.url("/endless-head")), s, &[]);
+    assert!(error && text.contains("refused: ErrorCode::HttpProtocolError"), "{text}");
+    let (text, error) = fetcher(&sb, get(&server.url("/garbage")), s, &[]);
+    assert!(error && text.contains("refused: ErrorCode::HttpProtocolError"), "{text}");
 }

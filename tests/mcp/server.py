@@ -1,6 +1,6 @@
 """An MCP server on the official Python SDK (FastMCP) for toolhost's tests
 of MCP servers' tools in its pool: tools that answer, report progress,
-crash, flood, hang, change the tool list, write files and open sockets."""
+crash, flood, babble, hang, change the tool list, write files and open sockets."""
 
 import asyncio
 import os
@@ -47,6 +47,17 @@ def flood() -> str:
     sys.stdout.buffer.flush()
     time.sleep(60)
     return "flooded"
+
+
+@mcp.tool()
+def babble(bytes_hex: str = "") -> str:
+    """Writes a line that is not a protocol message to stdout (a log line by
+    default, else the bytes given in hex), then waits."""
+    line = bytes.fromhex(bytes_hex) if bytes_hex else b"Server log: handling a call"
+    sys.stdout.buffer.write(line + b"\n")
+    sys.stdout.buffer.flush()
+    time.sleep(60)
+    return "babbled"
 
 
 @mcp.tool()

@@ -21,7 +21,7 @@
 //!    atomic rename (a watcher never sees half a component), with the
 //!    signature beside them, replacing the tool's earlier component.
 
-mod oci;
+pub mod oci;
 
 use toolhost_verify::{cosign, minisign as verify, sigstore};
 
@@ -120,6 +120,8 @@ pub struct Installer<'a> {
     pub settings: &'a Settings,
     /// The plugins directory.
     pub dir: &'a Path,
+    /// How long pulling from a registry may take.
+    pub pull_timeout: std::time::Duration,
 }
 
 /// A component file in the plugins directory, and the name of its tool (or
@@ -197,7 +199,7 @@ impl Installer<'_> {
         previous: Option<Record>,
     ) -> anyhow::Result<ExitCode> {
         println!("source:          {source}");
-        let pulled = match oci::pull(source, reference) {
+        let pulled = match oci::pull(source, reference, self.pull_timeout) {
             Ok(pulled) => pulled,
             Err(why) => return refuse(source, why),
         };

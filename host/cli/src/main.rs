@@ -227,6 +227,10 @@ enum Command {
         /// Grant everything it requests without asking (for scripts)
         #[arg(long)]
         yes: bool,
+        /// The longest a pull from a registry may take, in seconds, however
+        /// slowly the registry answers
+        #[arg(long, value_name = "SECONDS", default_value_t = install::oci::PULL_TIMEOUT.as_secs())]
+        pull_timeout: u64,
     },
     /// Start a tool project: the source of a small working tool, the WIT and
     /// the helper it builds against, build.sh (pinned toolchain) and test.sh
@@ -477,15 +481,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for problem in host.problems() {
         eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
     }
-    let installer = || install::Installer { host: &host, settings: &settings, dir: &plugins_dir };
+    let pull_timeout = match &cli.command {
+        Command::Install { pull_timeout, .. } => std::time::Duration::from_secs(*pull_timeout),
+        _ => install::oci::PULL_TIMEOUT,
+    };
+    let installer = || install::Installer { host: &host, settings: &settings, dir: &plugins_dir, pull_timeout };
     match cli.command {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
         Command::Check { file } => check(&host, &file),
-        Command::Install { source, upgrade: false, sha256, yes } => {
+        Command::Install { source, upgrade: false, sha256, yes, .. } => {
             installer().install(&source, sha256.as_deref(), yes)
         }
-        Command::Install { source, upgrade: true, sha256, yes } => installer().upgrade(&source, sha256.as_deref(), yes),
+        Command::Install { source, upgrade: true, sha256, yes, .. } => {
+            installer().upgrade(&source, sha256.as_deref(), yes)
+        }
         Command::Uninstall { name, keep_grants } => installer().uninstall(&name, keep_grants),
         Command::Run { session, max_concurrency, .. } => {
             run_front(&host, session, max_concurrency.filter(|&n| n > 0).unwrap_or(concurrency))

@@ -7,11 +7,15 @@
 //! A stdio server is a child of the host confined as Bash's children are
 //! (it writes only in the working directories and its own temporary
 //! directory; it has no network unless `toolGrants.mcp__NAME` grants hosts).
-//! A server that exits, floods (a message over [`MAX_MESSAGE`] bytes) or
-//! lets a call run past its deadline is cut off: the call fails saying so,
+//! A server that exits, floods (a message over [`MAX_MESSAGE`] bytes),
+//! writes a line to stdout that is not a message, or lets a call run past
+//! its deadline is cut off: the call fails saying so,
 //! and the next call starts it again. A server's `tools/list_changed` reads
 //! its tools again and the host swaps them in.
 
+mod lines;
+
+use lines::{Checked, StreamFault};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -25,9 +29,8 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, ReadBuf};
+use tokio::io::AsyncBufReadExt;
 use toolhost::remote::{MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool};
 use toolhost::settings::{ConfiguredServer, McpServer};
 use toolhost::{Confinement, Progress, ProgressSink};
@@ -113,8 +116,9 @@ struct Connection {
 /// it closed).
 #[derive(Default)]
 struct Process {
-    /// Set when the server sent a message over [`MAX_MESSAGE`].
-    flooded: Arc<AtomicBool>,
+    /// Set when the server broke the protocol on stdio (a message over
+    /// [`MAX_MESSAGE`], a line that is not one).
+    fault: Arc<OnceLock<StreamFault>>,
     /// Its stderr's last lines (stdio).
     stderr: Arc<StderrTail>,
     /// Its child process (stdio), to tell how it exited.
@@ -409,7 +413,7 @@ impl Server {
                 let child = Some(Arc::new(tokio::sync::Mutex::new(child)));
                 let process = Process { child, ..Process::default() };
                 tokio::spawn(keep_stderr(stderr, Arc::clone(&process.stderr), self.name.clone(), self.secrets()));
-                let read = Capped { inner: stdout, line: 0, flooded: Arc::clone(&process.flooded) };
+                let read = Checked::new(stdout, Arc::clone(&process.fault));
                 match handler.serve((read, stdin)).await {
                     Ok(service) => Ok(Connection { service, process }),
                     Err(e) => Err(format!("{} ({e})", process.ended(&self.name).await)),
@@ -432,6 +436,7 @@ impl Server {
                     }
                 }
                 config.max_sse_event_size = MAX_MESSAGE;
+                config.max_json_response_size = MAX_MESSAGE;
                 let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
                 let service = handler.serve(transport).await.map_err(|e| fail(&e))?;
                 Ok(Connection { service, process: Process::default() })
@@ -582,11 +587,8 @@ impl Server {
 impl Process {
     /// Why the server stopped answering, for a message.
     async fn ended(&self, name: &str) -> String {
-        let mut why = if self.flooded.load(Ordering::Relaxed) {
-            format!(
-                "The MCP server {name} sent a message over {} MiB and was cut off (it is started again at its next call).",
-                MAX_MESSAGE >> 20
-            )
+        let mut why = if let Some(fault) = self.fault.get() {
+            fault.describe(name)
         } else {
             let status = match &self.child {
                 Some(child) => {
@@ -667,54 +669,5 @@ async fn keep_stderr(
             kept.pop_front();
         }
         kept.push_back(line);
-    }
-}
-
-/// A server's stdout, ending with an error once a line passes
-/// [`MAX_MESSAGE`] bytes (the connection then closes, and the server is
-/// cut off).
-struct Capped<R> {
-    inner: R,
-    /// Bytes since the last newline.
-    line: usize,
-    flooded: Arc<AtomicBool>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &polled {
-            let fresh = &buf.filled()[before..];
-            match fresh.iter().rposition(|&b| b == b'\n') {
-                Some(last) => self.line = fresh.len() - last - 1,
-                None => self.line += fresh.len(),
-            }
-            if self.line > MAX_MESSAGE {
-                self.flooded.store(true, Ordering::Relaxed);
-                return Poll::Ready(Err(std::io::Error::other("a message over the size limit")));
-            }
-        }
-        polled
-    }
-}
-
-/// `Caller`s are made per listing; this makes one for a server (tests).
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_line_past_the_cap_ends_the_stream() {
-        use tokio::io::AsyncReadExt;
-        let flooded = Arc::new(AtomicBool::new(false));
-        let mut ok = Capped { inner: &b"{}\n{}\n"[..], line: 0, flooded: Arc::clone(&flooded) };
-        let mut out = Vec::new();
-        ok.read_to_end(&mut out).await.unwrap();
-        assert_eq!(out, b"{}\n{}\n");
-        let long = vec![b'x'; MAX_MESSAGE + 10];
-        let mut capped = Capped { inner: &long[..], line: 0, flooded: Arc::clone(&flooded) };
-        assert!(capped.read_to_end(&mut Vec::new()).await.is_err());
-        assert!(flooded.load(Ordering::Relaxed));
     }
 }

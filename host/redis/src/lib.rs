@@ -7,9 +7,10 @@
 //! (`HSET`, `HDEL`) and reads the whole hash back in one `MULTI`/`EXEC`, so
 //! two servers saving the same session at once both keep their keys, and
 //! sets the hash to expire after the store's idle time. A server never
-//! waits on Redis for long: connecting, reading and writing time out (two
-//! seconds by default), and a failure is an error the caller logs, never a
-//! stall.
+//! waits on Redis for long: connecting and each operation as a whole time
+//! out (two seconds by default, however the reply's bytes arrive), a reply
+//! may hold at most [`MAX_REPLY`] bytes, and a failure is an error the
+//! caller logs, never a stall.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -18,6 +19,10 @@
 //! # Ok::<(), toolhost::SessionError>(())
 //! ```
 
+mod connection;
+
+use connection::Bounded;
+pub use connection::MAX_REPLY;
 use std::sync::Mutex;
 use std::time::Duration;
 use toolhost::{Entries, SessionError, StateStore};
@@ -33,7 +38,7 @@ const KEPT: usize = 16;
 pub struct RedisStore {
     client: redis::Client,
     /// Open connections not in use.
-    idle_connections: Mutex<Vec<redis::Connection>>,
+    idle_connections: Mutex<Vec<Bounded>>,
     idle: Duration,
     timeout: Duration,
     prefix: String,
@@ -72,19 +77,12 @@ impl RedisStore {
 
     /// Runs `f` on a connection (a kept one, or a new one); a connection
     /// that failed is dropped, a good one kept.
-    fn run<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T, SessionError> {
+    fn run<T>(&self, f: impl FnOnce(&mut Bounded) -> redis::RedisResult<T>) -> Result<T, SessionError> {
         let kept = self.lock().pop();
         let mut connection = match kept {
             Some(c) => c,
-            None => {
-                let c = self
-                    .client
-                    .get_connection_with_timeout(self.timeout)
-                    .map_err(|e| failed("connecting to Redis", e))?;
-                c.set_read_timeout(Some(self.timeout)).map_err(|e| failed("connecting to Redis", e))?;
-                c.set_write_timeout(Some(self.timeout)).map_err(|e| failed("connecting to Redis", e))?;
-                c
-            }
+            None => Bounded::open(self.client.get_connection_info(), self.timeout, MAX_REPLY)
+                .map_err(|e| failed("connecting to Redis", e))?,
         };
         let result = f(&mut connection).map_err(|e| failed("Redis", e))?;
         let mut kept = self.lock();
@@ -94,7 +92,7 @@ impl RedisStore {
         Ok(result)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<redis::Connection>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Bounded>> {
         self.idle_connections.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

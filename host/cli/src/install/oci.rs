@@ -9,13 +9,21 @@
 //! `~/.docker/config.json`, with its credential helpers); else anonymous.
 //! Registries on a loopback address are spoken to over plain HTTP (as
 //! docker does); every other over HTTPS.
+//!
+//! Every reply is bounded ([`registry`]): a manifest or a list at 4 MiB, a
+//! token at 64 KiB, the component at the size its manifest declares (at
+//! most 512 MiB), signatures and bundles at their own caps, all counted as
+//! they arrive; the whole pull ends by its deadline (`--pull-timeout`,
+//! [`PULL_TIMEOUT`] unless set), and its progress is shown on stderr.
 
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::manifest::{OciDescriptor, OciManifest};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
-use std::pin::Pin;
-use std::task::{Context, Poll};
+mod progress;
+mod registry;
+
+use oci_client::Reference;
+use oci_client::manifest::{OciDescriptor, OciImageIndex, OciManifest};
+use progress::Progress;
+use registry::{Credentials, MANIFESTS, Repository};
+use std::time::Duration;
 use toolhost_verify::cosign::{self, Found};
 use toolhost_verify::sigstore;
 
@@ -37,6 +45,8 @@ const MAX_COMPONENT: u64 = 512 << 20;
 const MAX_BUNDLES: usize = 16;
 /// The largest signed payload read (cosign's are a few hundred bytes).
 const MAX_PAYLOAD: u64 = 64 << 10;
+/// How long a whole pull may take unless `--pull-timeout` says otherwise.
+pub const PULL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A component pulled from a registry.
 pub struct Pulled {
@@ -73,38 +83,36 @@ pub fn parse(source: &str) -> Option<Result<Reference, String>> {
     })
 }
 
-/// Pulls the component `reference` names, or says why it cannot.
-pub fn pull(source: &str, reference: &Reference) -> Result<Pulled, String> {
+/// Pulls the component `reference` names within `timeout`, or says why it
+/// cannot.
+pub fn pull(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the network client: {e}"))?;
-    runtime.block_on(pull_async(source, reference))
+    runtime.block_on(pull_async(source, reference, timeout))
 }
 
-async fn pull_async(source: &str, reference: &Reference) -> Result<Pulled, String> {
+async fn pull_async(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, String> {
     // ring, as the host's other TLS client has it; already set is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let registry = reference.resolve_registry().to_string();
     let (auth, credentials) = credentials(&registry)?;
-    let protocol =
-        if loopback(&registry) { ClientProtocol::HttpsExcept(vec![registry.clone()]) } else { ClientProtocol::Https };
-    let client = Client::new(ClientConfig {
-        protocol,
-        connect_timeout: Some(std::time::Duration::from_secs(30)),
-        read_timeout: Some(std::time::Duration::from_secs(60)),
-        ..ClientConfig::default()
-    });
-    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
-        format!("{what} from {registry} failed ({credentials}): {e}")
-    };
-    let (manifest, digest) =
-        client.pull_manifest(reference, &auth).await.map_err(|e| failed("pulling the manifest", e))?;
+    let mut repository = Repository::new(&registry, reference.repository(), loopback(&registry), auth, timeout)?;
+    let failed = |e: String| format!("pulling from {registry} failed ({credentials}): {e}");
+    let asked = reference.digest().or(reference.tag()).unwrap_or("latest");
+    let (manifest, digest) = repository
+        .manifest(asked, MANIFESTS)
+        .await
+        .map_err(failed)?
+        .ok_or_else(|| failed(format!("the registry has no manifest {asked} in {}", reference.repository())))?;
     if let Some(pinned) = reference.digest()
         && pinned != digest
     {
         return Err(format!("the registry answered a manifest of digest {digest}, not the {pinned} asked for"));
     }
+    let manifest: OciManifest =
+        serde_json::from_slice(&manifest).map_err(|e| failed(format!("the manifest is not one ({e})")))?;
     let image = match manifest {
         OciManifest::Image(image) => image,
         OciManifest::ImageIndex(_) => {
@@ -119,44 +127,36 @@ async fn pull_async(source: &str, reference: &Reference) -> Result<Pulled, Strin
     if size > MAX_COMPONENT {
         return Err(format!("the component is {size} bytes, more than the {MAX_COMPONENT} toolhost pulls"));
     }
-    let mut out = Capped { bytes: Vec::with_capacity(size as usize), cap: size };
-    client.pull_blob(reference, layer, &mut out).await.map_err(|e| failed("pulling the component", e))?;
-    let bytes = out.bytes;
-    let hash = format!("sha256:{}", toolhost::content_hash(&bytes));
-    if hash != layer.digest || bytes.len() as u64 != size {
-        return Err(format!(
-            "the component pulled ({} bytes, {hash}) is not the layer the manifest names ({size} bytes, {})",
-            bytes.len(),
-            layer.digest
-        ));
-    }
-    let signatures = signatures(&client, reference, &digest, &auth).await;
-    let bundles = bundles(&client, reference, &digest, &auth).await;
+    let mut progress = Progress::new();
+    let bytes = repository
+        .blob(&layer.digest, size, MAX_COMPONENT, "the component", Some(&mut progress))
+        .await
+        .map_err(failed)?;
+    let signatures = signatures(&mut repository, &digest).await;
+    let bundles = bundles(&mut repository, &digest).await;
     Ok(Pulled { bytes, source: source.to_string(), manifest: digest, credentials, signatures, bundles })
 }
 
 /// The cosign signatures of the manifest `digest`, from the tag cosign keeps
 /// them under in the same repository.
-async fn signatures(
-    client: &Client,
-    reference: &Reference,
-    digest: &str,
-    auth: &RegistryAuth,
-) -> Result<Vec<Found>, String> {
+async fn signatures(repository: &mut Repository, digest: &str) -> Result<Vec<Found>, String> {
     let tag = cosign::signature_tag(digest);
-    let at = Reference::with_tag(reference.registry().to_string(), reference.repository().to_string(), tag.clone());
-    let manifest = match client.pull_manifest(&at, auth).await {
-        Ok((OciManifest::Image(manifest), _)) => manifest,
-        Ok((OciManifest::ImageIndex(_), _)) => return Err(format!("{tag} is an image index, not cosign signatures")),
-        Err(e) if unknown(&e) => return Ok(Vec::new()),
+    let manifest = match repository.manifest(&tag, MANIFESTS).await {
+        Ok(Some((manifest, _))) => manifest,
+        Ok(None) => return Ok(Vec::new()),
         Err(e) => return Err(format!("reading {tag} failed: {e}")),
+    };
+    let manifest = match serde_json::from_slice(&manifest) {
+        Ok(OciManifest::Image(manifest)) => manifest,
+        Ok(OciManifest::ImageIndex(_)) => return Err(format!("{tag} is an image index, not cosign signatures")),
+        Err(e) => return Err(format!("{tag} is not a manifest ({e})")),
     };
     let mut found = Vec::new();
     for layer in manifest.layers.iter().filter(|l| l.media_type == cosign::SIMPLE_SIGNING) {
         let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(cosign::SIGNATURE_ANNOTATION)) else {
             continue;
         };
-        let payload = small_blob(client, &at, layer, MAX_PAYLOAD, &format!("a signed payload of {tag}")).await?;
+        let payload = small_blob(repository, layer, MAX_PAYLOAD, &format!("a signed payload of {tag}")).await?;
         found.push(Found { payload, signature: signature.clone() });
     }
     Ok(found)
@@ -165,67 +165,40 @@ async fn signatures(
 /// The Sigstore bundles attached to the manifest `digest` (OCI referrers:
 /// the registry's API, else the `sha256-HEX` tag cosign keeps for a registry
 /// without it), as cosign 3 attaches them.
-async fn bundles(
-    client: &Client,
-    reference: &Reference,
-    digest: &str,
-    auth: &RegistryAuth,
-) -> Result<Vec<Vec<u8>>, String> {
-    let registry = reference.registry().to_string();
-    let subject = Reference::with_digest(registry.clone(), reference.repository().to_string(), digest.to_string());
-    let index = match client.pull_referrers(&subject, Some(sigstore::BUNDLE_ARTIFACT)).await {
-        Ok(index) => index,
-        Err(e) if unknown(&e) => return Ok(Vec::new()),
+async fn bundles(repository: &mut Repository, digest: &str) -> Result<Vec<Vec<u8>>, String> {
+    let index = match repository.referrers(digest).await {
+        Ok(Some(index)) => index,
+        Ok(None) => return Ok(Vec::new()),
         Err(e) => return Err(format!("listing what refers to {digest} failed: {e}")),
     };
+    let index: OciImageIndex =
+        serde_json::from_slice(&index).map_err(|e| format!("the list of what refers to {digest} is not one ({e})"))?;
     let mut found = Vec::new();
     let attached = index.manifests.iter().filter(|m| m.artifact_type.as_deref() == Some(sigstore::BUNDLE_ARTIFACT));
     for entry in attached.take(MAX_BUNDLES) {
-        let at = Reference::with_digest(registry.clone(), reference.repository().to_string(), entry.digest.clone());
-        let manifest = match client.pull_manifest(&at, auth).await {
-            Ok((OciManifest::Image(manifest), _)) => manifest,
-            Ok((OciManifest::ImageIndex(_), _)) => continue,
+        let manifest = match repository.manifest(&entry.digest, MANIFESTS).await {
+            Ok(Some((manifest, _))) => manifest,
+            Ok(None) => continue,
             Err(e) => return Err(format!("reading the bundle manifest {} failed: {e}", entry.digest)),
         };
+        let Ok(OciManifest::Image(manifest)) = serde_json::from_slice(&manifest) else { continue };
         for layer in manifest.layers.iter().filter(|l| l.media_type == sigstore::BUNDLE_ARTIFACT) {
-            found.push(small_blob(client, &at, layer, sigstore::MAX_BUNDLE, &format!("a bundle of {digest}")).await?);
+            found.push(small_blob(repository, layer, sigstore::MAX_BUNDLE, &format!("a bundle of {digest}")).await?);
         }
     }
     Ok(found)
 }
 
-/// The blob `layer` of the manifest `at` (`what`, in messages: "a bundle of
-/// sha256:…"), of at most `max` bytes, checked against its digest.
+/// The blob `layer` (`what`, in messages: "a bundle of sha256:…"), of at
+/// most `max` bytes, checked against its digest.
 async fn small_blob(
-    client: &Client,
-    at: &Reference,
+    repository: &mut Repository,
     layer: &OciDescriptor,
     max: u64,
     what: &str,
 ) -> Result<Vec<u8>, String> {
     let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
-    if size > max {
-        return Err(format!("{what} is {size} bytes, more than the {max} toolhost reads"));
-    }
-    let mut out = Capped { bytes: Vec::new(), cap: size };
-    client.pull_blob(at, layer, &mut out).await.map_err(|e| format!("reading {what} failed: {e}"))?;
-    if format!("sha256:{}", toolhost::content_hash(&out.bytes)) != layer.digest {
-        return Err(format!("{what} is not the blob its manifest names"));
-    }
-    Ok(out.bytes)
-}
-
-/// Whether the registry said it has no such manifest.
-fn unknown(e: &oci_client::errors::OciDistributionError) -> bool {
-    use oci_client::errors::{OciDistributionError as E, OciErrorCode as C};
-    match e {
-        E::RegistryError { envelope, .. } => {
-            envelope.errors.iter().any(|e| matches!(e.code, C::ManifestUnknown | C::NotFound | C::NameUnknown))
-        }
-        E::ServerError { code, .. } => *code == 404,
-        E::ImageManifestNotFoundError(_) => true,
-        _ => false,
-    }
+    repository.blob(&layer.digest, size, max, what, None).await.map_err(|e| format!("reading {what} failed: {e}"))
 }
 
 /// The manifest's one wasm layer.
@@ -254,12 +227,12 @@ fn loopback(registry: &str) -> bool {
 }
 
 /// The credentials for `registry`, and where they came from.
-fn credentials(registry: &str) -> Result<(RegistryAuth, String), String> {
+fn credentials(registry: &str) -> Result<(Credentials, String), String> {
     let user = std::env::var("TOOLHOST_OCI_USERNAME").ok().filter(|v| !v.is_empty());
     let password = std::env::var("TOOLHOST_OCI_PASSWORD").ok().filter(|v| !v.is_empty());
     match (user, password) {
         (Some(user), Some(password)) => {
-            return Ok((RegistryAuth::Basic(user, password), "credentials from TOOLHOST_OCI_USERNAME".into()));
+            return Ok((Credentials::Basic { user, password }, "credentials from TOOLHOST_OCI_USERNAME".into()));
         }
         (None, None) => {}
         _ => return Err("set both TOOLHOST_OCI_USERNAME and TOOLHOST_OCI_PASSWORD, or neither".into()),
@@ -278,40 +251,16 @@ fn credentials(registry: &str) -> Result<(RegistryAuth, String), String> {
         use docker_credential::{CredentialRetrievalError as E, DockerCredential};
         match credential {
             Ok(DockerCredential::UsernamePassword(user, password)) => {
-                return Ok((RegistryAuth::Basic(user, password), format!("credentials from {from}")));
+                return Ok((Credentials::Basic { user, password }, format!("credentials from {from}")));
             }
             Ok(DockerCredential::IdentityToken(token)) => {
-                return Ok((RegistryAuth::Bearer(token), format!("a token from {from}")));
+                return Ok((Credentials::Identity(token), format!("a token from {from}")));
             }
             Err(E::ConfigNotFound | E::ConfigReadError | E::NoCredentialConfigured) => {}
             Err(e) => return Err(format!("reading the credentials for {registry} from {from} failed: {e}")),
         }
     }
-    Ok((RegistryAuth::Anonymous, "anonymous".into()))
-}
-
-/// Collects a blob, refusing more than the manifest said it holds.
-struct Capped {
-    bytes: Vec<u8>,
-    cap: u64,
-}
-
-impl tokio::io::AsyncWrite for Capped {
-    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        if (self.bytes.len() + buf.len()) as u64 > self.cap {
-            return Poll::Ready(Err(std::io::Error::other("the registry sent more than the layer's size")));
-        }
-        self.bytes.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
+    Ok((Credentials::Anonymous, "anonymous".into()))
 }
 
 #[cfg(test)]

@@ -1,0 +1,157 @@
+//! A stdio MCP server's stdout, checked line by line as it arrives: each
+//! line must be a JSON-RPC message (UTF-8 JSON, an object or a batch) of
+//! at most [`MAX_MESSAGE`] bytes. The first line that is not ends the
+//! stream with an error, so the server is cut off and its calls fail at
+//! once saying why, instead of the line being skipped (as rmcp skips what
+//! it cannot parse) and the call waiting for its deadline.
+
+use super::MAX_MESSAGE;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, ReadBuf};
+
+/// Why a server's stream was ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum StreamFault {
+    /// A message over [`MAX_MESSAGE`] bytes.
+    Flooded,
+    /// A line that is not a JSON-RPC message: what is wrong, and how it
+    /// begins.
+    Malformed { why: String, begins: String },
+}
+
+impl StreamFault {
+    /// What the call's error says, for the server `name`.
+    pub(super) fn describe(&self, name: &str) -> String {
+        match self {
+            StreamFault::Flooded => format!(
+                "The MCP server {name} sent a message over {} MiB and was cut off (it is started again at its next call).",
+                MAX_MESSAGE >> 20
+            ),
+            StreamFault::Malformed { why, begins } => format!(
+                "The MCP server {name} wrote a line to its stdout that is not a JSON-RPC message ({why}; it begins \
+                 {begins:?}) and was cut off (it is started again at its next call). A stdio server writes only \
+                 protocol messages to stdout; its logs go to stderr."
+            ),
+        }
+    }
+}
+
+/// `inner`, read through, ending with an error at the first line that is
+/// not a message; the fault is kept in `fault`.
+pub(super) struct Checked<R> {
+    inner: R,
+    /// The line read so far (without its newline).
+    line: Vec<u8>,
+    fault: Arc<OnceLock<StreamFault>>,
+}
+
+impl<R> Checked<R> {
+    pub(super) fn new(inner: R, fault: Arc<OnceLock<StreamFault>>) -> Checked<R> {
+        Checked { inner, line: Vec::new(), fault }
+    }
+
+    /// Takes `fresh` bytes; the fault, at the first bad line.
+    fn take(&mut self, fresh: &[u8]) -> Result<(), StreamFault> {
+        let mut rest = fresh;
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            self.line.extend_from_slice(&rest[..end]);
+            check(&self.line)?;
+            self.line.clear();
+            rest = &rest[end + 1..];
+        }
+        if self.line.len() + rest.len() > MAX_MESSAGE {
+            return Err(StreamFault::Flooded);
+        }
+        self.line.extend_from_slice(rest);
+        Ok(())
+    }
+}
+
+/// Whether `line` is a message: UTF-8 JSON, an object or an array (a
+/// byte-order mark, a carriage return and blank lines are let through).
+fn check(line: &[u8]) -> Result<(), StreamFault> {
+    if line.len() > MAX_MESSAGE {
+        return Err(StreamFault::Flooded);
+    }
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let malformed = |why: String| {
+        let begins = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+        Err(StreamFault::Malformed { why, begins })
+    };
+    let Ok(text) = std::str::from_utf8(line) else {
+        return malformed("it is not UTF-8".into());
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(());
+    }
+    if !(text.starts_with('{') || text.starts_with('[')) {
+        return malformed("it is not a JSON object".into());
+    }
+    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Ok(_) => Ok(()),
+        Err(e) => malformed(format!("it is not JSON: {e}")),
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Checked<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        if self.fault.get().is_some() {
+            return Poll::Ready(Err(std::io::Error::other("the server's stream was cut off")));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let fresh = buf.filled()[before..].to_vec();
+            if let Err(fault) = self.take(&fresh) {
+                let _ = self.fault.set(fault);
+                return Poll::Ready(Err(std::io::Error::other("the server broke the protocol")));
+            }
+        }
+        polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    async fn read(bytes: &[u8]) -> (std::io::Result<Vec<u8>>, Option<StreamFault>) {
+        let fault = Arc::new(OnceLock::new());
+        let mut checked = Checked::new(bytes, Arc::clone(&fault));
+        let mut out = Vec::new();
+        let result = checked.read_to_end(&mut out).await.map(|_| out);
+        (result, fault.get().cloned())
+    }
+
+    #[tokio::test]
+    async fn messages_pass_and_the_first_bad_line_ends_the_stream() {
+        let good = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\n[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n\xEF\xBB\xBF{}\n";
+        let (out, fault) = read(good).await;
+        assert_eq!((out.unwrap(), fault), (good.to_vec(), None));
+        for (bad, why) in [
+            (&b"Server started on stdio\n{}\n"[..], "not a JSON object"),
+            (&b"{\"jsonrpc\":\"2.0\",\n"[..], "not JSON"),
+            (&b"{\"a\":\"\xFF\xFE\"}\n"[..], "not UTF-8"),
+        ] {
+            let (out, fault) = read(bad).await;
+            assert!(out.is_err(), "{bad:?}");
+            match fault {
+                Some(StreamFault::Malformed { why: said, .. }) => assert!(said.contains(why), "{said}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_cap_ends_the_stream() {
+        let long = vec![b'x'; MAX_MESSAGE + 10];
+        let (out, fault) = read(&long).await;
+        assert!(out.is_err());
+        assert_eq!(fault, Some(StreamFault::Flooded));
+        assert!(StreamFault::Flooded.describe("s").contains("over 16 MiB"));
+    }
+}
