@@ -261,3 +261,32 @@ pub fn mcp_tool(data: &[u8]) {
     let result = from_call_result("t", &entry);
     assert!(!result.content.is_empty(), "{entry}");
 }
+
+/// A stdio MCP server's output, through the host's line check: the check
+/// passes exactly when every complete line is blank or UTF-8 JSON whose
+/// value is an object or an array (judged here with serde_json alone), and
+/// the same output always fares the same.
+pub fn mcp_server_lines(data: &[u8]) {
+    if data.len() > 1 << 20 {
+        return;
+    }
+    let result = toolhost_mcp::client::check_server_output(data);
+    assert_eq!(result, toolhost_mcp::client::check_server_output(data), "not deterministic");
+    let complete = match data.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &data[..end],
+        None => &[][..],
+    };
+    let a_message = |line: &[u8]| {
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        let Ok(text) = std::str::from_utf8(line) else { return false };
+        let text = text.trim();
+        text.is_empty()
+            || matches!(
+                serde_json::from_str::<serde_json::Value>(text),
+                Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))
+            )
+    };
+    // No newline: no complete line, nothing to judge yet.
+    let all_messages = !data.contains(&b'\n') || complete.split(|&b| b == b'\n').all(a_message);
+    assert_eq!(result.is_ok(), all_messages, "{:?}: {result:?}", String::from_utf8_lossy(data));
+}

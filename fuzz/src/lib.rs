@@ -40,6 +40,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "mcp_sessionless", check: fronts::mcp_sessionless, seeded: 150 },
     Target { name: "mcp_http", check: fronts::mcp_http, seeded: 150 },
     Target { name: "mcp_tool", check: fronts::mcp_tool, seeded: 20_000 },
+    Target { name: "mcp_server_lines", check: fronts::mcp_server_lines, seeded: 20_000 },
     Target { name: "signatures", check: install::signatures, seeded: 2_000 },
     Target { name: "sigstore", check: install::sigstore, seeded: 2_000 },
     Target { name: "session_paths", check: fronts::session_paths, seeded: 5_000 },

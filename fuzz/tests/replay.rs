@@ -139,6 +139,7 @@ targets!(
     mcp_sessionless,
     mcp_http,
     mcp_tool,
+    mcp_server_lines,
     signatures,
     sigstore,
     session_paths,

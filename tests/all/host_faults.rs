@@ -172,13 +172,7 @@ fn a_panic_in_the_host_is_one_error_result_in_every_front() {
     }
     // `serve` over stdio.
     with_served(&sb, |client, _progress| async move {
-        for (tool, fine) in tools {
-            let r =
-                client.call_tool(mcp_call(tool, json!({"action": "log", "message": PANIC}))).await.expect("answered");
-            assert!(r.is_error == Some(true) && mcp_text(&r).contains(HOST_FAILED), "{r:?}");
-            let r = client.call_tool(mcp_call(tool, json!({"action": "ok"}))).await.expect("answered");
-            assert_eq!(mcp_text(&r), fine);
-        }
+        a_panic_then_an_answer(&client, tools).await;
         client
     });
     // `serve` over HTTP, with rmcp's client.
@@ -195,13 +189,7 @@ fn a_panic_in_the_host_is_one_error_result_in_every_front() {
         use rmcp::ServiceExt as _;
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
         let client = ().serve(transport).await.expect("initialize");
-        for (tool, fine) in tools {
-            let r =
-                client.call_tool(mcp_call(tool, json!({"action": "log", "message": PANIC}))).await.expect("answered");
-            assert!(r.is_error == Some(true) && mcp_text(&r).contains(HOST_FAILED), "{r:?}");
-            let r = client.call_tool(mcp_call(tool, json!({"action": "ok"}))).await.expect("answered");
-            assert_eq!(mcp_text(&r), fine);
-        }
+        a_panic_then_an_answer(&client, tools).await;
         client.cancel().await.expect("close");
     });
     let _ = server.kill();
@@ -224,5 +212,16 @@ fn a_panic_in_the_host_is_one_error_result_in_every_front() {
         let failed = call("p", panic.clone());
         assert!(failed.is_error && failed.text().contains(HOST_FAILED), "{}", failed.text());
         assert_eq!(call("ok", json!({"action": "ok"})).text(), fine);
+    }
+}
+
+/// Over MCP: for each tool, a call whose import panics is an error result,
+/// and the call after it is answered.
+async fn a_panic_then_an_answer(client: &rmcp::service::Peer<rmcp::RoleClient>, tools: [(&'static str, &str); 2]) {
+    for (tool, fine) in tools {
+        let r = client.call_tool(mcp_call(tool, json!({"action": "log", "message": PANIC}))).await.expect("answered");
+        assert!(r.is_error == Some(true) && mcp_text(&r).contains(HOST_FAILED), "{r:?}");
+        let r = client.call_tool(mcp_call(tool, json!({"action": "ok"}))).await.expect("answered");
+        assert_eq!(mcp_text(&r), fine);
     }
 }

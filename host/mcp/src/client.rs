@@ -671,3 +671,10 @@ async fn keep_stderr(
         kept.push_back(line);
     }
 }
+
+/// How a stdio server's output fares through the line check: `Ok` if every
+/// line passed, else the fault (for the fuzz target `mcp_server_lines`).
+#[doc(hidden)]
+pub fn check_server_output(output: &[u8]) -> Result<(), String> {
+    lines::check_all(output).map_err(|fault| fault.describe("fuzzed"))
+}

@@ -714,7 +714,7 @@ impl Pipeline {
 
 /// What a panic says, from its payload (`panic!` with a message or a
 /// formatted one; anything else is named so).
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
         (Some(s), _) => (*s).to_owned(),
         (None, Some(s)) => s.clone(),

@@ -96,6 +96,13 @@ fn check(line: &[u8]) -> Result<(), StreamFault> {
     }
 }
 
+/// Runs `output` through the check as a stream would arrive, in chunks of
+/// 7 bytes (so that lines span reads); the first fault, if any.
+pub(super) fn check_all(output: &[u8]) -> Result<(), StreamFault> {
+    let mut checked = Checked::new((), Arc::new(OnceLock::new()));
+    output.chunks(7).try_for_each(|chunk| checked.take(chunk))
+}
+
 impl<R: AsyncRead + Unpin> AsyncRead for Checked<R> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         if self.fault.get().is_some() {
