@@ -262,19 +262,16 @@ impl Repository {
         let (scheme, params) = parse_challenge(challenge);
         match (scheme.to_ascii_lowercase().as_str(), &self.credentials) {
             ("basic", Credentials::Basic { user, password }) => {
-                if self.authorization.is_some() {
-                    return Err(needs("it refused them"));
-                }
                 use base64::Engine as _;
                 let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
                 self.authorization = Some(format!("Basic {pair}"));
                 Ok(())
             }
             ("basic", _) => Err(needs("it asks for a user name and password")),
+            // A first challenge, or one after the token expired: each
+            // request is sent again once, so a registry refusing what it
+            // asked for ends with its own 401.
             ("bearer", _) => {
-                if self.authorization.as_deref().is_some_and(|a| a.starts_with("Bearer ")) {
-                    return Err(needs("it refused the token it gave"));
-                }
                 let realm = params.iter().find(|(k, _)| k == "realm").map(|(_, v)| v.clone());
                 let realm = realm.ok_or_else(|| needs("its challenge names no token service"))?;
                 let token = self.token(&realm, &params, what).await?;
@@ -290,7 +287,8 @@ impl Repository {
     async fn token(&self, realm: &str, params: &[(String, String)], what: &str) -> Result<String, String> {
         let realm =
             reqwest::Url::parse(realm).map_err(|e| format!("reading {what}: the token service {realm:?}: {e}"))?;
-        if realm.scheme() != "https" && !self.base.starts_with("http://") {
+        // Credentials travel in the clear only to this machine.
+        if realm.scheme() != "https" && !realm.host_str().is_some_and(super::loopback) {
             return Err(format!("reading {what}: the registry sends credentials to {realm}, which is not HTTPS"));
         }
         let service = params.iter().find(|(k, _)| k == "service").map(|(_, v)| v.as_str());
