@@ -123,6 +123,16 @@ fn manifest(blob: &[u8], size: usize) -> Vec<u8> {
     .unwrap()
 }
 
+/// A registry whose manifest names `blob` as its component, and whose
+/// every other path (the blob's) `blob_answer` answers.
+fn component_at(blob: &[u8], blob_answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> Peer {
+    let listed = manifest(blob, blob.len());
+    Peer::start(move |path, socket, _| match path.contains("/manifests/") {
+        true => whole(socket, MANIFEST_TYPE, &listed),
+        false => blob_answer(path, socket),
+    })
+}
+
 /// `toolhost install oci://…/tools/x:1.0` against `peer`, pull timeout
 /// `timeout` seconds: what it printed, and how long it took.
 fn install(peer: &Peer, timeout: u64) -> (Run, Duration) {
@@ -156,12 +166,8 @@ fn a_registry_whose_replies_never_end_is_refused_at_a_cap() {
     let (out, _) = install(&peer, 60);
     assert!(out.stderr.contains("is 1099511627776 bytes, more than the 4194304"), "{out:?}");
     // A blob that goes on past the size its manifest declared.
-    let blob = vec![b'x'; 1000];
-    let listed = manifest(&blob, 1000);
-    let peer = Peer::start(move |path, socket, _| {
-        if path.contains("/manifests/") {
-            whole(socket, MANIFEST_TYPE, &listed);
-        } else if head(socket, "200 OK", &[("Content-Type", "application/wasm".into())]) {
+    let peer = component_at(&[b'x'; 1000], |_, socket| {
+        if head(socket, "200 OK", &[("Content-Type", "application/wasm".into())]) {
             endless(socket, &[b'x'; 4096], Duration::ZERO);
         }
     });
@@ -196,16 +202,10 @@ fn a_registry_that_drips_meets_the_pulls_deadline() {
     assert!(out.stderr.contains("the pull did not finish within 3 s (reading the manifest 1.0)"), "{out:?}");
     assert!(took < Duration::from_secs(3) + SLACK, "{took:?}");
     // The component, ten bytes a tenth of a second: progress, then the deadline.
-    let blob = vec![b'x'; 100_000];
-    let listed = manifest(&blob, blob.len());
-    let peer = Peer::start(move |path, socket, _| {
-        if path.contains("/manifests/") {
-            whole(socket, MANIFEST_TYPE, &listed);
-        } else {
-            let headers = [("Content-Type", "application/wasm".to_string()), ("Content-Length", "100000".into())];
-            if head(socket, "200 OK", &headers) {
-                endless(socket, &[b'x'; 10], Duration::from_millis(100));
-            }
+    let peer = component_at(&[b'x'; 100_000], |_, socket| {
+        let headers = [("Content-Type", "application/wasm".to_string()), ("Content-Length", "100000".into())];
+        if head(socket, "200 OK", &headers) {
+            endless(socket, &[b'x'; 10], Duration::from_millis(100));
         }
     });
     let (out, took) = install(&peer, 3);
@@ -226,14 +226,8 @@ fn a_registry_that_answers_nonsense_is_refused_clearly() {
     let (out, _) = install(&peer, 30);
     assert!(out.stderr.contains("the manifest is not one"), "{out:?}");
     // A blob that redirects to itself.
-    let blob = vec![b'x'; 10];
-    let listed = manifest(&blob, blob.len());
-    let peer = Peer::start(move |path, socket, _| {
-        if path.contains("/manifests/") {
-            whole(socket, MANIFEST_TYPE, &listed);
-        } else {
-            head(socket, "302 Found", &[("Location", path.to_string()), ("Content-Length", "0".into())]);
-        }
+    let peer = component_at(&[b'x'; 10], |path, socket| {
+        head(socket, "302 Found", &[("Location", path.to_string()), ("Content-Length", "0".into())]);
     });
     let (out, _) = install(&peer, 30);
     assert!(out.stderr.contains("reading the component") && out.stderr.contains("redirect"), "{out:?}");

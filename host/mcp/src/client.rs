@@ -15,7 +15,9 @@
 
 mod lines;
 
-use lines::{Checked, StreamFault};
+use lines::Checked;
+#[doc(hidden)]
+pub use lines::StreamFault;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -675,6 +677,6 @@ async fn keep_stderr(
 /// How a stdio server's output fares through the line check: `Ok` if every
 /// line passed, else the fault (for the fuzz target `mcp_server_lines`).
 #[doc(hidden)]
-pub fn check_server_output(output: &[u8]) -> Result<(), String> {
-    lines::check_all(output).map_err(|fault| fault.describe("fuzzed"))
+pub fn check_server_output(output: &[u8]) -> Result<(), StreamFault> {
+    lines::check_all(output)
 }

@@ -97,7 +97,8 @@ impl Bounded {
     fn exchange_open(&mut self, packed: &[u8], count: usize) -> RedisResult<Vec<Value>> {
         let deadline = Instant::now() + self.timeout;
         self.stream.write_all(packed)?;
-        let mut reader = Reader { stream: &self.stream, deadline, timeout: self.timeout, left: self.max_reply };
+        let mut reader =
+            Reader { stream: &self.stream, deadline, timeout: self.timeout, max: self.max_reply, left: self.max_reply };
         let mut replies = Vec::with_capacity(count.min(64));
         while replies.len() < count {
             match self.parser.parse_value(&mut reader) {
@@ -120,6 +121,8 @@ struct Reader<'a> {
     stream: &'a TcpStream,
     deadline: Instant,
     timeout: Duration,
+    /// The cap, and what is left of it.
+    max: u64,
     left: u64,
 }
 
@@ -130,7 +133,7 @@ impl Reader<'_> {
             return Some(error(
                 ErrorKind::Io,
                 "reply too large",
-                format!("Redis sent more than {} bytes for one operation, the most toolhost reads", MAX_REPLY),
+                format!("Redis sent more than {} bytes for one operation, the most toolhost reads", self.max),
             ));
         }
         if Instant::now() >= self.deadline {
@@ -232,7 +235,7 @@ mod tests {
         let (info, server) = hostile(b"$1099511627776\r\n", &CHUNK, Duration::ZERO);
         let mut c = Bounded::open(&info, Duration::from_secs(30), 1 << 20).unwrap();
         let e = redis::cmd("GET").arg("k").query::<Vec<u8>>(&mut c).unwrap_err();
-        assert!(e.to_string().contains("more than"), "{e}");
+        assert!(e.to_string().contains("more than 1048576 bytes"), "{e}");
         assert!(!c.is_open(), "a connection with an unread reply is not used again");
         drop(c);
         server.join().unwrap();

@@ -128,30 +128,34 @@ fn park_until<F: Future>(
     let mut cx = Context::from_waker(&waker);
     let mut work = pin!(work);
     loop {
+        // Cleared before the poll: a wake during it (a wait nested in the
+        // poll may have taken the thread's unpark token) polls again.
+        unpark.woken.store(false, Ordering::Release);
         if let Poll::Ready(out) = work.as_mut().poll(&mut cx) {
             return Ok(out);
         }
-        // Woken while it polled (a wait nested in the poll may have taken
-        // the thread's unpark token): poll again before sleeping.
-        while !unpark.woken.swap(false, Ordering::AcqRel) {
-            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                return Err(Interrupted::Cancelled);
+        // Looked at after every poll, so work that keeps waking itself
+        // still stops at the deadline.
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Interrupted::Cancelled);
+        }
+        let mut wait = None;
+        if let Some((at, limit)) = deadline {
+            let left = at.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Interrupted::Timeout(limit));
             }
-            let mut wait = None;
-            if let Some((at, limit)) = deadline {
-                let left = at.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Interrupted::Timeout(limit));
-                }
-                wait = Some(left);
-            }
-            if cancel.is_some() {
-                wait = Some(wait.map_or(CANCEL_CHECK, |w| w.min(CANCEL_CHECK)));
-            }
-            match wait {
-                Some(wait) => std::thread::park_timeout(wait),
-                None => std::thread::park(),
-            }
+            wait = Some(left);
+        }
+        if cancel.is_some() {
+            wait = Some(wait.map_or(CANCEL_CHECK, |w| w.min(CANCEL_CHECK)));
+        }
+        if unpark.woken.load(Ordering::Acquire) {
+            continue;
+        }
+        match wait {
+            Some(wait) => std::thread::park_timeout(wait),
+            None => std::thread::park(),
         }
     }
 }
@@ -330,6 +334,18 @@ mod tests {
         });
         let limit = Duration::from_secs(30);
         assert_eq!(until_stopped(Some((Instant::now() + limit, limit)), None, outer), Ok("woken"));
+    }
+
+    /// Work that wakes itself on every poll and never finishes still meets
+    /// the deadline.
+    #[test]
+    fn work_that_keeps_waking_itself_ends_at_the_deadline() {
+        let limit = Duration::from_millis(30);
+        let busy = std::future::poll_fn(|cx| {
+            cx.waker().wake_by_ref();
+            Poll::<()>::Pending
+        });
+        assert_eq!(until_stopped(Some((Instant::now() + limit, limit)), None, busy), Err(Interrupted::Timeout(limit)));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 /// Why a server's stream was ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum StreamFault {
+pub enum StreamFault {
     /// A message over [`MAX_MESSAGE`] bytes.
     Flooded,
     /// A line that is not a JSON-RPC message: what is wrong, and how it
@@ -56,9 +56,15 @@ impl<R> Checked<R> {
     fn take(&mut self, fresh: &[u8]) -> Result<(), StreamFault> {
         let mut rest = fresh;
         while let Some(end) = memchr::memchr(b'\n', rest) {
-            self.line.extend_from_slice(&rest[..end]);
-            check(&self.line)?;
-            self.line.clear();
+            // A line whole in this read is checked where it lies; only one
+            // that spans reads is gathered first.
+            if self.line.is_empty() {
+                check(&rest[..end])?;
+            } else {
+                self.line.extend_from_slice(&rest[..end]);
+                check(&self.line)?;
+                self.line.clear();
+            }
             rest = &rest[end + 1..];
         }
         if self.line.len() + rest.len() > MAX_MESSAGE {
@@ -111,9 +117,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for Checked<R> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = &polled {
-            let fresh = buf.filled()[before..].to_vec();
-            if let Err(fault) = self.take(&fresh) {
-                let _ = self.fault.set(fault);
+            let this = &mut *self;
+            if let Err(fault) = this.take(&buf.filled()[before..]) {
+                let _ = this.fault.set(fault);
                 return Poll::Ready(Err(std::io::Error::other("the server broke the protocol")));
             }
         }

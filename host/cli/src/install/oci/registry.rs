@@ -184,6 +184,12 @@ impl Repository {
         if let Some(authorization) = &self.authorization {
             request = request.header(AUTHORIZATION, authorization);
         }
+        self.head_of(request, what).await
+    }
+
+    /// Sends `request` and waits for its head, at most until the deadline
+    /// and for [`IDLE`] of silence.
+    async fn head_of(&self, request: reqwest::RequestBuilder, what: &str) -> Result<reqwest::Response, String> {
         let left = self.left(what)?;
         match tokio::time::timeout(left.min(IDLE), request.send()).await {
             Ok(Ok(response)) => Ok(response),
@@ -313,12 +319,7 @@ impl Repository {
             Credentials::Anonymous => self.http.get(realm).query(&query),
         };
         let what_token = format!("a token for {what}");
-        let left = self.left(&what_token)?;
-        let response = match tokio::time::timeout(left.min(IDLE), request.send()).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(e)) => return Err(format!("reading {what_token}: {}", error_chain(&e))),
-            Err(_) => return Err(self.too_slow(&what_token)),
-        };
+        let response = self.head_of(request, &what_token).await?;
         let status = response.status();
         let body = self.read(response, MAX_TOKEN, &what_token, None, !status.is_success()).await?;
         if !status.is_success() {
