@@ -23,6 +23,9 @@ const GUESTS: &[&str] = &[
     "async-adversary",
     "async-tool",
     "sdk-async",
+    "plain",
+    "plain-adversary",
+    "plain-async",
 ];
 
 fn main() {

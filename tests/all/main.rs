@@ -32,6 +32,7 @@ mod new;
 mod notebook;
 mod oci;
 mod permissions;
+mod plain;
 mod prompt;
 mod python;
 mod quick;

@@ -397,3 +397,25 @@ fn run_keeps_serving_a_stream_of_calls_through_replacements() {
     }
     assert!(lines.iter().any(|l| l["type"] == "tools_changed" && l["replaced"] == json!(["Echo"])), "no reload seen");
 }
+
+/// A plain component's tools come and go together, and writing the policy
+/// file beside it reloads them with what it now requests.
+#[test]
+fn a_plain_components_tools_reload_with_it_and_with_its_policy_file() {
+    let sb = Sandbox::new();
+    let host = host(&sb, true);
+    let changes = changes(&host);
+    put(&sb, "plain.wasm", &std::fs::read(toolhost_tests::PLAIN).unwrap());
+    let change = next(&changes, "adding plain.wasm");
+    assert!(change.added.contains(&"greet".to_string()) && change.added.contains(&"read-file".to_string()), "{change:?}");
+    assert!(host.tool("read-file").unwrap().requests().is_empty());
+    let policy = "permissions:\n  storage:\n    allow:\n      - uri: \"fs://.\"\n        access: [\"read\"]\n";
+    toolhost_tests::put_atomically(&sb.plugins.join("plain.policy.yaml"), policy.as_bytes());
+    let change = next(&changes, "writing plain.policy.yaml");
+    assert!(change.replaced.contains(&"read-file".to_string()), "{change:?}");
+    let requests = host.tool("read-file").unwrap().requests().clone();
+    assert_eq!(requests.workspace, Some(toolhost::grants::DirAccess::ReadOnly));
+    std::fs::remove_file(sb.plugins.join("plain.wasm")).unwrap();
+    let change = next(&changes, "removing plain.wasm");
+    assert!(change.removed.contains(&"greet".to_string()) && change.removed.contains(&"midpoint".to_string()), "{change:?}");
+}

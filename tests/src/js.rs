@@ -111,3 +111,46 @@ pub fn js_tool(dir: &Path, engine: Engine) -> PathBuf {
         let _ = std::fs::remove_dir_all(&stage);
     })
 }
+
+/// The component `engine`'s componentizer builds, with its defaults, from
+/// the JavaScript app in `dir` (its `app.js`) for the world `world` of
+/// `dir/wit`: a plain world, no toolhost contract, no helper.
+pub fn js_plain(dir: &Path, world: &str, engine: Engine) -> PathBuf {
+    let name = format!("plain-{}-{engine:?}", dir.file_name().and_then(|n| n.to_str()).expect("a directory"));
+    let modules = componentizer(engine);
+    let wit = dir.join("wit");
+    let pin = engine.package();
+    toolchain::build_once("js-build", &name, &pin, &[dir], &["js", "wit"], |out| {
+        let what = format!("{} for {}", engine.package(), dir.display());
+        let app = dir.join("app.js");
+        match engine {
+            Engine::QuickJs | Engine::QuickJsAsync => {
+                let mut command = Command::new(modules.join(".bin").join("componentize-qjs"));
+                command.arg("--wit").arg(&wit).args(["--world", world]);
+                if engine == Engine::QuickJs {
+                    command.arg("--sync");
+                }
+                toolchain::run(&what, command.arg("--js").arg(&app).arg("--output").arg(out))
+            }
+            Engine::SpiderMonkey => toolchain::run(
+                &what,
+                Command::new("node")
+                    .arg(modules.join("@bytecodealliance/componentize-js/src/cli.js"))
+                    .arg(&app)
+                    .arg("--wit")
+                    .arg(&wit)
+                    .args(["--world-name", world, "--out"])
+                    .arg(out),
+            ),
+            Engine::Jco => toolchain::run(
+                &what,
+                Command::new(modules.join(".bin").join("jco"))
+                    .current_dir(dir)
+                    .args(["componentize", "app.js", "--wit"])
+                    .arg(&wit)
+                    .args(["-n", world, "--backend", "quickjs", "-o"])
+                    .arg(out),
+            ),
+        }
+    })
+}

@@ -122,13 +122,33 @@ pub struct Installer<'a> {
     pub dir: &'a Path,
     /// How long pulling from a registry may take.
     pub pull_timeout: std::time::Duration,
+    /// A Wassette policy file given with `--policy`.
+    pub policy: Option<&'a Path>,
 }
 
-/// A component file in the plugins directory, and the name of its tool (or
-/// why it does not load).
+/// A component file in the plugins directory, and the names of its tools
+/// (one for a component exporting the contract, one per function for a
+/// plain one), or why it does not load.
 struct Installed {
     path: PathBuf,
-    name: Result<String, String>,
+    names: Result<Vec<String>, String>,
+}
+
+impl Installed {
+    /// Whether it holds the tool `name`.
+    fn holds(&self, name: &str) -> bool {
+        self.names.as_ref().is_ok_and(|names| names.iter().any(|n| n == name))
+    }
+}
+
+/// The file name a component is installed as: its tool's name, or, for a
+/// plain component with several tools, the name it came by (`FILE`'s stem,
+/// the registry repository's last part).
+fn install_name(tools: &[LoadedTool], came_as: &str) -> String {
+    match tools {
+        [tool] => tool.spec().name.clone(),
+        _ => toolhost::remote::normalize_name(came_as),
+    }
 }
 
 impl Installer<'_> {
@@ -146,7 +166,7 @@ impl Installer<'_> {
     /// does (what it newly requests is asked again).
     pub fn upgrade(&self, name: &str, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
         let installed = self.installed()?;
-        let Some(path) = installed.iter().find(|i| i.name.as_deref() == Ok(name)).map(|i| &i.path) else {
+        let Some(path) = installed.iter().find(|i| i.holds(name)).map(|i| &i.path) else {
             eprintln!("toolhost: no installed tool is called {name}");
             return Ok(ExitCode::FAILURE);
         };
@@ -187,7 +207,12 @@ impl Installer<'_> {
             Ok(signature) => signature,
             Err(why) => return refuse(&label, why),
         };
-        self.finish(&label, &bytes, signature.as_deref(), None, yes)
+        let came_as = file.file_stem().and_then(|s| s.to_str()).unwrap_or("component");
+        let policy = match self.policy_text(Some(file)) {
+            Ok(policy) => policy,
+            Err(why) => return refuse(&label, why),
+        };
+        self.finish(&label, came_as, &bytes, signature.as_deref(), None, policy, yes)
     }
 
     fn install_oci(
@@ -242,36 +267,61 @@ impl Installer<'_> {
             }
         }
         let from = Pulled { source: &pulled.source, manifest: &pulled.manifest, component: format!("sha256:{hash}") };
-        self.finish(source, &pulled.bytes, None, Some((from, previous)), yes)
+        let repository = reference.repository();
+        let came_as = repository.rsplit('/').next().unwrap_or(repository);
+        let policy = match self.policy_text(None) {
+            Ok(policy) => policy,
+            Err(why) => return refuse(source, why),
+        };
+        self.finish(source, came_as, &pulled.bytes, None, Some((from, previous)), policy, yes)
     }
 
     /// The review, the grants and the copy into the plugins directory, for
     /// `bytes` that passed their checks; `registry` carries where an OCI
     /// install came from and the record of the one it replaces.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
         label: &str,
+        came_as: &str,
         bytes: &[u8],
         signature: Option<&str>,
         registry: Option<(Pulled<'_>, Option<Record>)>,
+        policy: Option<String>,
         yes: bool,
     ) -> anyhow::Result<ExitCode> {
-        let (tool, earlier) = match self.load(bytes)? {
+        // With no policy given, one installed before for the same name stays.
+        let kept = |name: &str| {
+            std::fs::read_to_string(toolhost::grants::wassette::beside(&self.dir.join(format!("{name}.wasm")))).ok()
+        };
+        let policy = policy.or_else(|| kept(came_as));
+        let (tools, earlier) = match self.load(bytes, came_as, policy.as_deref())? {
             Ok(loaded) => loaded,
             Err(why) => return refuse(label, why),
         };
-        let name = &tool.spec().name;
+        let name = install_name(&tools, came_as);
         let target = self.dir.join(format!("{name}.wasm"));
+        let tool = &tools[0];
         let capabilities: Vec<&str> = tool.shape().capabilities.iter().map(|c| c.name()).collect();
-        println!("tool:            {name}: {}", tool.spec().description);
-        println!("contract:        {}", tool.shape().version);
+        for tool in &tools {
+            println!("tool:            {}: {}", tool.spec().name, tool.spec().description);
+        }
+        match tool.shape().form {
+            toolhost::Form::Contract => println!("contract:        {}", tool.shape().version),
+            toolhost::Form::Functions => {
+                println!("contract:        none: its exported functions are its tools, described from their WIT types")
+            }
+        }
         println!(
             "capabilities:    {}",
             if capabilities.is_empty() { "(none)".into() } else { capabilities.join(", ") }
         );
         println!("requests:        {}", tool.requests().describe());
-        for warning in tool.warnings() {
+        for warning in tools.iter().flat_map(|t| t.warnings()) {
             println!("warning:         {warning}");
+        }
+        for note in tools.iter().flat_map(|t| t.notes()) {
+            println!("note:            {note}");
         }
         let record = registry.map(|(from, previous)| {
             let record = Record {
@@ -289,12 +339,19 @@ impl Installer<'_> {
         for e in &earlier {
             println!("replacing:       {} (the installed {name})", e.display());
         }
-        self.grant(&tool, yes)?;
+        self.grant(&tools, yes)?;
+        if let Some(policy) = &policy {
+            // Before the component: a watcher that sees it sees its policy.
+            let file = toolhost::grants::wassette::beside(&target);
+            toolhost::replace_file(&file, policy.as_bytes()).with_context(|| format!("writing {}", file.display()))?;
+            println!("policy:          {}", file.display());
+        }
         self.put(bytes, signature, record.as_ref(), &target)?;
         for e in earlier.iter().filter(|e| **e != target) {
             remove(e)?;
             remove(&beside(e, "minisig"))?;
             remove(&beside(e, RECORD))?;
+            remove(&toolhost::grants::wassette::beside(e))?;
         }
         println!("installed:       {name} as {}", target.display());
         Ok(ExitCode::SUCCESS)
@@ -407,31 +464,45 @@ impl Installer<'_> {
     }
 
     /// Loads `bytes` as the host loads a plugin (compiling them into the
-    /// cache) and finds the files of the plugins directory holding the same
-    /// tool; or why they are refused.
-    fn load(&self, bytes: &[u8]) -> anyhow::Result<Result<(LoadedTool, Vec<PathBuf>), String>> {
+    /// cache) and finds the files of the plugins directory holding any of
+    /// the same tools; or why they are refused.
+    fn load(
+        &self,
+        bytes: &[u8],
+        came_as: &str,
+        policy: Option<&str>,
+    ) -> anyhow::Result<Result<(Vec<LoadedTool>, Vec<PathBuf>), String>> {
         // The host loads from a file: a private copy of the bytes checked,
         // so the component reviewed is the one installed even if FILE
-        // changes meanwhile.
-        let mut copy = tempfile::Builder::new().prefix("toolhost-install-").suffix(".wasm").tempfile()?;
-        copy.write_all(bytes).context("copying the component to a temporary file")?;
-        let tool = match self.host.review_component(copy.path()) {
-            Ok(tool) => tool,
+        // changes meanwhile; its policy beside it, as it will be installed.
+        let dir = tempfile::Builder::new().prefix("toolhost-install-").tempdir()?;
+        let copy = dir.path().join("component.wasm");
+        std::fs::write(&copy, bytes).context("copying the component to a temporary file")?;
+        if let Some(policy) = policy {
+            std::fs::write(toolhost::grants::wassette::beside(&copy), policy)
+                .context("copying the policy file to a temporary file")?;
+        }
+        let tools = match self.host.review_component(&copy) {
+            Ok(tools) => tools,
             Err(e) => return Ok(Err(format!("it does not load as a tool: {e}"))),
         };
-        let name = &tool.spec().name;
-        if self.host.tool(name).is_some_and(|t| *t.origin() == Origin::Builtin) {
+        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+        if let Some(name) = names.iter().find(|n| self.host.tool(n).is_some_and(|t| *t.origin() == Origin::Builtin)) {
             return Ok(Err(format!(
                 "it is the tool `{name}`, and a built-in tool has that name: the built-in would win and it would never be offered"
             )));
         }
+        let name = install_name(&tools, came_as);
         let target = self.dir.join(format!("{name}.wasm"));
         let installed = self.installed()?;
-        if let Some(other) = installed.iter().find(|i| i.path == target && i.name.as_ref() != Ok(name)) {
-            return Ok(Err(match &other.name {
+        let ours = |i: &Installed| names.iter().any(|n| i.holds(n));
+        if let Some(other) = installed.iter().find(|i| i.path == target && !ours(i)) {
+            return Ok(Err(match &other.names {
                 Ok(held) => format!(
-                    "{} holds another tool, `{held}`: uninstall it first (toolhost uninstall {held})",
-                    target.display()
+                    "{} holds other tools, `{}`: uninstall it first (toolhost uninstall {})",
+                    target.display(),
+                    held.join("`, `"),
+                    held.first().map_or(name.as_str(), String::as_str)
                 ),
                 Err(why) => format!(
                     "{} is there and does not load ({why}): remove it first (toolhost uninstall {name})",
@@ -439,15 +510,19 @@ impl Installer<'_> {
                 ),
             }));
         }
-        let earlier = installed.into_iter().filter(|i| i.name.as_ref() == Ok(name)).map(|i| i.path).collect();
-        Ok(Ok((tool, earlier)))
+        let earlier = installed.into_iter().filter(|i| ours(i)).map(|i| i.path).collect();
+        Ok(Ok((tools, earlier)))
     }
 
-    /// Shows what `tool` is granted already, grants what it lacks as the
-    /// operator answers (all with `yes`; none without a terminal), in the
-    /// local settings, and says what is left and how to grant it.
-    fn grant(&self, tool: &LoadedTool, yes: bool) -> anyhow::Result<()> {
+    /// Shows what `tools` (one component's) are granted already, grants
+    /// what they lack as the operator answers (all with `yes`; none without
+    /// a terminal), in the local settings, and says what is left and how to
+    /// grant it. The tools of one component request the same: the operator
+    /// is asked once, and each tool is granted the answer by its name.
+    fn grant(&self, tools: &[LoadedTool], yes: bool) -> anyhow::Result<()> {
+        let tool = &tools[0];
         let name = &tool.spec().name;
+        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
         let existing = self.settings.tool_grants.get(name).cloned().unwrap_or_default();
         println!("already granted: {}", existing.describe());
         // What it requests and `toolGrants` do not give it yet, item by item.
@@ -473,9 +548,12 @@ impl Installer<'_> {
         let local = self.settings.local_file.as_deref();
         if !granted.is_empty() {
             let local = local.context("there is no local settings file to write the grants to")?;
-            toolhost::grants::persist::add_tool_grant(local, name, &granted)?;
+            for name in &names {
+                toolhost::grants::persist::add_tool_grant(local, name, &granted)?;
+            }
             self.keep_trusted(local);
-            println!("granted:         {} (in toolGrants.{name} of {})", granted.describe(), local.display());
+            let keys: Vec<String> = names.iter().map(|n| format!("toolGrants.{n}")).collect();
+            println!("granted:         {} (in {} of {})", granted.describe(), keys.join(", "), local.display());
             if matches!(self.settings.trust, Some((_, false))) {
                 println!(
                     "note:            {} is not trusted (new, or changed since `toolhost trust`), so its grants \
@@ -488,7 +566,9 @@ impl Installer<'_> {
             let file = local.map_or("a settings file".into(), |f| f.display().to_string());
             println!("not granted:     {}", left.describe());
             println!("To grant it, add this to {file} (or install again at a terminal, or with --yes):");
-            println!("{}", serde_json::to_string_pretty(&json!({"toolGrants": {name: left}}))?);
+            let each: serde_json::Map<String, serde_json::Value> =
+                names.iter().map(|n| (n.to_string(), json!(left))).collect();
+            println!("{}", serde_json::to_string_pretty(&json!({"toolGrants": each}))?);
         }
         let mut will_have = existing;
         will_have.add(&granted);
@@ -498,13 +578,24 @@ impl Installer<'_> {
         Ok(())
     }
 
+    /// The policy file's text: `--policy`'s, else the one beside the
+    /// component `file` installed from, if any; why it cannot be read.
+    fn policy_text(&self, file: Option<&Path>) -> Result<Option<String>, String> {
+        let beside = file.map(toolhost::grants::wassette::beside).filter(|p| p.exists());
+        let Some(path) = self.policy.map(Path::to_path_buf).or(beside) else { return Ok(None) };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read the policy file {}: {e}", path.display()))?;
+        toolhost::grants::wassette::read(&text)
+            .map_err(|why| format!("the policy file {} does not read: {why}", path.display()))?;
+        println!("policy file:     {}", path.display());
+        Ok(Some(text))
+    }
+
     /// `toolhost uninstall NAME [--keep-grants]`.
     pub fn uninstall(&self, name: &str, keep_grants: bool) -> anyhow::Result<ExitCode> {
         let installed = self.installed()?;
-        let matching: Vec<&Installed> = installed
-            .iter()
-            .filter(|i| i.name.as_deref() == Ok(name) || i.path.file_stem().is_some_and(|s| s == name))
-            .collect();
+        let matching: Vec<&Installed> =
+            installed.iter().filter(|i| i.holds(name) || i.path.file_stem().is_some_and(|s| s == name)).collect();
         if matching.is_empty() {
             if self.host.tool(name).is_some_and(|t| *t.origin() == Origin::Builtin) {
                 eprintln!(
@@ -517,8 +608,8 @@ impl Installer<'_> {
                 .iter()
                 .map(|i| {
                     let file = i.path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-                    match &i.name {
-                        Ok(tool) => format!("{tool} ({file})"),
+                    match &i.names {
+                        Ok(tools) => format!("{} ({file})", tools.join(", ")),
                         Err(_) => format!("{file} (does not load)"),
                     }
                 })
@@ -535,11 +626,13 @@ impl Installer<'_> {
             remove(&i.path)?;
             remove(&beside(&i.path, "minisig"))?;
             remove(&beside(&i.path, RECORD))?;
-            println!("removed {}: {}", i.name.as_deref().unwrap_or(name), i.path.display());
-            if let Ok(tool) = &i.name
-                && !names.contains(tool)
-            {
-                names.push(tool.clone());
+            remove(&toolhost::grants::wassette::beside(&i.path))?;
+            let held = i.names.as_ref().map_or_else(|_| name.to_string(), |n| n.join(", "));
+            println!("removed {held}: {}", i.path.display());
+            for tool in i.names.iter().flatten() {
+                if !names.contains(tool) {
+                    names.push(tool.clone());
+                }
             }
         }
         if let (false, Some(local)) = (keep_grants, &self.settings.local_file) {
@@ -589,8 +682,12 @@ impl Installer<'_> {
         Ok(paths
             .into_iter()
             .map(|path| {
-                let name = self.host.review_component(&path).map(|t| t.spec().name.clone()).map_err(|e| e.to_string());
-                Installed { path, name }
+                let names = self
+                    .host
+                    .review_component(&path)
+                    .map(|tools| tools.iter().map(|t| t.spec().name.clone()).collect())
+                    .map_err(|e| e.to_string());
+                Installed { path, names }
             })
             .collect())
     }

@@ -231,6 +231,11 @@ enum Command {
         /// slowly the registry answers
         #[arg(long, value_name = "SECONDS", default_value_t = install::oci::PULL_TIMEOUT.as_secs())]
         pull_timeout: u64,
+        /// A Wassette policy file (policy.yaml), read as what the component
+        /// requests and installed beside it as NAME.policy.yaml [default:
+        /// FILE's NAME.policy.yaml, if there is one]
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Start a tool project: the source of a small working tool, the WIT and
     /// the helper it builds against, build.sh (pinned toolchain) and test.sh
@@ -481,11 +486,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for problem in host.problems() {
         eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
     }
-    let pull_timeout = match &cli.command {
-        Command::Install { pull_timeout, .. } => std::time::Duration::from_secs(*pull_timeout),
-        _ => install::oci::PULL_TIMEOUT,
+    let (pull_timeout, policy) = match &cli.command {
+        Command::Install { pull_timeout, policy, .. } => {
+            (std::time::Duration::from_secs(*pull_timeout), policy.clone())
+        }
+        _ => (install::oci::PULL_TIMEOUT, None),
     };
-    let installer = || install::Installer { host: &host, settings: &settings, dir: &plugins_dir, pull_timeout };
+    let installer = || install::Installer {
+        host: &host,
+        settings: &settings,
+        dir: &plugins_dir,
+        pull_timeout,
+        policy: policy.as_deref(),
+    };
     match cli.command {
         Command::Tools { json } => tools(&host, json),
         Command::Call { name, input, json, session, id } => call(&host, &name, &input, json, session, id),
@@ -886,49 +899,64 @@ fn stamp(file: &std::path::Path, requests: &str, out: Option<&std::path::Path>) 
 
 fn check(host: &Host, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     match host.check_component(file) {
-        Ok(tool) => {
-            let caps: Vec<&str> = tool.shape().capabilities.iter().map(|c| c.name()).collect();
-            println!("ok: {} is the tool `{}`", file.display(), tool.spec().name);
-            println!("  contract:      {}", tool.shape().version);
-            println!("  description:   {}", tool.spec().description);
-            println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
-            println!("  imports:       {}", tool.shape().imports.len());
-            println!(
-                "  input schema:  valid ({} properties)",
-                tool.spec().input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
-            );
-            let problems = toolhost::portability_problems(&tool.spec().input_schema);
-            if !problems.is_empty() {
-                println!(
-                    "  warning:       the input schema is not portable (some model APIs or MCP clients refuse it):"
-                );
-                for problem in problems {
-                    println!("                   {problem}");
-                }
-            }
-            println!("  input roles:   {}", describe_roles(&tool.spec().inputs));
-            if tool.spec().cancels_siblings {
-                println!("  a failed call cancels the other calls of its turn");
-            }
-            println!("  enabled:       {}", tool.spec().enabled);
-            println!("  per call:      {}", describe_per_call(tool.spec()));
-            if tool.quick() {
-                println!(
-                    "  compiled:      quick (Winch), for now: `run` and `serve` compile it optimized in the background \
-                     and then serve that"
-                );
-            }
-            for line in capability_lines(&tool, host.call_limits()) {
-                println!("  {line}");
-            }
-            for warning in tool.warnings() {
-                println!("  warning:       {warning}");
+        Ok(tools) => {
+            for tool in &tools {
+                check_one(host, file, tool);
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             println!("error: {}: {e}", file.display());
             Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `toolhost check`'s lines about one tool of `file`.
+fn check_one(host: &Host, file: &std::path::Path, tool: &toolhost::LoadedTool) {
+    let caps: Vec<&str> = tool.shape().capabilities.iter().map(|c| c.name()).collect();
+    println!("ok: {} is the tool `{}`", file.display(), tool.spec().name);
+    match tool.shape().form {
+        toolhost::Form::Contract => println!("  contract:      {}", tool.shape().version),
+        toolhost::Form::Functions => {
+            println!("  contract:      none: a function it exports, described from its WIT types")
+        }
+    }
+    {
+        println!("  description:   {}", tool.spec().description);
+        println!("  capabilities:  {}", if caps.is_empty() { "(none)".into() } else { caps.join(", ") });
+        println!("  imports:       {}", tool.shape().imports.len());
+        println!(
+            "  input schema:  valid ({} properties)",
+            tool.spec().input_schema.get("properties").and_then(|p| p.as_object()).map_or(0, |p| p.len())
+        );
+        let problems = toolhost::portability_problems(&tool.spec().input_schema);
+        if !problems.is_empty() {
+            println!("  warning:       the input schema is not portable (some model APIs or MCP clients refuse it):");
+            for problem in problems {
+                println!("                   {problem}");
+            }
+        }
+        println!("  input roles:   {}", describe_roles(&tool.spec().inputs));
+        if tool.spec().cancels_siblings {
+            println!("  a failed call cancels the other calls of its turn");
+        }
+        println!("  enabled:       {}", tool.spec().enabled);
+        println!("  per call:      {}", describe_per_call(tool.spec()));
+        if tool.quick() {
+            println!(
+                "  compiled:      quick (Winch), for now: `run` and `serve` compile it optimized in the background \
+                     and then serve that"
+            );
+        }
+        for line in capability_lines(tool, host.call_limits()) {
+            println!("  {line}");
+        }
+        for warning in tool.warnings() {
+            println!("  warning:       {warning}");
+        }
+        for note in tool.notes() {
+            println!("  note:          {note}");
         }
     }
 }

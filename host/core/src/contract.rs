@@ -8,6 +8,7 @@
 pub(crate) mod bindings;
 #[macro_use]
 mod frozen;
+pub(crate) mod plain;
 pub(crate) mod requests;
 pub(crate) mod scan;
 mod shape;
@@ -16,9 +17,9 @@ mod versions;
 
 pub use requests::{RequestsError, stamp as stamp_requests};
 pub use scan::Missing as MissingImport;
-pub use shape::{Capability, Version};
+pub use shape::{Capability, Form, Version};
 pub use shape::{Shape, ShapeError};
-pub(crate) use shape::{check_header, inspect};
+pub(crate) use shape::{check_header, inspect, inspect_plain};
 pub(crate) use versions::{Bounds, Guest, ToolPre, Wait};
 
 /// The newest contract version this host implements (the package version of

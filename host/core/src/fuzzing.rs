@@ -349,3 +349,208 @@ fn repair_value(u: &mut Unstructured, depth: usize) -> Result<serde_json::Value>
         _ => Value::Null,
     })
 }
+
+/// Field and case names for plain types.
+const PLAIN_NAMES: &[&str] = &["a", "b", "tag", "val", "x-y", "é"];
+
+/// A WIT type of a plain function, at most `depth` levels deep.
+fn plain_type(u: &mut Unstructured, depth: usize) -> Result<crate::contract::plain::WitType> {
+    use crate::contract::plain::WitType as T;
+    let leaf =
+        [T::Bool, T::S8, T::U8, T::S16, T::U16, T::S32, T::U32, T::S64, T::U64, T::F32, T::F64, T::Char, T::String];
+    let pick = u.int_in_range(0..=if depth == 0 { 12 } else { 24 })?;
+    if pick <= 12 {
+        return Ok(leaf[pick as usize].clone());
+    }
+    let inner = |u: &mut Unstructured| plain_type(u, depth - 1).map(Box::new);
+    let names = |u: &mut Unstructured| -> Result<Vec<String>> {
+        let n = u.int_in_range(1..=3)?;
+        let mut out: Vec<String> = Vec::new();
+        for _ in 0..n {
+            let name = (*u.choose(PLAIN_NAMES)?).to_string();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        Ok(out)
+    };
+    Ok(match pick {
+        13 => T::List(inner(u)?),
+        14 => T::FixedList(inner(u)?, u.int_in_range(0..=3)?),
+        15 => T::Map(if u.arbitrary()? { Box::new(T::String) } else { inner(u)? }, inner(u)?),
+        16 => T::Record(names(u)?.into_iter().map(|n| Ok((n, plain_type(u, depth - 1)?))).collect::<Result<_>>()?),
+        17 => T::Tuple((0..u.int_in_range(1..=3)?).map(|_| plain_type(u, depth - 1)).collect::<Result<_>>()?),
+        18 => T::Variant(
+            names(u)?
+                .into_iter()
+                .map(|n| Ok((n, if u.arbitrary()? { Some(plain_type(u, depth - 1)?) } else { None })))
+                .collect::<Result<_>>()?,
+        ),
+        19 => T::Enum(names(u)?),
+        20 | 21 => T::Option(inner(u)?),
+        22 => T::Result(
+            if u.arbitrary()? { Some(inner(u)?) } else { None },
+            if u.arbitrary()? { Some(inner(u)?) } else { None },
+        ),
+        23 => T::Flags(names(u)?),
+        _ => T::List(Box::new(T::U8)),
+    })
+}
+
+/// A JSON value for `ty`, mostly of its shape, sometimes not.
+fn plain_value(u: &mut Unstructured, ty: &crate::contract::plain::WitType) -> Result<serde_json::Value> {
+    use crate::contract::plain::WitType as T;
+    use serde_json::{Value, json};
+    if u.ratio(1, 12)? {
+        return Ok(match u.int_in_range(0..=5)? {
+            0 => Value::Null,
+            1 => json!(u.arbitrary::<i64>()?),
+            2 => json!(u.arbitrary::<f64>()?),
+            3 => json!(u.arbitrary::<String>()?),
+            4 => json!([]),
+            _ => json!({}),
+        });
+    }
+    let many = |u: &mut Unstructured, ty: &T, n: usize| -> Result<Value> {
+        Ok(Value::Array((0..n).map(|_| plain_value(u, ty)).collect::<Result<_>>()?))
+    };
+    Ok(match ty {
+        T::Bool => json!(u.arbitrary::<bool>()?),
+        T::S8 | T::S16 | T::S32 | T::S64 => json!(u.arbitrary::<i64>()? >> u.int_in_range(0..=60)?),
+        T::U8 | T::U16 | T::U32 | T::U64 => json!(u.arbitrary::<u64>()? >> u.int_in_range(0..=63)?),
+        T::F32 | T::F64 => serde_json::Number::from_f64(u.arbitrary::<f64>()?).map_or(json!(0.5), Value::Number),
+        T::Char => json!(u.arbitrary::<char>()?.to_string()),
+        T::String => json!(u.arbitrary::<String>()?),
+        T::List(inner) if **inner == T::U8 => json!(if u.arbitrary()? { "AAEC/w==" } else { "not base64" }),
+        T::List(inner) => {
+            let n = u.int_in_range(0..=3)?;
+            many(u, inner, n)?
+        }
+        T::FixedList(inner, n) => {
+            let n = *n as usize + usize::from(u.ratio(1, 8)?);
+            many(u, inner, n)?
+        }
+        T::Map(key, item) if **key == T::String => {
+            let mut map = serde_json::Map::new();
+            for _ in 0..u.int_in_range(0..=2)? {
+                map.insert(u.arbitrary()?, plain_value(u, item)?);
+            }
+            Value::Object(map)
+        }
+        T::Map(key, item) => Value::Array(
+            (0..u.int_in_range(0..=2)?)
+                .map(|_| Ok(json!([plain_value(u, key)?, plain_value(u, item)?])))
+                .collect::<Result<_>>()?,
+        ),
+        T::Record(fields) => {
+            let mut map = serde_json::Map::new();
+            for (name, ty) in fields {
+                if !u.ratio(1, 16)? {
+                    map.insert(name.clone(), plain_value(u, ty)?);
+                }
+            }
+            Value::Object(map)
+        }
+        T::Tuple(types) => Value::Array(types.iter().map(|t| plain_value(u, t)).collect::<Result<_>>()?),
+        T::Variant(cases) => {
+            let (name, payload) = u.choose(cases)?;
+            match payload {
+                Some(t) => json!({"tag": name, "val": plain_value(u, t)?}),
+                None => json!({"tag": name}),
+            }
+        }
+        T::Enum(names) => json!(u.choose(names)?),
+        T::Option(inner) => {
+            if u.arbitrary()? {
+                Value::Null
+            } else {
+                plain_value(u, inner)?
+            }
+        }
+        T::Result(ok, err) => {
+            let (tag, payload) = if u.arbitrary()? { ("ok", ok) } else { ("err", err) };
+            match payload {
+                Some(t) => json!({"tag": tag, "val": plain_value(u, t)?}),
+                None => json!({"tag": tag}),
+            }
+        }
+        T::Flags(names) => {
+            Value::Array((0..u.int_in_range(0..=2)?).map(|_| Ok(json!(u.choose(names)?))).collect::<Result<_>>()?)
+        }
+    })
+}
+
+/// A plain function's parameters (types built from the bytes) and an
+/// input for them: the schema compiles; converting never panics; what the
+/// conversion takes the schema takes too, and what the schema takes the
+/// conversion takes but for a number beyond a 32-bit float's range; a
+/// converted value written back as JSON converts to the same value.
+pub fn plain_values(data: &[u8]) {
+    use crate::contract::plain::{schema, values};
+    let mut u = Unstructured::new(data);
+    let Ok(count) = u.int_in_range(0..=3) else { return };
+    let mut params = Vec::new();
+    for i in 0..count {
+        let Ok(ty) = plain_type(&mut u, 3) else { return };
+        params.push((format!("p{i}"), ty));
+    }
+    let mut input = serde_json::Map::new();
+    for (name, ty) in &params {
+        if u.ratio(1, 10).unwrap_or(false) {
+            continue;
+        }
+        let value = match (ty, u.arbitrary::<bool>().unwrap_or(false)) {
+            (crate::contract::plain::WitType::Option(inner), true) => plain_value(&mut u, inner),
+            _ => plain_value(&mut u, ty),
+        };
+        let Ok(value) = value else { return };
+        input.insert(name.clone(), value);
+    }
+    let input = serde_json::Value::Object(input);
+    let compiled = Schema::compile(schema::input(&params)).expect("a plain function's schema compiles");
+    let _ = schema::output(params.first().map(|(_, t)| t));
+    let accepted = compiled.check("Fuzz", &input).is_ok();
+    match values::arguments(&params, &input) {
+        Ok(args) => {
+            assert!(accepted, "converted what the schema refuses: {input}");
+            let back: serde_json::Map<String, serde_json::Value> = params
+                .iter()
+                .zip(&args)
+                .filter(|(_, v)| !matches!(v, wasmtime::component::Val::Option(None)))
+                .map(|((name, ty), v)| {
+                    let json = match (ty, v) {
+                        (crate::contract::plain::WitType::Option(inner), wasmtime::component::Val::Option(Some(v))) => {
+                            values::json(v, inner)
+                        }
+                        _ => values::json(v, ty),
+                    };
+                    (name.clone(), json)
+                })
+                .collect();
+            let again = values::arguments(&params, &serde_json::Value::Object(back.clone()));
+            assert_eq!(again.as_ref().ok(), Some(&args), "{input} -> {args:?} -> {back:?} -> {again:?}");
+        }
+        Err(e) => assert!(
+            !accepted || e.message.contains("32-bit float"),
+            "the schema takes {input} and the conversion refuses it: {e}"
+        ),
+    }
+}
+
+/// A Wassette policy file: reading never panics, is the same twice, and
+/// what it requests passes the checks any request passes.
+pub fn wassette_policy(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let first = crate::grants::wassette::read(text);
+    assert_eq!(first, crate::grants::wassette::read(text), "read twice, two ways");
+    if let Ok(read) = first {
+        read.requests.check().expect("what a policy requests holds");
+    }
+}
+
+/// A component's `package-docs` section: reading never panics.
+pub fn package_docs(data: &[u8]) {
+    let mut docs = crate::contract::plain::Docs::default();
+    docs.add(data);
+    let _ = docs.of(Some("a"), "b");
+}

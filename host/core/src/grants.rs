@@ -9,6 +9,7 @@ mod allowance;
 mod effective;
 mod hosts;
 pub mod persist;
+pub mod wassette;
 
 pub use allowance::{Allowance, DirAccess, DirRequest};
 pub use effective::{CallLimits, FileAccess, Grants, intersect};

@@ -253,9 +253,10 @@ impl Host {
     }
 
     /// Loads a component file the way a plugin would be loaded, without
-    /// registering it: what `toolhost check` reports.
+    /// registering it: what `toolhost check` reports. One tool for a
+    /// component exporting the contract, one per function for a plain one.
     /// Compiles through the cache, like a start.
-    pub fn check_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    pub fn check_component(&self, path: &Path) -> Result<Vec<LoadedTool>, LoadError> {
         let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
         self.inner.loader(&grants, false).component_file(path)
     }
@@ -266,7 +267,7 @@ impl Host {
     /// grant, without registering it: what `toolhost install` shows the
     /// operator before they grant anything. A component importing a
     /// capability it does not request is refused: no grant could load it.
-    pub fn review_component(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    pub fn review_component(&self, path: &Path) -> Result<Vec<LoadedTool>, LoadError> {
         let grants = self.inner.tool_grants.read().unwrap_or_else(|e| e.into_inner()).clone();
         self.inner.loader(&grants, false).component_file_as_requested(path)
     }

@@ -53,7 +53,7 @@ mod session;
 mod shell;
 
 pub use contract::{
-    CONTRACT, Capability, MissingImport, RELEASED, RequestsError, Shape, ShapeError, Version, stamp_requests,
+    CONTRACT, Capability, Form, MissingImport, RELEASED, RequestsError, Shape, ShapeError, Version, stamp_requests,
 };
 pub use fsx::{config_dir, default_cache_dir, default_data_dir, default_plugins_dir, replace_file};
 pub use grants::{Allowance, CallLimits, FileAccess, Grants};

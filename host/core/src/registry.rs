@@ -10,6 +10,7 @@ pub(crate) mod declarations;
 pub(crate) mod declare;
 pub(crate) mod load;
 mod optimize;
+mod plain;
 mod plugins;
 mod pool;
 pub(crate) mod remote;
@@ -22,7 +23,7 @@ pub(crate) use compile::{CompileSink, QUICK_ABOVE};
 pub(crate) use load::Loader;
 pub(crate) use optimize::Optimizer;
 pub use plugins::ToolsChanged;
-pub(crate) use plugins::{PluginSet, diff, is_component_file};
+pub(crate) use plugins::{PluginSet, diff, is_component_file, is_policy_file};
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
 pub use pool::{SCRIPT, TOOL_SEARCH};
 pub use remote::{

@@ -43,7 +43,7 @@ impl std::fmt::Display for Missing {
 /// (walking them cost over a millisecond for the built-ins at every start).
 /// `visit` is told whether a section is at the top level; `unreadable`
 /// makes the error for bytes that do not parse.
-pub(super) fn walk<'a, E>(
+pub(crate) fn walk<'a, E>(
     component: &'a [u8],
     unreadable: impl Fn(String) -> E,
     mut visit: impl FnMut(wasmparser::Payload<'a>, bool) -> Result<(), E>,
@@ -77,6 +77,13 @@ pub(super) fn walk<'a, E>(
 }
 
 impl Outline {
+    /// Whether it exports the contract (`tool` or `async-tool`); if not,
+    /// its exported functions are its tools (`super::plain`).
+    pub fn exports_contract(&self) -> bool {
+        let (tool, async_tool) = (format!("{PACKAGE}/tool@"), format!("{PACKAGE}/async-tool@"));
+        self.exports.iter().any(|e| e.starts_with(&tool) || e.starts_with(&async_tool))
+    }
+
     /// Whether calls into it run as component-model tasks, on the engine
     /// with concurrency support: it uses the async ABI, exports
     /// `async-tool` (whose `async func`s only that engine validates), or
@@ -103,7 +110,14 @@ pub fn outline(component: &[u8]) -> Result<Outline, ShapeError> {
         match payload {
             Payload::ComponentImportSection(reader) if top => {
                 for import in reader {
-                    out.imports.push(import.map_err(invalid)?.name.name.to_string());
+                    let import = import.map_err(invalid)?;
+                    // A type a world defines (`record point` beside its
+                    // functions) is imported as a type equal to its
+                    // definition: nothing for the host to provide.
+                    if let wasmparser::ComponentTypeRef::Type(wasmparser::TypeBounds::Eq(_)) = import.ty {
+                        continue;
+                    }
+                    out.imports.push(import.name.name.to_string());
                 }
             }
             Payload::ComponentExportSection(reader) if top => {
@@ -223,6 +237,12 @@ pub fn check(outline: &Outline) -> Result<(), ShapeError> {
     if version.support() == Support::Unreleased && !LOADS_UNRELEASED {
         return Err(ShapeError::ContractUnreleased { guest: version });
     }
+    check_imports(outline)
+}
+
+/// Checks every import of `outline` against what this host provides (each
+/// one it does not is named, with its fix where one is known).
+pub(crate) fn check_imports(outline: &Outline) -> Result<(), ShapeError> {
     let missing: Vec<Missing> = outline.imports.iter().filter_map(|i| missing(i)).collect();
     if !missing.is_empty() {
         return Err(ShapeError::MissingImports(missing));

@@ -125,6 +125,21 @@ pub enum ShapeError {
     /// It exports no `tool` interface (its exports are listed).
     NoToolExport(Vec<String>),
     #[error(
+        "exports neither the toolhost tool interface `{PACKAGE}/tool@{}` nor a function a tool can be made of; \
+         its exports are: {}{}",
+        Version::HOST,
+        list(.exports),
+        .left_out.iter().map(|l| format!("; {l}")).collect::<String>()
+    )]
+    /// It exports no contract and no function that can be a tool (its
+    /// exports are listed, and why each function was left out).
+    NoFunctions {
+        /// Its exports, by name.
+        exports: Vec<String>,
+        /// Each function left out, and why.
+        left_out: Vec<String>,
+    },
+    #[error(
         "was built against toolhost contract {guest}, but this host implements contract {} \
          (it runs components built against {}); rebuild the tool with a matching toolhost-sdk",
         Version::HOST,
@@ -180,6 +195,26 @@ pub struct Shape {
     /// own tasks, futures or streams): its exports are called as tasks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub concurrent: bool,
+    /// What it exports that the host serves.
+    #[serde(default, skip_serializing_if = "Form::is_contract")]
+    pub form: Form,
+}
+
+/// What a component exports that the host serves as tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Form {
+    /// The contract (`tool` or `async-tool`): one tool that describes itself.
+    #[default]
+    Contract,
+    /// Plain functions: each a tool, described by the host from its types.
+    Functions,
+}
+
+impl Form {
+    fn is_contract(&self) -> bool {
+        *self == Form::Contract
+    }
 }
 
 /// Checks the first bytes of a file: a component, a core module, or neither.
@@ -216,9 +251,22 @@ pub(crate) const SCRIPT_TOOLS: &str = "toolhost:script/tools@0.1.";
 
 /// Reads the contract version and capabilities from a compiled component.
 pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
-    let ty = component.component_type();
-    let exports: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect();
     let version = contract_version(&exports)?;
+    let (capabilities, imports) = imports(engine, component)?;
+    Ok(Shape { version, capabilities, imports, concurrent: false, form: Form::Contract })
+}
+
+/// Reads the capabilities of a compiled component that exports plain
+/// functions (its version is the host's: it serves no contract).
+pub(crate) fn inspect_plain(engine: &Engine, component: &Component) -> Result<Shape, ShapeError> {
+    let (capabilities, imports) = imports(engine, component)?;
+    Ok(Shape { version: Version::HOST, capabilities, imports, concurrent: false, form: Form::Functions })
+}
+
+/// The capabilities a component imports, and every import by name.
+fn imports(engine: &Engine, component: &Component) -> Result<(Vec<Capability>, Vec<String>), ShapeError> {
+    let ty = component.component_type();
     let mut capabilities = Vec::new();
     let mut imports = Vec::new();
     for (name, _) in ty.imports(engine) {
@@ -254,7 +302,7 @@ pub(crate) fn inspect(engine: &Engine, component: &Component) -> Result<Shape, S
     }
     capabilities.sort();
     capabilities.dedup();
-    Ok(Shape { version, capabilities, imports, concurrent: false })
+    Ok((capabilities, imports))
 }
 
 #[cfg(test)]

@@ -12,9 +12,11 @@
 
 use super::bindings::toolhost::tool::types::{ToolError, ToolInfo, ToolOutput};
 use super::bindings::{self, CallContext, PermissionDecision};
+use super::plain::{Export, Function};
 use super::shape::{Support, Version};
 use super::{CONTRACT, RELEASED, since_v1_0_0};
 use std::borrow::Cow;
+use std::sync::Arc;
 use wasmtime::AsContextMut;
 use wasmtime::component::{ComponentNamedList, Func, Instance, InstancePre, Lift, Lower};
 
@@ -83,6 +85,9 @@ macro_rules! versions {
             /// Called through [`Concurrent`]: the functions of its export
             /// `interface`, typed as the row `row` types them.
             Tasks { row: Row, pre: InstancePre<T>, interface: String },
+            /// A component that does not export the contract: one of its
+            /// exported functions, served as a tool (`super::plain`).
+            Plain { pre: InstancePre<T>, function: Arc<Function>, concurrent: bool },
         }
 
         /// A row of the table.
@@ -106,6 +111,7 @@ macro_rules! versions {
                 let pre = match &self.pre {
                     $(Pre::$variant(pre) => Pre::$variant(pre.clone()),)+
                     Pre::Tasks { row, pre, interface } => Pre::Tasks { row: *row, pre: pre.clone(), interface: interface.clone() },
+                    Pre::Plain { pre, function, concurrent } => Pre::Plain { pre: pre.clone(), function: Arc::clone(function), concurrent: *concurrent },
                 };
                 ToolPre { pre }
             }
@@ -135,11 +141,17 @@ macro_rules! versions {
                 unreachable!("`row` returns a row's version")
             }
 
+            /// `function` of a component that does not export the contract,
+            /// linked as `pre`; `concurrent` if it uses the async ABI.
+            pub(crate) fn plain(pre: InstancePre<T>, function: Arc<Function>, concurrent: bool) -> ToolPre<T> {
+                ToolPre { pre: Pre::Plain { pre, function, concurrent } }
+            }
+
             /// The engine it was compiled by (its stores must be made on it).
             pub(crate) fn engine(&self) -> &wasmtime::Engine {
                 match &self.pre {
                     $(Pre::$variant(pre) => pre.engine(),)+
-                    Pre::Tasks { pre, .. } => pre.component().engine(),
+                    Pre::Tasks { pre, .. } | Pre::Plain { pre, .. } => pre.component().engine(),
                 }
             }
 
@@ -154,6 +166,16 @@ macro_rules! versions {
                         let instance = stop.wait(pre.instantiate_async(&mut store))??;
                         Exports::Tasks(*row, Concurrent::new(&mut store, &instance, interface)?)
                     }
+                    Pre::Plain { pre, function, concurrent } => {
+                        let instance = match concurrent {
+                            true => {
+                                let stop = store.as_context_mut().data().stop();
+                                stop.wait(pre.instantiate_async(&mut store))??
+                            }
+                            false => pre.instantiate(&mut store)?,
+                        };
+                        Exports::Plain(Export::find(&mut store, &instance, function, *concurrent)?)
+                    }
                 }})
             }
         }
@@ -167,6 +189,9 @@ macro_rules! versions {
             $($variant($module::Full),)+
             /// Its export's functions, typed as the row's.
             Tasks(Row, Concurrent),
+            /// A plain function: no `info` (the host described it from its
+            /// types), enabled, validated and decided by the host alone.
+            Plain(Export),
         }
 
         // The newest version's conversions are the identity.
@@ -174,6 +199,7 @@ macro_rules! versions {
         impl Guest {
             pub(crate) fn info<S: AsContextMut<Data: Bounds>>(&self, store: S) -> wasmtime::Result<ToolInfo> {
                 match &self.exports {
+                    Exports::Plain(_) => wasmtime::bail!("a plain function has no `info`: the host describes it"),
                     $(Exports::Tasks(Row::$variant, c) => Concurrent::call::<_, (), ($module::Info,)>(store, &c.info, ()).map(|(r,)| r.into()),)+
                     $(Exports::$variant(g) => g.toolhost_tool_tool().call_info(store).map(Into::into),)+
                 }
@@ -181,6 +207,7 @@ macro_rules! versions {
 
             pub(crate) fn is_enabled<S: AsContextMut<Data: Bounds>>(&self, store: S) -> wasmtime::Result<bool> {
                 match &self.exports {
+                    Exports::Plain(_) => Ok(true),
                     Exports::Tasks(_, c) => Concurrent::call::<_, (), (bool,)>(store, &c.is_enabled, ()).map(|(r,)| r),
                     $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_enabled(store),)+
                 }
@@ -188,6 +215,7 @@ macro_rules! versions {
 
             pub(crate) fn is_concurrency_safe<S: AsContextMut<Data: Bounds>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match &self.exports {
+                    Exports::Plain(_) => Ok(false),
                     Exports::Tasks(_, c) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_concurrency_safe, (input,)).map(|(r,)| r),
                     $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_concurrency_safe(store, input),)+
                 }
@@ -195,6 +223,7 @@ macro_rules! versions {
 
             pub(crate) fn is_read_only<S: AsContextMut<Data: Bounds>>(&self, store: S, input: &str) -> wasmtime::Result<bool> {
                 match &self.exports {
+                    Exports::Plain(_) => Ok(false),
                     Exports::Tasks(_, c) => Concurrent::call::<_, (&str,), (bool,)>(store, &c.is_read_only, (input,)).map(|(r,)| r),
                     $(Exports::$variant(g) => g.toolhost_tool_tool().call_is_read_only(store, input),)+
                 }
@@ -207,6 +236,7 @@ macro_rules! versions {
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<(), ToolError>> {
                 match &self.exports {
+                    Exports::Plain(_) => Ok(Ok(())),
                     $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<(), $module::Error>,)>(
@@ -227,6 +257,7 @@ macro_rules! versions {
                 ctx: &CallContext,
             ) -> wasmtime::Result<PermissionDecision> {
                 match &self.exports {
+                    Exports::Plain(_) => Ok(PermissionDecision::Passthrough),
                     $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), ($module::Decision,)>(
@@ -247,6 +278,7 @@ macro_rules! versions {
                 ctx: &CallContext,
             ) -> wasmtime::Result<Result<ToolOutput, ToolError>> {
                 match &self.exports {
+                    Exports::Plain(export) => export.call(store, input),
                     $(Exports::Tasks(Row::$variant, c) => {
                         let ctx = $module::context(ctx);
                         let (r,) = Concurrent::call::<_, (&str, &$module::Context), (Result<$module::Output, $module::Error>,)>(

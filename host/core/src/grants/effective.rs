@@ -107,11 +107,13 @@ pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> 
         .iter()
         .filter_map(|d| resolve(&d.path, project, home.as_deref()).map(|p| (p, d.access)))
         .collect();
+    let mut requested_dirs: Vec<(PathBuf, DirAccess)> = Vec::new();
     for want in &requested.directories {
         let Some(path) = resolve(&want.path, project, home.as_deref()) else {
             missing.push(format!("directory {} ({}): it does not exist", want.path, want.access.name()));
             continue;
         };
+        requested_dirs.push((path.clone(), want.access));
         // The widest access any grant covering the directory gives, at most
         // what was asked for.
         let access = granted_dirs.iter().filter(|(g, _)| path.starts_with(g)).map(|(_, a)| *a).max();
@@ -123,6 +125,18 @@ pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> 
                 out.dirs.push((path, a));
             }
             None => missing.push(format!("directory {} ({})", path.display(), want.access.name())),
+        }
+    }
+    // A grant inside a requested directory gives that part of it (a tool
+    // asking for `/` granted `/srv/data` gets `/srv/data`), at the access
+    // both give.
+    for (granted, access) in &granted_dirs {
+        if out.dirs.iter().any(|(p, _)| granted.starts_with(p)) {
+            continue;
+        }
+        let wanted = requested_dirs.iter().filter(|(r, _)| granted.starts_with(r)).map(|(_, a)| *a).max();
+        if let Some(wanted) = wanted {
+            out.dirs.push((granted.clone(), (*access).min(wanted)));
         }
     }
     for name in &requested.env {
@@ -260,6 +274,22 @@ mod tests {
         ] {
             assert!(missing.iter().any(|m| m.contains(expected)), "{expected} in {missing:?}");
         }
+    }
+
+    #[test]
+    fn a_grant_inside_a_requested_directory_gives_that_part() {
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("wide/narrow")).unwrap();
+        std::fs::create_dir(root.join("elsewhere")).unwrap();
+        let requested = Allowance { directories: vec![dir("wide", DirAccess::ReadOnly)], ..Allowance::default() };
+        let granted = Allowance {
+            directories: vec![dir("wide/narrow", DirAccess::ReadWrite), dir("elsewhere", DirAccess::ReadOnly)],
+            ..Allowance::default()
+        };
+        let (g, missing) = intersect(&requested, &granted, &root);
+        assert_eq!(g.dirs, [(root.join("wide/narrow"), DirAccess::ReadOnly)], "inside, at the access both give");
+        assert_eq!(missing, [format!("directory {} (read-only)", root.join("wide").display())]);
     }
 
     #[test]

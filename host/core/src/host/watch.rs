@@ -42,7 +42,8 @@ pub(super) fn watch(
 }
 
 /// Whether a file event may change what the plugins directory loads: any
-/// creation, change, rename or removal of a component file (reads are not).
+/// creation, change, rename or removal of a component file or of a policy
+/// file beside one (reads are not).
 fn touches_components(event: &notify::Event) -> bool {
     use notify::EventKind;
     use notify::event::{AccessKind, AccessMode};
@@ -51,7 +52,7 @@ fn touches_components(event: &notify::Event) -> bool {
         EventKind::Access(_) => false,
         _ => true,
     };
-    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p))
+    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p) || crate::registry::is_policy_file(p))
 }
 
 /// What the debounce waits on: the time, and the events, since waiting for

@@ -168,6 +168,7 @@ mod tests {
             capabilities: vec![crate::contract::Capability::Files],
             imports: vec!["wasi:cli/stdout@0.2.6".into()],
             concurrent: true,
+            form: crate::contract::Form::Contract,
         };
         let requests = crate::grants::Allowance { process: true, ..Default::default() };
         let described = Described { spec, warnings: vec!["cut".into()], shape, requests };

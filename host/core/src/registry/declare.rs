@@ -21,7 +21,7 @@ pub(crate) const MAX_SCHEMA_BYTES: usize = 64 << 10;
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 32;
 
 /// `text` cut to `max` characters, noting the cut in `warnings`.
-pub(super) fn capped(text: String, max: usize, what: &str, warnings: &mut Vec<String>) -> String {
+pub(crate) fn capped(text: String, max: usize, what: &str, warnings: &mut Vec<String>) -> String {
     match text.char_indices().nth(max) {
         None => text,
         Some((at, _)) => {

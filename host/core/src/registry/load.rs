@@ -106,13 +106,13 @@ impl Loader<'_> {
     pub(super) fn files_in_parallel(
         &self,
         paths: &[(PathBuf, Option<String>)],
-    ) -> Vec<(Option<String>, Result<LoadedTool, LoadError>)> {
+    ) -> Vec<(Option<String>, Result<Vec<LoadedTool>, LoadError>)> {
         in_parallel(paths, |(path, hash)| {
             if let Some(hash) = hash
                 && let Some(mut tool) = self.cached(hash, Origin::Plugin(path.clone()), WasmSource::File(path.clone()))
             {
                 let granted = self.grants.get(&tool.spec.name).cloned().unwrap_or_default();
-                return (Some(hash.clone()), self.grant(&mut tool, &granted).map(|()| tool));
+                return (Some(hash.clone()), self.grant(&mut tool, &granted).map(|()| vec![tool]));
             }
             self.read_and_load(path)
         })
@@ -124,7 +124,9 @@ impl Loader<'_> {
     /// Loads a third-party component file: size and header check, compile
     /// (cached, within [`COMPILE_TIMEOUT`]), shape check, link, describe. A
     /// third-party tool is granted what it requested and the operator granted.
-    pub(crate) fn component_file(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    /// A component exporting the contract is one tool; one exporting plain
+    /// functions is one tool per function (`contract::plain`).
+    pub(crate) fn component_file(&self, path: &Path) -> Result<Vec<LoadedTool>, LoadError> {
         self.read_and_load(path).1
     }
 
@@ -133,16 +135,16 @@ impl Loader<'_> {
     /// reviewing a component before granting it anything. A component that
     /// imports a capability it does not request is still refused (no grant
     /// could ever load it).
-    pub(crate) fn component_file_as_requested(&self, path: &Path) -> Result<LoadedTool, LoadError> {
+    pub(crate) fn component_file_as_requested(&self, path: &Path) -> Result<Vec<LoadedTool>, LoadError> {
         self.read_and(path, true).1
     }
 
     /// [`Loader::component_file`], with the hash of the bytes it read.
-    fn read_and_load(&self, path: &Path) -> (Option<String>, Result<LoadedTool, LoadError>) {
+    fn read_and_load(&self, path: &Path) -> (Option<String>, Result<Vec<LoadedTool>, LoadError>) {
         self.read_and(path, false)
     }
 
-    fn read_and(&self, path: &Path, as_requested: bool) -> (Option<String>, Result<LoadedTool, LoadError>) {
+    fn read_and(&self, path: &Path, as_requested: bool) -> (Option<String>, Result<Vec<LoadedTool>, LoadError>) {
         let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
         let size = match std::fs::metadata(path) {
             Ok(meta) => meta.len(),
@@ -173,23 +175,89 @@ impl Loader<'_> {
         bytes: Vec<u8>,
         hash: &str,
         as_requested: bool,
-    ) -> Result<LoadedTool, LoadError> {
+    ) -> Result<Vec<LoadedTool>, LoadError> {
         contract::check_header(&bytes)?;
         // What it imports and which contract it serves, before compiling.
         let outline = contract::scan::outline(&bytes)?;
-        contract::scan::check(&outline)?;
         let requests = contract::requests::read(&bytes)?;
-        let (source, from) = (path.display().to_string(), WasmSource::File(path.to_path_buf()));
-        let origin = (Origin::Plugin(path.to_path_buf()), outline.concurrent());
-        let mut tool = self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?;
-        // What it gets: requested ∩ granted, granted by its name.
-        let none = Allowance::default();
-        let granted = match as_requested {
-            true => &tool.requests.clone(),
-            false => self.grants.get(&tool.spec.name).unwrap_or(&none),
+        let mut tools = match outline.exports_contract() {
+            true => {
+                contract::scan::check(&outline)?;
+                let (source, from) = (path.display().to_string(), WasmSource::File(path.to_path_buf()));
+                let origin = (Origin::Plugin(path.to_path_buf()), outline.concurrent());
+                vec![self.load(&source, Cow::Owned(bytes), from, hash, origin, requests)?]
+            }
+            false => self.plain(path, bytes, hash, &outline, requests)?,
         };
-        self.grant(&mut tool, granted)?;
-        Ok(tool)
+        for tool in &mut tools {
+            // What it gets: requested ∩ granted, granted by its name.
+            let none = Allowance::default();
+            let granted = match as_requested {
+                true => &tool.requests.clone(),
+                false => self.grants.get(&tool.spec.name).unwrap_or(&none),
+            };
+            self.grant(tool, granted)?;
+        }
+        Ok(tools)
+    }
+
+    /// Loads a component that does not export the contract: each function
+    /// it exports is a tool (`contract::plain`), the functions a tool call
+    /// cannot carry left out with one line each (in the first tool's
+    /// notes). Its description depends on its types alone, read from the
+    /// compiled form (cached like any other) at every load; nothing of it
+    /// runs until it is called.
+    fn plain(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+        hash: &str,
+        outline: &contract::scan::Outline,
+        requests: Allowance,
+    ) -> Result<Vec<LoadedTool>, LoadError> {
+        contract::scan::check_imports(outline)?;
+        // A Wassette policy file beside it: more of what it requests.
+        let policy = crate::grants::wassette::beside(path);
+        let mut requests = requests;
+        let mut notes = Vec::new();
+        match std::fs::read_to_string(&policy) {
+            Ok(text) => {
+                let read = crate::grants::wassette::read(&text)
+                    .map_err(|why| LoadError::Policy(policy.display().to_string(), why))?;
+                requests.add(&read.requests);
+                notes = read.not_mapped.into_iter().map(|l| format!("its policy file's {l} (not requested)")).collect();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LoadError::Policy(policy.display().to_string(), e.to_string())),
+        }
+        let docs = contract::plain::Docs::read(&bytes);
+        let concurrent = outline.concurrent();
+        let source = path.display().to_string();
+        let (component, quick) = self.compile(&source, Cow::Owned(bytes), hash, COMPILE_TIMEOUT, (true, concurrent))?;
+        let shape = Shape { concurrent, ..contract::inspect_plain(component.engine(), &component)? };
+        let found = contract::plain::functions(&component, &docs);
+        if found.tools.is_empty() {
+            let exports = outline.exports.clone();
+            return Err(contract::ShapeError::NoFunctions { exports, left_out: found.left_out }.into());
+        }
+        let linker = self.sandbox.linker_for(component.engine());
+        let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        let mut notes: Vec<String> = found.left_out.iter().cloned().chain(notes).collect();
+        let mut tools = Vec::with_capacity(found.tools.len());
+        for found in found.tools {
+            let spec = super::plain::spec(found.name, &found.function, found.doc.as_deref());
+            let function = found.function;
+            spec.compile_input().map_err(LoadError::Invalid)?;
+            spec.compile_output().map_err(LoadError::Invalid)?;
+            let linked = Linked::now(ToolPre::plain(pre.clone(), function, concurrent));
+            let origin = Origin::Plugin(path.to_path_buf());
+            let (requests, shape) = (requests.clone(), shape.clone());
+            let mut tool = LoadedTool::new(spec, origin, requests, shape, linked, Vec::new());
+            tool.notes = std::mem::take(&mut notes);
+            tool.quick = quick;
+            tools.push(tool);
+        }
+        Ok(tools)
     }
 
     /// Gives `tool` what it requested and `granted` grants, and refuses it

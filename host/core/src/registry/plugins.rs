@@ -27,16 +27,21 @@ struct PluginFile {
     hash: String,
     /// The operator's grants it was loaded under (a change loads it again).
     grants: String,
+    /// The stamp of the policy file beside it, if there is one (a change
+    /// loads it again).
+    policy: Option<Stamp>,
     outcome: Outcome,
 }
 
+/// What loading a file gave: its tools (one for a component exporting the
+/// contract, one per function for a plain component).
 #[derive(Clone)]
 enum Outcome {
-    Loaded(Arc<LoadedTool>),
+    Loaded(Vec<Arc<LoadedTool>>),
     Failed(String),
     /// This version failed to load; the one loaded before it keeps serving.
     Rejected {
-        serving: Arc<LoadedTool>,
+        serving: Vec<Arc<LoadedTool>>,
         why: String,
     },
 }
@@ -181,15 +186,19 @@ impl PluginSet {
         for path in PluginSet::list(dir)? {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
             let stamp = Stamp::of(&meta);
-            let settled = stamp.settled(now);
+            let policy = std::fs::metadata(crate::grants::wassette::beside(&path)).ok().map(|m| Stamp::of(&m));
+            let settled = stamp.settled(now) && policy.is_none_or(|p| p.settled(now));
             match previous.files.get(&path) {
                 Some(known)
-                    if known.stamp == stamp && known.settled && known.grants == grant_key(&known.outcome, loader) =>
+                    if known.stamp == stamp
+                        && known.policy == policy
+                        && known.settled
+                        && known.grants == grant_key(&known.outcome, loader) =>
                 {
                     let (hash, outcome, grants) = (known.hash.clone(), known.outcome.clone(), known.grants.clone());
-                    files.insert(path, PluginFile { stamp, settled, hash, grants, outcome });
+                    files.insert(path, PluginFile { stamp, settled, hash, grants, policy, outcome });
                 }
-                _ => fresh.push((path, stamp, settled)),
+                _ => fresh.push((path, stamp, settled, policy)),
             }
         }
         // A start learns the hashes of the files an earlier start read (a
@@ -201,31 +210,32 @@ impl PluginSet {
             false => KnownHashes::default(),
         };
         let paths: Vec<(PathBuf, Option<String>)> =
-            fresh.iter().map(|(path, stamp, _)| (path.clone(), known.hash(path, stamp))).collect();
+            fresh.iter().map(|(path, stamp, _, _)| (path.clone(), known.hash(path, stamp))).collect();
         let loaded = loader.files_in_parallel(&paths);
-        for ((path, stamp, settled), (hash, outcome)) in fresh.into_iter().zip(loaded) {
+        for ((path, stamp, settled, policy), (hash, outcome)) in fresh.into_iter().zip(loaded) {
             let before = previous.files.get(&path);
             let outcome = match (outcome, before) {
-                // The same bytes touched again, under the same grants: what
-                // they gave before.
+                // The same bytes touched again, under the same grants and
+                // policy file: what they gave before.
                 (_, Some(known))
                     if hash.as_deref() == Some(known.hash.as_str())
+                        && known.policy == policy
                         && known.grants == grant_key(&known.outcome, loader) =>
                 {
                     known.outcome.clone()
                 }
-                (Ok(tool), _) => Outcome::Loaded(Arc::new(tool)),
+                (Ok(tools), _) => Outcome::Loaded(tools.into_iter().map(Arc::new).collect()),
                 (Err(e), Some(known)) => match known.serving() {
                     Some(serving) => {
                         let why = e.to_string();
-                        Outcome::Rejected { serving: Arc::clone(serving), why }
+                        Outcome::Rejected { serving: serving.to_vec(), why }
                     }
                     None => Outcome::Failed(e.to_string()),
                 },
                 (Err(e), None) => Outcome::Failed(e.to_string()),
             };
             let grants = grant_key(&outcome, loader);
-            files.insert(path, PluginFile { stamp, settled, hash: hash.unwrap_or_default(), grants, outcome });
+            files.insert(path, PluginFile { stamp, settled, hash: hash.unwrap_or_default(), grants, policy, outcome });
         }
         let set = PluginSet { files };
         if start {
@@ -241,15 +251,15 @@ impl PluginSet {
     pub(crate) fn promote(&mut self, loader: &Loader<'_>, hash: &str) -> Vec<String> {
         let mut promoted = Vec::new();
         for (path, file) in &mut self.files {
-            let Outcome::Loaded(tool) = &file.outcome else { continue };
-            if file.hash != hash || !tool.quick {
+            let Outcome::Loaded(tools) = &file.outcome else { continue };
+            if file.hash != hash || !tools.iter().any(|t| t.quick) {
                 continue;
             }
             let again = loader.files_in_parallel(&[(path.clone(), None)]).pop();
             match again {
-                Some((Some(read), Ok(tool))) if read == hash && !tool.quick => {
-                    promoted.push(tool.spec.name.clone());
-                    file.outcome = Outcome::Loaded(Arc::new(tool));
+                Some((Some(read), Ok(tools))) if read == hash && tools.iter().all(|t| !t.quick) => {
+                    promoted.extend(tools.iter().map(|t| t.spec.name.clone()));
+                    file.outcome = Outcome::Loaded(tools.into_iter().map(Arc::new).collect());
                 }
                 Some((_, Err(e))) => {
                     tracing::warn!(path = %path.display(), error = %e, "could not load the optimized compile; the tool stays quick")
@@ -266,10 +276,10 @@ impl PluginSet {
         for (path, file) in &self.files {
             let source = path.display().to_string();
             match &file.outcome {
-                Outcome::Loaded(tool) => registry.add_shared(Arc::clone(tool), &source),
+                Outcome::Loaded(tools) => tools.iter().for_each(|t| registry.add_shared(Arc::clone(t), &source)),
                 Outcome::Failed(why) => registry.problem(&source, why.clone()),
                 Outcome::Rejected { serving, why } => {
-                    registry.add_shared(Arc::clone(serving), &source);
+                    serving.iter().for_each(|t| registry.add_shared(Arc::clone(t), &source));
                     registry.problem(&source, rejected(why));
                 }
             }
@@ -295,21 +305,21 @@ impl PluginSet {
 }
 
 impl PluginFile {
-    /// The tool this file serves now, if any.
-    fn serving(&self) -> Option<&Arc<LoadedTool>> {
+    /// The tools this file serves now, if any.
+    fn serving(&self) -> Option<&[Arc<LoadedTool>]> {
         match &self.outcome {
-            Outcome::Loaded(tool) | Outcome::Rejected { serving: tool, .. } => Some(tool),
+            Outcome::Loaded(tools) | Outcome::Rejected { serving: tools, .. } => Some(tools),
             Outcome::Failed(_) => None,
         }
     }
 }
 
-/// The grants an outcome depends on: its tool's own, or, for a file that
+/// The grants an outcome depends on: its tools' own, or, for a file that
 /// did not load (perhaps for want of a grant), all of them.
 fn grant_key(outcome: &Outcome, loader: &Loader<'_>) -> String {
     let text = match outcome {
-        Outcome::Loaded(tool) | Outcome::Rejected { serving: tool, .. } => {
-            serde_json::to_string(&loader.grants.get(&tool.spec.name))
+        Outcome::Loaded(tools) | Outcome::Rejected { serving: tools, .. } => {
+            serde_json::to_string(&tools.iter().map(|t| loader.grants.get(&t.spec.name)).collect::<Vec<_>>())
         }
         Outcome::Failed(_) => serde_json::to_string(loader.grants),
     };
@@ -318,6 +328,11 @@ fn grant_key(outcome: &Outcome, loader: &Loader<'_>) -> String {
 
 fn rejected(why: &str) -> String {
     format!("its new version was rejected ({why}); the version loaded before keeps serving")
+}
+
+/// Whether `path` names a policy file beside a component (`NAME.policy.yaml`).
+pub(crate) fn is_policy_file(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".policy.yaml") && !n.starts_with('.'))
 }
 
 /// Whether `path` names a component file the directory loads (`*.wasm`, not

@@ -49,14 +49,12 @@ impl Registry {
     pub(crate) fn add_shared(&mut self, tool: Arc<LoadedTool>, source: &str) {
         if let Some(&i) = self.names.get(&tool.spec.name) {
             let holder = &self.tools[i];
-            let kind = if holder.origin == Origin::Builtin { "built-in" } else { "tool" };
-            self.problem(
-                source,
-                format!(
-                    "its name `{}` is already taken by the {kind} `{}`, which wins",
-                    tool.spec.name, holder.spec.name
-                ),
-            );
+            let holder_is = match &holder.origin {
+                Origin::Builtin => format!("the built-in `{}`", holder.spec.name),
+                Origin::Plugin(path) => format!("the tool `{}` of {}", holder.spec.name, path.display()),
+                Origin::Mcp(server) => format!("the tool `{}` of the MCP server {server}", holder.spec.name),
+            };
+            self.problem(source, format!("its name `{}` is already taken by {holder_is}, which wins", tool.spec.name));
             return;
         }
         let index = self.tools.len();

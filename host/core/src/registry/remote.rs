@@ -84,11 +84,7 @@ pub trait RemoteSource: Send + Sync {
     fn tools(&self) -> (Vec<RemoteTool>, Vec<(String, String)>);
 }
 
-/// `name` with every character outside `A-Z a-z 0-9 _ -` made `_` (how
-/// Claude Code names servers and their tools).
-pub fn normalize_name(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
-}
+pub use crate::contract::plain::naming::normalize_name;
 
 /// The pool name of `tool` of `server`.
 pub fn remote_name(server: &str, tool: &str) -> String {

@@ -223,6 +223,9 @@ pub enum LoadError {
     #[error("{0}")]
     /// Its file is larger than the host accepts.
     TooLarge(String),
+    #[error("its policy file {0} does not read: {1}")]
+    /// The Wassette policy file beside it does not read.
+    Policy(String, String),
     #[error("{0}")]
     /// Compiling or describing it took too long.
     TimedOut(String),
@@ -250,6 +253,10 @@ pub struct LoadedTool {
     pub(super) output: OnceLock<Option<Schema>>,
     /// What the loader cut from the tool's declaration, for people.
     pub(crate) warnings: Vec<String>,
+    /// What people reviewing its component should know and the log need
+    /// not repeat at every start: a plain component's functions left out,
+    /// what its policy file says that does not map.
+    pub(crate) notes: Vec<String>,
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
     pub(crate) quick: bool,
@@ -293,6 +300,13 @@ impl LoadedTool {
         &self.warnings
     }
 
+    /// What people reviewing its component should know (`toolhost check`,
+    /// the install review): a plain component's functions left out, what
+    /// its policy file says that does not map.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
     pub fn quick(&self) -> bool {
@@ -320,6 +334,7 @@ impl LoadedTool {
             input,
             output,
             warnings,
+            notes: Vec::new(),
             quick: false,
             remote: None,
         }
@@ -339,6 +354,7 @@ impl LoadedTool {
             input: OnceLock::new(),
             output: OnceLock::new(),
             warnings: self.warnings.clone(),
+            notes: self.notes.clone(),
             quick: self.quick,
             remote: self.remote.clone(),
         }
@@ -346,7 +362,13 @@ impl LoadedTool {
 
     /// A tool another program serves, described by `tool`.
     pub(crate) fn remote(tool: super::remote::RemoteTool) -> LoadedTool {
-        let shape = Shape { version: Version::HOST, capabilities: Vec::new(), imports: Vec::new(), concurrent: false };
+        let shape = Shape {
+            version: Version::HOST,
+            capabilities: Vec::new(),
+            imports: Vec::new(),
+            concurrent: false,
+            form: crate::contract::Form::Contract,
+        };
         let linked = Linked { ready: OnceLock::from(Err("it is served by an MCP server".to_string())), later: None };
         let origin = Origin::Mcp(tool.remote.server.clone());
         let mut loaded = LoadedTool::new(tool.spec, origin, Allowance::default(), shape, linked, tool.warnings);
