@@ -8,6 +8,7 @@
 //! (`tests/replay.rs`).
 
 pub mod component;
+pub mod exports;
 pub mod fronts;
 pub mod guest;
 pub mod install;
@@ -53,6 +54,9 @@ pub const TARGETS: &[Target] = &[
     Target { name: "guest_info", check: guest::info, seeded: 10_000 },
     Target { name: "guest_output", check: guest::output, seeded: 5_000 },
     Target { name: "guest_decision", check: guest::decision, seeded: 20_000 },
+    Target { name: "plain_values", check: exports::plain_values, seeded: 20_000 },
+    Target { name: "wassette_policy", check: exports::wassette_policy, seeded: 5_000 },
+    Target { name: "package_docs", check: exports::package_docs, seeded: 5_000 },
 ];
 
 /// The directory of the saved corpus of target `name` (its regressions

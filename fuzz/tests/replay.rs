@@ -152,4 +152,7 @@ targets!(
     guest_info,
     guest_output,
     guest_decision,
+    plain_values,
+    wassette_policy,
+    package_docs,
 );
