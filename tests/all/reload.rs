@@ -407,7 +407,10 @@ fn a_plain_components_tools_reload_with_it_and_with_its_policy_file() {
     let changes = changes(&host);
     put(&sb, "plain.wasm", &std::fs::read(toolhost_tests::PLAIN).unwrap());
     let change = next(&changes, "adding plain.wasm");
-    assert!(change.added.contains(&"greet".to_string()) && change.added.contains(&"read-file".to_string()), "{change:?}");
+    assert!(
+        change.added.contains(&"greet".to_string()) && change.added.contains(&"read-file".to_string()),
+        "{change:?}"
+    );
     assert!(host.tool("read-file").unwrap().requests().is_empty());
     let policy = "permissions:\n  storage:\n    allow:\n      - uri: \"fs://.\"\n        access: [\"read\"]\n";
     toolhost_tests::put_atomically(&sb.plugins.join("plain.policy.yaml"), policy.as_bytes());
@@ -417,5 +420,8 @@ fn a_plain_components_tools_reload_with_it_and_with_its_policy_file() {
     assert_eq!(requests.workspace, Some(toolhost::grants::DirAccess::ReadOnly));
     std::fs::remove_file(sb.plugins.join("plain.wasm")).unwrap();
     let change = next(&changes, "removing plain.wasm");
-    assert!(change.removed.contains(&"greet".to_string()) && change.removed.contains(&"midpoint".to_string()), "{change:?}");
+    assert!(
+        change.removed.contains(&"greet".to_string()) && change.removed.contains(&"midpoint".to_string()),
+        "{change:?}"
+    );
 }

@@ -141,6 +141,13 @@ impl Installed {
     }
 }
 
+/// A component loaded for review: its tools, and the files of the plugins
+/// directory that hold any of them now (which it replaces).
+struct Reviewed {
+    tools: Vec<LoadedTool>,
+    earlier: Vec<PathBuf>,
+}
+
 /// The file name a component is installed as: its tool's name, or, for a
 /// plain component with several tools, the name it came by (`FILE`'s stem,
 /// the registry repository's last part).
@@ -295,7 +302,7 @@ impl Installer<'_> {
             std::fs::read_to_string(toolhost::grants::wassette::beside(&self.dir.join(format!("{name}.wasm")))).ok()
         };
         let policy = policy.or_else(|| kept(came_as));
-        let (tools, earlier) = match self.load(bytes, came_as, policy.as_deref())? {
+        let Reviewed { tools, earlier } = match self.load(bytes, came_as, policy.as_deref())? {
             Ok(loaded) => loaded,
             Err(why) => return refuse(label, why),
         };
@@ -466,12 +473,7 @@ impl Installer<'_> {
     /// Loads `bytes` as the host loads a plugin (compiling them into the
     /// cache) and finds the files of the plugins directory holding any of
     /// the same tools; or why they are refused.
-    fn load(
-        &self,
-        bytes: &[u8],
-        came_as: &str,
-        policy: Option<&str>,
-    ) -> anyhow::Result<Result<(Vec<LoadedTool>, Vec<PathBuf>), String>> {
+    fn load(&self, bytes: &[u8], came_as: &str, policy: Option<&str>) -> anyhow::Result<Result<Reviewed, String>> {
         // The host loads from a file: a private copy of the bytes checked,
         // so the component reviewed is the one installed even if FILE
         // changes meanwhile; its policy beside it, as it will be installed.
@@ -511,7 +513,7 @@ impl Installer<'_> {
             }));
         }
         let earlier = installed.into_iter().filter(|i| ours(i)).map(|i| i.path).collect();
-        Ok(Ok((tools, earlier)))
+        Ok(Ok(Reviewed { tools, earlier }))
     }
 
     /// Shows what `tools` (one component's) are granted already, grants

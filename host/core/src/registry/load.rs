@@ -21,6 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What loading one component file gives: its tools (one for a component
+/// exporting the contract, one per function for a plain one), or why none.
+pub(crate) type Loaded = Result<Vec<LoadedTool>, LoadError>;
+
 /// Loads components into a registry.
 #[derive(Clone, Copy)]
 pub(crate) struct Loader<'a> {
@@ -103,10 +107,7 @@ impl Loader<'_> {
     /// A path may come with the hash of its bytes as an earlier scan read
     /// them (its stamp unchanged since): if the cache holds that
     /// component's compiled form and description, the file is not read.
-    pub(super) fn files_in_parallel(
-        &self,
-        paths: &[(PathBuf, Option<String>)],
-    ) -> Vec<(Option<String>, Result<Vec<LoadedTool>, LoadError>)> {
+    pub(super) fn files_in_parallel(&self, paths: &[(PathBuf, Option<String>)]) -> Vec<(Option<String>, Loaded)> {
         in_parallel(paths, |(path, hash)| {
             if let Some(hash) = hash
                 && let Some(mut tool) = self.cached(hash, Origin::Plugin(path.clone()), WasmSource::File(path.clone()))
@@ -140,11 +141,11 @@ impl Loader<'_> {
     }
 
     /// [`Loader::component_file`], with the hash of the bytes it read.
-    fn read_and_load(&self, path: &Path) -> (Option<String>, Result<Vec<LoadedTool>, LoadError>) {
+    fn read_and_load(&self, path: &Path) -> (Option<String>, Loaded) {
         self.read_and(path, false)
     }
 
-    fn read_and(&self, path: &Path, as_requested: bool) -> (Option<String>, Result<Vec<LoadedTool>, LoadError>) {
+    fn read_and(&self, path: &Path, as_requested: bool) -> (Option<String>, Loaded) {
         let cannot_read = |e: std::io::Error| LoadError::Compile(format!("cannot read {}: {e}", path.display()));
         let size = match std::fs::metadata(path) {
             Ok(meta) => meta.len(),
