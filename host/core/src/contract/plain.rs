@@ -70,6 +70,9 @@ fn toolchain_export(interface: Option<&str>, name: &str, func: &ComponentFunc) -
         && (interface.is_some() || !params.is_empty() || func.results().len() == 0)
 }
 
+/// Most tools one component is (its other functions are left out).
+pub(crate) const MAX_FUNCTIONS: usize = 256;
+
 /// Whether an export is a command's entry point (`wasi:cli/run`).
 pub(crate) fn is_command_export(name: &str) -> bool {
     name.starts_with("wasi:cli/run@")
@@ -101,6 +104,13 @@ pub(crate) fn functions(component: &Component, docs: &Docs) -> Functions {
             // Types, resources, modules and components are not callable.
             _ => {}
         }
+    }
+    if found.len() > MAX_FUNCTIONS {
+        out.left_out.push(format!(
+            "{} functions past the first {MAX_FUNCTIONS} are left out: a component is at most {MAX_FUNCTIONS} tools",
+            found.len() - MAX_FUNCTIONS
+        ));
+        found.truncate(MAX_FUNCTIONS);
     }
     let mut kept = Vec::new();
     for (interface, name, func) in found {
