@@ -501,8 +501,9 @@ impl Installer<'_> {
         if let Some(other) = installed.iter().find(|i| i.path == target && !ours(i)) {
             return Ok(Err(match &other.names {
                 Ok(held) => format!(
-                    "{} holds other tools, `{}`: uninstall it first (toolhost uninstall {})",
+                    "{} holds {}, `{}`: uninstall it first (toolhost uninstall {})",
                     target.display(),
+                    if held.len() == 1 { "another tool" } else { "other tools" },
                     held.join("`, `"),
                     held.first().map_or(name.as_str(), String::as_str)
                 ),
