@@ -347,11 +347,19 @@ impl Installer<'_> {
             println!("replacing:       {} (the installed {name})", e.display());
         }
         self.grant(&tools, yes)?;
-        if let Some(policy) = &policy {
-            // Before the component: a watcher that sees it sees its policy.
-            let file = toolhost::grants::wassette::beside(&target);
-            toolhost::replace_file(&file, policy.as_bytes()).with_context(|| format!("writing {}", file.display()))?;
-            println!("policy:          {}", file.display());
+        match (&policy, tool.shape().form) {
+            (Some(policy), toolhost::Form::Functions) => {
+                // Before the component: a watcher that sees it sees its policy.
+                let file = toolhost::grants::wassette::beside(&target);
+                toolhost::replace_file(&file, policy.as_bytes())
+                    .with_context(|| format!("writing {}", file.display()))?;
+                println!("policy:          {}", file.display());
+            }
+            (Some(_), toolhost::Form::Contract) => println!(
+                "policy:          not installed: a component exporting the contract requests what its \
+                 toolhost:requests section says (toolhost stamp)"
+            ),
+            (None, _) => {}
         }
         self.put(bytes, signature, record.as_ref(), &target)?;
         for e in earlier.iter().filter(|e| **e != target) {
