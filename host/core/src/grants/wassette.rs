@@ -30,6 +30,20 @@ pub fn beside(component: &std::path::Path) -> std::path::PathBuf {
     component.with_extension("policy.yaml")
 }
 
+/// Why a policy file does not read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// It is larger than [`MAX_POLICY_BYTES`].
+    #[error("it is {} KiB; policy files of at most {} KiB are read", .0 >> 10, MAX_POLICY_BYTES >> 10)]
+    TooLarge(usize),
+    /// It is not YAML of a policy's shape (where, when YAML says).
+    #[error("not a policy file: {0}")]
+    Malformed(String),
+    /// What it requests fails the checks every request passes.
+    #[error("what it requests does not hold: {0}")]
+    Invalid(String),
+}
+
 /// A policy read as requests, and what of it does not map (for people).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PolicyRequests {
@@ -102,17 +116,13 @@ enum Quantity {
 
 /// Reads a policy file's text as requests; an error says why it does not
 /// read (the line and column where YAML gives them).
-pub fn read(text: &str) -> Result<PolicyRequests, String> {
+pub fn read(text: &str) -> Result<PolicyRequests, PolicyError> {
     if text.len() > MAX_POLICY_BYTES {
-        return Err(format!(
-            "it is {} KiB; policy files of at most {} KiB are read",
-            text.len() >> 10,
-            MAX_POLICY_BYTES >> 10
-        ));
+        return Err(PolicyError::TooLarge(text.len()));
     }
     let file: File = match text.trim().is_empty() {
         true => File::default(),
-        false => serde_saphyr::from_str(text).map_err(|e| format!("not a policy file: {e}"))?,
+        false => serde_saphyr::from_str(text).map_err(|e| PolicyError::Malformed(e.to_string()))?,
     };
     let p = file.permissions;
     let mut out = PolicyRequests::default();
@@ -179,7 +189,7 @@ pub fn read(text: &str) -> Result<PolicyRequests, String> {
     if p.ipc.is_some() {
         note("ipc: a component reaches no pipe or socket but the hosts granted to it".into());
     }
-    requests.check().map_err(|e| format!("what it requests does not hold: {e}"))?;
+    requests.check().map_err(PolicyError::Invalid)?;
     out.requests = requests;
     Ok(out)
 }

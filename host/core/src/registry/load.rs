@@ -229,7 +229,7 @@ impl Loader<'_> {
                 notes = read.not_mapped.into_iter().map(|l| format!("its policy file's {l} (not requested)")).collect();
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(LoadError::Policy(policy.display().to_string(), e.to_string())),
+            Err(e) => return Err(LoadError::PolicyUnreadable(policy.display().to_string(), e)),
         }
         let docs = contract::plain::Docs::read(&bytes);
         let concurrent = outline.concurrent();

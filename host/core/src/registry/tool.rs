@@ -225,7 +225,10 @@ pub enum LoadError {
     TooLarge(String),
     #[error("its policy file {0} does not read: {1}")]
     /// The Wassette policy file beside it does not read.
-    Policy(String, String),
+    Policy(String, crate::grants::wassette::PolicyError),
+    #[error("its policy file {0} cannot be read: {1}")]
+    /// The Wassette policy file beside it cannot be opened or read.
+    PolicyUnreadable(String, std::io::Error),
     #[error("{0}")]
     /// Compiling or describing it took too long.
     TimedOut(String),
