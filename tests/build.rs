@@ -26,6 +26,7 @@ const GUESTS: &[&str] = &[
     "plain",
     "plain-adversary",
     "plain-async",
+    "command",
 ];
 
 fn main() {

@@ -57,6 +57,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "plain_values", check: exports::plain_values, seeded: 20_000 },
     Target { name: "wassette_policy", check: exports::wassette_policy, seeded: 5_000 },
     Target { name: "package_docs", check: exports::package_docs, seeded: 5_000 },
+    Target { name: "command", check: exports::command, seeded: 20_000 },
 ];
 
 /// The directory of the saved corpus of target `name` (its regressions

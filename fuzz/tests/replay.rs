@@ -155,4 +155,5 @@ targets!(
     plain_values,
     wassette_policy,
     package_docs,
+    command,
 );

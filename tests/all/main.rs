@@ -10,6 +10,7 @@ mod async_abi;
 mod bash;
 mod check;
 mod cluster;
+mod command;
 mod compat;
 mod deploy;
 mod durability;

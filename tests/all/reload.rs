@@ -425,3 +425,27 @@ fn a_plain_components_tools_reload_with_it_and_with_its_policy_file() {
         "{change:?}"
     );
 }
+
+/// A WASI command's tool takes the name its manifest gives as the manifest
+/// is written, and its file's name again when the manifest goes.
+#[test]
+fn a_commands_tool_is_renamed_as_its_manifest_is_written() {
+    let sb = Sandbox::new();
+    let host = host(&sb, true);
+    let changes = changes(&host);
+    put(&sb, "tally.wasm", &std::fs::read(toolhost_tests::COMMAND).unwrap());
+    let change = next(&changes, "adding tally.wasm");
+    assert_eq!(change.added, ["tally"], "{change:?}");
+    let manifest = "name: word-count\ndescription: Counts words.\n";
+    toolhost_tests::put_atomically(&sb.plugins.join("tally.tool.yaml"), manifest.as_bytes());
+    let change = next(&changes, "writing tally.tool.yaml");
+    assert_eq!(
+        (change.added.as_slice(), change.removed.as_slice()),
+        (&["word-count".to_string()][..], &["tally".to_string()][..]),
+        "{change:?}"
+    );
+    assert_eq!(host.tool("word-count").unwrap().spec().description, "Counts words.");
+    std::fs::remove_file(sb.plugins.join("tally.tool.yaml")).unwrap();
+    let change = next(&changes, "removing tally.tool.yaml");
+    assert_eq!(change.added, ["tally"], "{change:?}");
+}

@@ -124,6 +124,17 @@ pub struct Installer<'a> {
     pub pull_timeout: std::time::Duration,
     /// A Wassette policy file given with `--policy`.
     pub policy: Option<&'a Path>,
+    /// A WASI command's name and description given with `--name` and
+    /// `--description`.
+    pub named: toolhost::manifest::Manifest,
+}
+
+/// The files installed beside a component: its Wassette policy file and
+/// its manifest (a WASI command's), as text.
+#[derive(Default)]
+struct Beside {
+    policy: Option<String>,
+    manifest: Option<String>,
 }
 
 /// A component file in the plugins directory, and the names of its tools
@@ -215,11 +226,12 @@ impl Installer<'_> {
             Err(why) => return refuse(&label, why),
         };
         let came_as = file.file_stem().and_then(|s| s.to_str()).unwrap_or("component");
-        let policy = match self.policy_text(Some(file)) {
-            Ok(policy) => policy,
+        let beside = match self.policy_text(Some(file)).and_then(|policy| Ok((policy, self.manifest_text(Some(file))?)))
+        {
+            Ok((policy, manifest)) => Beside { policy, manifest },
             Err(why) => return refuse(&label, why),
         };
-        self.finish(&label, came_as, &bytes, signature.as_deref(), None, policy, yes)
+        self.finish(&label, came_as, &bytes, signature.as_deref(), None, beside, yes)
     }
 
     fn install_oci(
@@ -276,11 +288,11 @@ impl Installer<'_> {
         let from = Pulled { source: &pulled.source, manifest: &pulled.manifest, component: format!("sha256:{hash}") };
         let repository = reference.repository();
         let came_as = repository.rsplit('/').next().unwrap_or(repository);
-        let policy = match self.policy_text(None) {
-            Ok(policy) => policy,
+        let beside = match self.policy_text(None).and_then(|policy| Ok((policy, self.manifest_text(None)?))) {
+            Ok((policy, manifest)) => Beside { policy, manifest },
             Err(why) => return refuse(source, why),
         };
-        self.finish(source, came_as, &pulled.bytes, None, Some((from, previous)), policy, yes)
+        self.finish(source, came_as, &pulled.bytes, None, Some((from, previous)), beside, yes)
     }
 
     /// The review, the grants and the copy into the plugins directory, for
@@ -294,18 +306,28 @@ impl Installer<'_> {
         bytes: &[u8],
         signature: Option<&str>,
         registry: Option<(Pulled<'_>, Option<Record>)>,
-        policy: Option<String>,
+        given: Beside,
         yes: bool,
     ) -> anyhow::Result<ExitCode> {
-        // With no policy given, one installed before for the same name stays.
-        let kept = |name: &str| {
-            std::fs::read_to_string(toolhost::grants::wassette::beside(&self.dir.join(format!("{name}.wasm")))).ok()
-        };
-        let policy = policy.or_else(|| kept(came_as));
-        let Reviewed { tools, earlier } = match self.load(bytes, came_as, policy.as_deref())? {
+        // With no policy or manifest given, one installed before for the
+        // same name stays.
+        let installed = self.dir.join(format!("{came_as}.wasm"));
+        let kept = |file: PathBuf| std::fs::read_to_string(file).ok();
+        let policy = given.policy.or_else(|| kept(toolhost::grants::wassette::beside(&installed)));
+        let manifest = given.manifest.or_else(|| kept(toolhost::manifest::beside(&installed)));
+        let Reviewed { tools, earlier } = match self.load(bytes, came_as, policy.as_deref(), manifest.as_deref())? {
             Ok(loaded) => loaded,
             Err(why) => return refuse(label, why),
         };
+        let command = tools.iter().any(LoadedTool::is_command);
+        if !command && (self.named.name.is_some() || self.named.description.is_some()) {
+            return refuse(
+                label,
+                "--name and --description name a WASI command (a component exporting wasi:cli/run), and this \
+                 component is none: its tools are named by what it exports"
+                    .into(),
+            );
+        }
         let name = install_name(&tools, came_as);
         let target = self.dir.join(format!("{name}.wasm"));
         let tool = &tools[0];
@@ -315,6 +337,10 @@ impl Installer<'_> {
         }
         match tool.shape().form {
             toolhost::Form::Contract => println!("contract:        {}", tool.shape().version),
+            toolhost::Form::Functions if tools.iter().all(LoadedTool::is_command) => println!(
+                "contract:        none: a WASI command, whose input is its arguments and standard input and whose \
+                 answer is its standard output"
+            ),
             toolhost::Form::Functions => {
                 println!("contract:        none: its exported functions are its tools, described from their WIT types")
             }
@@ -361,12 +387,23 @@ impl Installer<'_> {
             ),
             (None, _) => {}
         }
+        match (&manifest, command) {
+            (Some(manifest), true) => {
+                let file = toolhost::manifest::beside(&target);
+                toolhost::replace_file(&file, manifest.as_bytes())
+                    .with_context(|| format!("writing {}", file.display()))?;
+                println!("manifest:        {}", file.display());
+            }
+            (Some(_), false) => println!("manifest:        not installed: the component is no WASI command"),
+            (None, _) => {}
+        }
         self.put(bytes, signature, record.as_ref(), &target)?;
         for e in earlier.iter().filter(|e| **e != target) {
             remove(e)?;
             remove(&beside(e, "minisig"))?;
             remove(&beside(e, RECORD))?;
             remove(&toolhost::grants::wassette::beside(e))?;
+            remove(&toolhost::manifest::beside(e))?;
         }
         println!("installed:       {name} as {}", target.display());
         Ok(ExitCode::SUCCESS)
@@ -481,16 +518,28 @@ impl Installer<'_> {
     /// Loads `bytes` as the host loads a plugin (compiling them into the
     /// cache) and finds the files of the plugins directory holding any of
     /// the same tools; or why they are refused.
-    fn load(&self, bytes: &[u8], came_as: &str, policy: Option<&str>) -> anyhow::Result<Result<Reviewed, String>> {
+    fn load(
+        &self,
+        bytes: &[u8],
+        came_as: &str,
+        policy: Option<&str>,
+        manifest: Option<&str>,
+    ) -> anyhow::Result<Result<Reviewed, String>> {
         // The host loads from a file: a private copy of the bytes checked,
         // so the component reviewed is the one installed even if FILE
         // changes meanwhile; its policy beside it, as it will be installed.
         let dir = tempfile::Builder::new().prefix("toolhost-install-").tempdir()?;
-        let copy = dir.path().join("component.wasm");
+        // Named as it will be: a command without a manifest is called
+        // after its file.
+        let copy = dir.path().join(format!("{}.wasm", toolhost::remote::normalize_name(came_as)));
         std::fs::write(&copy, bytes).context("copying the component to a temporary file")?;
         if let Some(policy) = policy {
             std::fs::write(toolhost::grants::wassette::beside(&copy), policy)
                 .context("copying the policy file to a temporary file")?;
+        }
+        if let Some(manifest) = manifest {
+            std::fs::write(toolhost::manifest::beside(&copy), manifest)
+                .context("copying the manifest to a temporary file")?;
         }
         let tools = match self.host.review_component(&copy) {
             Ok(tools) => tools,
@@ -602,6 +651,34 @@ impl Installer<'_> {
         Ok(Some(text))
     }
 
+    /// The manifest's text: the one beside the component `file` installed
+    /// from, if any, with what `--name` and `--description` say over it;
+    /// why it cannot be read.
+    fn manifest_text(&self, file: Option<&Path>) -> Result<Option<String>, String> {
+        use toolhost::manifest::{Manifest, beside};
+        let mut manifest = match file.map(beside).filter(|p| p.exists()) {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read the manifest {}: {e}", path.display()))?;
+                println!("manifest file:   {}", path.display());
+                Manifest::read(&text).map_err(|why| format!("the manifest {} does not read: {why}", path.display()))?
+            }
+            None => Manifest::default(),
+        };
+        if let Some(name) = &self.named.name {
+            manifest.name = Some(name.clone());
+        }
+        if let Some(description) = &self.named.description {
+            manifest.description = Some(description.clone());
+        }
+        if manifest == Manifest::default() {
+            return Ok(None);
+        }
+        let text = manifest.text();
+        Manifest::read(&text).map_err(|why| format!("--name or --description: {why}"))?;
+        Ok(Some(text))
+    }
+
     /// `toolhost uninstall NAME [--keep-grants]`.
     pub fn uninstall(&self, name: &str, keep_grants: bool) -> anyhow::Result<ExitCode> {
         let installed = self.installed()?;
@@ -638,6 +715,7 @@ impl Installer<'_> {
             remove(&beside(&i.path, "minisig"))?;
             remove(&beside(&i.path, RECORD))?;
             remove(&toolhost::grants::wassette::beside(&i.path))?;
+            remove(&toolhost::manifest::beside(&i.path))?;
             let held = i.names.as_ref().map_or_else(|_| name.to_string(), |n| n.join(", "));
             println!("removed {held}: {}", i.path.display());
             for tool in i.names.iter().flatten() {

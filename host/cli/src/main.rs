@@ -236,6 +236,15 @@ enum Command {
         /// FILE's NAME.policy.yaml, if there is one]
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// A WASI command's tool name (a component exporting wasi:cli/run),
+        /// written to NAME.tool.yaml beside it [default: FILE's
+        /// NAME.tool.yaml's, else the file's name]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// What the WASI command does, for the model (NAME.tool.yaml's
+        /// `description`)
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
     },
     /// Start a tool project: the source of a small working tool, the WIT and
     /// the helper it builds against, build.sh (pinned toolchain) and test.sh
@@ -486,11 +495,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for problem in host.problems() {
         eprintln!("toolhost: warning: {}: {}", problem.source, problem.message);
     }
-    let (pull_timeout, policy) = match &cli.command {
-        Command::Install { pull_timeout, policy, .. } => {
-            (std::time::Duration::from_secs(*pull_timeout), policy.clone())
-        }
-        _ => (install::oci::PULL_TIMEOUT, None),
+    let (pull_timeout, policy, named) = match &cli.command {
+        Command::Install { pull_timeout, policy, name, description, .. } => (
+            std::time::Duration::from_secs(*pull_timeout),
+            policy.clone(),
+            toolhost::manifest::Manifest { name: name.clone(), description: description.clone() },
+        ),
+        _ => (install::oci::PULL_TIMEOUT, None, Default::default()),
     };
     let installer = || install::Installer {
         host: &host,
@@ -498,6 +509,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         dir: &plugins_dir,
         pull_timeout,
         policy: policy.as_deref(),
+        named: named.clone(),
     };
     match cli.command {
         Command::Tools { json } => tools(&host, json),
@@ -918,6 +930,9 @@ fn check_one(host: &Host, file: &std::path::Path, tool: &toolhost::LoadedTool) {
     println!("ok: {} is the tool `{}`", file.display(), tool.spec().name);
     match tool.shape().form {
         toolhost::Form::Contract => println!("  contract:      {}", tool.shape().version),
+        toolhost::Form::Functions if tool.is_command() => {
+            println!("  contract:      none: a WASI command (wasi:cli/run), run with the call's arguments and stdin")
+        }
         toolhost::Form::Functions => {
             println!("  contract:      none: a function it exports, described from its WIT types")
         }

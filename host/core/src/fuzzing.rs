@@ -548,6 +548,30 @@ pub fn wassette_policy(data: &[u8]) {
     }
 }
 
+/// A WASI command's parsers: its manifest (reading never panics, and what
+/// reads writes back as itself) and a call's input (a run is made of
+/// exactly what the input schema accepts, but an argument holding a NUL;
+/// no argument of a run holds one).
+pub fn command(data: &[u8]) {
+    use crate::contract::plain::command::{self, InputError};
+    use crate::registry::manifest::Manifest;
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(manifest) = Manifest::read(text) {
+        assert_eq!(Manifest::read(&manifest.text()), Ok(manifest.clone()), "{text:?} -> {:?}", manifest.text());
+    }
+    let Ok(input) = serde_json::from_str::<serde_json::Value>(text) else { return };
+    let compiled = Schema::compile(command::input_schema()).expect("a command's schema compiles");
+    let accepted = compiled.check("Fuzz", &input).is_ok();
+    match command::run_of(&input) {
+        Ok((args, _)) => {
+            assert!(accepted, "ran what the schema refuses: {input}");
+            assert!(args.len() <= command::MAX_ARGS && args.iter().all(|a| !a.contains('\0')), "{input}");
+        }
+        Err(InputError::Nul(_)) => {}
+        Err(e) => assert!(!accepted, "the schema takes {input} and the run refuses it: {e}"),
+    }
+}
+
 /// A component's `package-docs` section: reading never panics.
 pub fn package_docs(data: &[u8]) {
     let mut docs = crate::contract::plain::Docs::default();

@@ -67,6 +67,8 @@ pub use policy::rules::Behavior;
 pub use policy::settings::{Settings, Sources};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
+/// A WASI command's manifest (`NAME.tool.yaml`): its tool's name and description.
+pub use registry::manifest;
 pub use registry::{
     CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, SCRIPT, TOOL_SEARCH,
     ToolSpec, ToolsChanged, content_hash, portability_problems, prepare_schema_checks,

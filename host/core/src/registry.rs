@@ -9,6 +9,7 @@ mod compile;
 pub(crate) mod declarations;
 pub(crate) mod declare;
 pub(crate) mod load;
+pub mod manifest;
 mod optimize;
 mod plain;
 mod plugins;
@@ -23,7 +24,7 @@ pub(crate) use compile::{CompileSink, QUICK_ABOVE};
 pub(crate) use load::Loader;
 pub(crate) use optimize::Optimizer;
 pub use plugins::ToolsChanged;
-pub(crate) use plugins::{PluginSet, diff, is_component_file, is_policy_file};
+pub(crate) use plugins::{PluginSet, diff, is_companion_file, is_component_file};
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
 pub use pool::{SCRIPT, TOOL_SEARCH};
 pub use remote::{

@@ -7,6 +7,7 @@ mod engine;
 mod instance;
 pub(crate) mod network;
 mod output;
+mod stdio;
 mod store;
 mod usage;
 
@@ -55,6 +56,8 @@ fn contract_linker(engine: &Engine, wasi_03: bool) -> wasmtime::Result<Linker<Ho
     }
     // Waiting in WASI ends at the call's deadline or cancellation.
     bounded::add_to_linker(&mut linker)?;
+    // A command's arguments are its call's.
+    stdio::add_to_linker(&mut linker, wasi_03)?;
     // Outgoing HTTP, policed by the call's network (refused to a tool
     // granted no host).
     #[cfg(feature = "http")]

@@ -8,6 +8,7 @@
 //! goes through the same pipeline as any other third-party tool: grants,
 //! limits, rules, hooks, a fresh instance per call.
 
+pub(crate) mod command;
 mod docs;
 pub(crate) mod naming;
 pub(crate) mod schema;
@@ -16,6 +17,7 @@ mod wit_type;
 
 use crate::contract::bindings::toolhost::tool::types::{ContentBlock, ErrorKind, ToolError, ToolOutput};
 use crate::contract::{Bounds, Wait as _};
+use command::Stdio as _;
 pub(crate) use docs::Docs;
 use serde_json::Value;
 use std::sync::Arc;
@@ -40,6 +42,9 @@ pub(crate) struct Function {
 #[derive(Default)]
 pub(crate) struct Functions {
     pub tools: Vec<Found>,
+    /// Its program's entry point, if it is a WASI command: a tool named by
+    /// the operator (a manifest, or the file's name), not by the rule.
+    pub command: Option<Arc<Function>>,
     pub left_out: Vec<String>,
 }
 
@@ -78,6 +83,14 @@ pub(crate) fn is_command_export(name: &str) -> bool {
     name.starts_with("wasi:cli/run@")
 }
 
+/// Whether `func` is WASI's `run: func() -> result` (0.2), or its `async`
+/// form (0.3).
+fn is_entry_point(func: &ComponentFunc) -> bool {
+    use wasmtime::component::types::Type;
+    let results: Vec<Type> = func.results().collect();
+    func.params().len() == 0 && matches!(results.as_slice(), [Type::Result(r)] if r.ok().is_none() && r.err().is_none())
+}
+
 /// The functions `component` exports, as tools, described by `docs`.
 pub(crate) fn functions(component: &Component, docs: &Docs) -> Functions {
     let engine = component.engine();
@@ -87,9 +100,19 @@ pub(crate) fn functions(component: &Component, docs: &Docs) -> Functions {
         match item.ty {
             ComponentItem::ComponentFunc(func) if toolchain_export(None, name, &func) => {}
             ComponentItem::ComponentFunc(func) => found.push((None, name.to_string(), func)),
-            ComponentItem::ComponentInstance(_) if is_command_export(name) => out.left_out.push(format!(
-                "`{name}` is a program's entry point (a WASI command): toolhost does not run commands as tools yet"
-            )),
+            ComponentItem::ComponentInstance(instance) if is_command_export(name) => {
+                match instance.exports(engine).find(|(inner, _)| *inner == command::RUN).map(|(_, item)| item.ty) {
+                    Some(ComponentItem::ComponentFunc(func)) if is_entry_point(&func) => {
+                        out.command = Some(Arc::new(Function {
+                            interface: Some(name.to_string()),
+                            name: command::RUN.to_string(),
+                            params: Vec::new(),
+                            result: Some(WitType::Result(None, None)),
+                        }))
+                    }
+                    _ => out.left_out.push(format!("`{name}` is left out: it has no `run: func() -> result`")),
+                }
+            }
             ComponentItem::ComponentInstance(instance) => {
                 for (inner, item) in instance.exports(engine) {
                     match item.ty {
@@ -163,6 +186,11 @@ fn function(interface: Option<String>, name: String, func: &ComponentFunc) -> Re
 }
 
 impl Function {
+    /// Whether it is a WASI command's entry point (`command`).
+    pub(crate) fn is_command(&self) -> bool {
+        self.interface.as_deref().is_some_and(is_command_export)
+    }
+
     /// As WIT writes it: `distance(a: record { lat: f64, lon: f64 }) -> f64`.
     pub(crate) fn signature(&self) -> String {
         let params: Vec<String> = self.params.iter().map(|(n, t)| format!("{n}: {}", t.wit())).collect();
@@ -204,7 +232,7 @@ impl Export {
 
     /// Calls the function with `input` (JSON text of its parameters): its
     /// result, its `err` value as an error, or a fault of the guest.
-    pub(crate) fn call<S: AsContextMut<Data: Bounds>>(
+    pub(crate) fn call<S: AsContextMut<Data: Bounds + command::Stdio>>(
         &self,
         mut store: S,
         input: &str,
@@ -214,18 +242,46 @@ impl Export {
             Ok(v) => v,
             Err(e) => return Ok(Err(invalid(format!("<tool_use_error>The input is not JSON: {e}</tool_use_error>")))),
         };
+        if self.function.is_command() {
+            let (args, stdin) = match command::run_of(&input) {
+                Ok(run) => run,
+                Err(e) => return Ok(Err(invalid(format!("<tool_use_error>{e}</tool_use_error>")))),
+            };
+            store.as_context_mut().data_mut().start(args, stdin);
+            let mut results = [Val::Bool(false)];
+            let exit = match self.invoke(&mut store, &[], &mut results) {
+                Ok(()) => command::Exit::Returned(matches!(results[0], Val::Result(Ok(_)))),
+                // `exit` ends the program where it is: a status, not a fault.
+                Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+                    Some(status) => command::Exit::Status(status.0),
+                    None => return Err(e),
+                },
+            };
+            return Ok(command::answer(exit, &store.as_context_mut().data().printed()));
+        }
         let args = match values::arguments(&self.function.params, &input) {
             Ok(args) => args,
             Err(e) => return Ok(Err(invalid(format!("<tool_use_error>{e}</tool_use_error>")))),
         };
         let mut results = vec![Val::Bool(false); usize::from(self.function.result.is_some())];
+        self.invoke(&mut store, &args, &mut results)?;
+        Ok(render(self.function.result.as_ref().zip(results.first())))
+    }
+
+    /// Calls the function: as a task within the call's limits if the
+    /// component uses the async ABI.
+    fn invoke<S: AsContextMut<Data: Bounds>>(
+        &self,
+        mut store: S,
+        args: &[Val],
+        results: &mut [Val],
+    ) -> wasmtime::Result<()> {
         if self.concurrent {
             let stop = store.as_context_mut().data().stop();
-            stop.wait(self.func.call_async(&mut store, &args, &mut results))??;
+            stop.wait(self.func.call_async(&mut store, args, results))?
         } else {
-            self.func.call(&mut store, &args, &mut results)?;
+            self.func.call(&mut store, args, results)
         }
-        Ok(render(self.function.result.as_ref().zip(results.first())))
     }
 }
 

@@ -271,7 +271,7 @@ macro_rules! versions {
                 }
             }
 
-            pub(crate) fn call<S: AsContextMut<Data: Bounds>>(
+            pub(crate) fn call<S: AsContextMut<Data: Bounds + super::plain::command::Stdio>>(
                 &self,
                 store: S,
                 input: &str,

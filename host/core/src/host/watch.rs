@@ -43,7 +43,7 @@ pub(super) fn watch(
 
 /// Whether a file event may change what the plugins directory loads: any
 /// creation, change, rename or removal of a component file or of a policy
-/// file beside one (reads are not).
+/// file or manifest beside one (reads are not).
 fn touches_components(event: &notify::Event) -> bool {
     use notify::EventKind;
     use notify::event::{AccessKind, AccessMode};
@@ -52,7 +52,7 @@ fn touches_components(event: &notify::Event) -> bool {
         EventKind::Access(_) => false,
         _ => true,
     };
-    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p) || crate::registry::is_policy_file(p))
+    kind && event.paths.iter().any(|p| crate::registry::is_component_file(p) || crate::registry::is_companion_file(p))
 }
 
 /// What the debounce waits on: the time, and the events, since waiting for

@@ -237,23 +237,49 @@ impl Loader<'_> {
         let (component, quick) = self.compile(&source, Cow::Owned(bytes), hash, COMPILE_TIMEOUT, (true, concurrent))?;
         let shape = Shape { concurrent, ..contract::inspect_plain(component.engine(), &component)? };
         let found = contract::plain::functions(&component, &docs);
-        if found.tools.is_empty() {
+        if found.tools.is_empty() && found.command.is_none() {
             let exports = outline.exports.clone();
             return Err(contract::ShapeError::NoFunctions { exports, left_out: found.left_out }.into());
         }
+        let manifest = super::manifest::read_beside(path)?;
         let linker = self.sandbox.linker_for(component.engine());
         let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::Link(format!("{e:#}")))?;
         let mut notes: Vec<String> = found.left_out.iter().cloned().chain(notes).collect();
-        let mut tools = Vec::with_capacity(found.tools.len());
-        for found in found.tools {
-            let spec = super::plain::spec(found.name, &found.function, found.doc.as_deref());
-            let function = found.function;
+        let mut specs: Vec<_> = found
+            .tools
+            .into_iter()
+            .map(|f| (super::plain::spec(f.name, &f.function, f.doc.as_deref()), f.function))
+            .collect();
+        match (found.command, manifest) {
+            (Some(function), manifest) => {
+                let manifest = manifest.unwrap_or_default();
+                let name = manifest.name.unwrap_or_else(|| super::manifest::name_of_file(path));
+                match specs.iter().find(|(spec, _)| spec.name == name) {
+                    Some((_, taken)) => notes.push(format!(
+                        "its program (`{}`) is left out: its tool name `{name}` is taken by `{}`; name it in {}",
+                        function.interface.as_deref().unwrap_or_default(),
+                        taken.signature(),
+                        super::manifest::beside(path).display()
+                    )),
+                    None => specs.push((super::plain::command_spec(name, manifest.description.as_deref()), function)),
+                }
+            }
+            (None, Some(_)) => notes.push(format!(
+                "its manifest {} is not used: it names a WASI command, and this component is none",
+                super::manifest::beside(path).display()
+            )),
+            (None, None) => {}
+        }
+        let mut tools = Vec::with_capacity(specs.len());
+        for (spec, function) in specs {
             spec.compile_input().map_err(LoadError::Invalid)?;
             spec.compile_output().map_err(LoadError::Invalid)?;
+            let command = function.is_command();
             let linked = Linked::now(ToolPre::plain(pre.clone(), function, concurrent));
             let origin = Origin::Plugin(path.to_path_buf());
             let (requests, shape) = (requests.clone(), shape.clone());
             let mut tool = LoadedTool::new(spec, origin, requests, shape, linked, Vec::new());
+            tool.command = command;
             tool.notes = std::mem::take(&mut notes);
             tool.quick = quick;
             tools.push(tool);

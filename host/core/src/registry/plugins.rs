@@ -27,9 +27,9 @@ struct PluginFile {
     hash: String,
     /// The operator's grants it was loaded under (a change loads it again).
     grants: String,
-    /// The stamp of the policy file beside it, if there is one (a change
-    /// loads it again).
-    policy: Option<Stamp>,
+    /// The stamps of the files beside it that say more of it (its policy
+    /// file and its manifest), where they are (a change loads it again).
+    beside: [Option<Stamp>; 2],
     outcome: Outcome,
 }
 
@@ -186,19 +186,19 @@ impl PluginSet {
         for path in PluginSet::list(dir)? {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
             let stamp = Stamp::of(&meta);
-            let policy = std::fs::metadata(crate::grants::wassette::beside(&path)).ok().map(|m| Stamp::of(&m));
-            let settled = stamp.settled(now) && policy.is_none_or(|p| p.settled(now));
+            let beside = companions(&path).map(|file| std::fs::metadata(file).ok().map(|m| Stamp::of(&m)));
+            let settled = stamp.settled(now) && beside.iter().flatten().all(|p| p.settled(now));
             match previous.files.get(&path) {
                 Some(known)
                     if known.stamp == stamp
-                        && known.policy == policy
+                        && known.beside == beside
                         && known.settled
                         && known.grants == grant_key(&known.outcome, loader) =>
                 {
                     let (hash, outcome, grants) = (known.hash.clone(), known.outcome.clone(), known.grants.clone());
-                    files.insert(path, PluginFile { stamp, settled, hash, grants, policy, outcome });
+                    files.insert(path, PluginFile { stamp, settled, hash, grants, beside, outcome });
                 }
-                _ => fresh.push((path, stamp, settled, policy)),
+                _ => fresh.push((path, stamp, settled, beside)),
             }
         }
         // A start learns the hashes of the files an earlier start read (a
@@ -212,14 +212,14 @@ impl PluginSet {
         let paths: Vec<(PathBuf, Option<String>)> =
             fresh.iter().map(|(path, stamp, _, _)| (path.clone(), known.hash(path, stamp))).collect();
         let loaded = loader.files_in_parallel(&paths);
-        for ((path, stamp, settled, policy), (hash, outcome)) in fresh.into_iter().zip(loaded) {
+        for ((path, stamp, settled, beside), (hash, outcome)) in fresh.into_iter().zip(loaded) {
             let before = previous.files.get(&path);
             let outcome = match (outcome, before) {
-                // The same bytes touched again, under the same grants and
-                // policy file: what they gave before.
+                // The same bytes touched again, under the same grants,
+                // policy file and manifest: what they gave before.
                 (_, Some(known))
                     if hash.as_deref() == Some(known.hash.as_str())
-                        && known.policy == policy
+                        && known.beside == beside
                         && known.grants == grant_key(&known.outcome, loader) =>
                 {
                     known.outcome.clone()
@@ -235,7 +235,7 @@ impl PluginSet {
                 (Err(e), None) => Outcome::Failed(e.to_string()),
             };
             let grants = grant_key(&outcome, loader);
-            files.insert(path, PluginFile { stamp, settled, hash: hash.unwrap_or_default(), grants, policy, outcome });
+            files.insert(path, PluginFile { stamp, settled, hash: hash.unwrap_or_default(), grants, beside, outcome });
         }
         let set = PluginSet { files };
         if start {
@@ -330,9 +330,19 @@ fn rejected(why: &str) -> String {
     format!("its new version was rejected ({why}); the version loaded before keeps serving")
 }
 
-/// Whether `path` names a policy file beside a component (`NAME.policy.yaml`).
-pub(crate) fn is_policy_file(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".policy.yaml") && !n.starts_with('.'))
+/// Whether `path` names a file that says more of the component beside it:
+/// a policy file (`NAME.policy.yaml`) or a manifest (`NAME.tool.yaml`).
+pub(crate) fn is_companion_file(path: &Path) -> bool {
+    let named = |suffix: &str| {
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix) && !n.starts_with('.'))
+    };
+    named(".policy.yaml") || named(".tool.yaml")
+}
+
+/// The files beside the component file `path` that say more of it: its
+/// policy file and its manifest.
+fn companions(path: &Path) -> [PathBuf; 2] {
+    [crate::grants::wassette::beside(path), super::manifest::beside(path)]
 }
 
 /// Whether `path` names a component file the directory loads (`*.wasm`, not

@@ -229,6 +229,12 @@ pub enum LoadError {
     #[error("its policy file {0} cannot be read: {1}")]
     /// The Wassette policy file beside it cannot be opened or read.
     PolicyUnreadable(String, std::io::Error),
+    #[error("its manifest {0} does not read: {1}")]
+    /// The manifest beside it (`NAME.tool.yaml`) does not read.
+    Manifest(String, super::manifest::ManifestError),
+    #[error("its manifest {0} cannot be read: {1}")]
+    /// The manifest beside it cannot be opened or read.
+    ManifestUnreadable(String, std::io::Error),
     #[error("{0}")]
     /// Compiling or describing it took too long.
     TimedOut(String),
@@ -260,6 +266,9 @@ pub struct LoadedTool {
     /// not repeat at every start: a plain component's functions left out,
     /// what its policy file says that does not map.
     pub(crate) notes: Vec<String>,
+    /// Whether it runs a WASI command (`wasi:cli/run`), named and described
+    /// by the operator.
+    pub(crate) command: bool,
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
     pub(crate) quick: bool,
@@ -310,6 +319,12 @@ impl LoadedTool {
         &self.notes
     }
 
+    /// Whether it runs a WASI command (a component exporting
+    /// `wasi:cli/run`), named and described by its manifest.
+    pub fn is_command(&self) -> bool {
+        self.command
+    }
+
     /// Whether it runs code from the quick engine (Winch), until its
     /// optimized compile is done.
     pub fn quick(&self) -> bool {
@@ -338,6 +353,7 @@ impl LoadedTool {
             output,
             warnings,
             notes: Vec::new(),
+            command: false,
             quick: false,
             remote: None,
         }
@@ -358,6 +374,7 @@ impl LoadedTool {
             output: OnceLock::new(),
             warnings: self.warnings.clone(),
             notes: self.notes.clone(),
+            command: self.command,
             quick: self.quick,
             remote: self.remote.clone(),
         }

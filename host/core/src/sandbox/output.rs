@@ -45,6 +45,13 @@ impl GuestOutput {
         kept.dropped += drop.len() as u64;
     }
 
+    /// Keeps up to `capacity` bytes from now on (never fewer than it
+    /// keeps already).
+    pub(crate) fn raise_capacity(&self, capacity: usize) {
+        let mut kept = self.lock();
+        kept.capacity = kept.capacity.max(capacity);
+    }
+
     /// The bytes kept, from `from` on.
     pub(crate) fn kept_since(&self, from: usize) -> Vec<u8> {
         self.lock().bytes.get(from..).unwrap_or_default().to_vec()

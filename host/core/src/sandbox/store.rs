@@ -3,6 +3,7 @@
 
 use super::network::Network;
 use super::output::GuestOutput;
+use super::stdio::{GuestInput, Stdio};
 use crate::grants::DirAccess;
 use crate::grants::{CallLimits, FileAccess, Grants};
 use crate::imports::{CallScope, CallView};
@@ -114,6 +115,8 @@ pub(crate) struct HostState {
     pub table: ResourceTable,
     pub limits: MemoryLimiter,
     pub call: CallScope,
+    /// The standard streams and arguments a command runs with.
+    pub stdio: Stdio,
 }
 
 impl HostState {
@@ -196,7 +199,10 @@ impl Captured {
         for (stream, pipe, (kept_before, dropped_before)) in
             [("stdout", &self.stdout, self.before[0]), ("stderr", &self.stderr, self.before[1])]
         {
-            let new = pipe.kept_since(kept_before);
+            let mut new = pipe.kept_since(kept_before);
+            // A command's standard output is its answer, kept far past
+            // the log's share.
+            new.truncate(CAPTURED_OUTPUT);
             if !new.is_empty() {
                 let text = crate::secrets::mask(String::from_utf8_lossy(&new).trim_end(), secrets);
                 tracing::debug!(tool, id, stream, "{text}");
@@ -237,11 +243,13 @@ pub(crate) fn store(
 ) -> (Store<HostState>, Captured) {
     let dirs = std::sync::Arc::clone(&call.dirs);
     let captured = Captured::new();
+    let stdin = GuestInput::default();
     let mut wasi = WasiCtxBuilder::new();
     // Calls run on threads that may block: file I/O runs inline instead of
     // hopping to a thread pool (the difference is up to 20x for Grep).
     wasi.allow_blocking_current_thread(true)
         .args(&[&*call.tool])
+        .stdin(stdin.clone())
         .stdout(captured.stdout.clone())
         .stderr(captured.stderr.clone());
     let (working, read_only) = match grants.files {
@@ -275,6 +283,7 @@ pub(crate) fn store(
             wasi.env(name, value.to_string_lossy());
         }
     }
+    let stdio = Stdio::new(&call.tool, stdin, captured.stdout.clone(), captured.stderr.clone());
     // Its granted secrets, from the user's store, under their names.
     let call = per_call(call, grants, limits);
     for (name, value) in &call.secrets {
@@ -292,6 +301,7 @@ pub(crate) fn store(
         table: ResourceTable::new(),
         limits: MemoryLimiter { memory: limits.memory, used: 0 },
         call,
+        stdio,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);

@@ -64,7 +64,7 @@ pub(crate) fn interface_name(export: &str) -> &str {
 
 /// `name` within [`MAX_NAME`]: cut, with 8 hex digits of the whole name's
 /// hash after a `-`.
-fn fit(name: String) -> String {
+pub(crate) fn fit(name: String) -> String {
     if name.is_empty() {
         return "_".into();
     }
