@@ -2,8 +2,10 @@
 //! functions that run at start and per call first, in the order of
 //! host/cli/link-order.txt, and relative relocations packed. Both only
 //! change how many of the executable's pages a process touches; these tests
-//! keep them from lapsing silently (a stale list costs memory, not
-//! correctness, so nothing else would notice).
+//! keep them from lapsing silently. A stale list (a dependency or the
+//! compiler changed the names since it was written) costs memory, not
+//! correctness: it is reported, never a failure, and the list is written
+//! again on its own schedule (host/cli/link-order.py).
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 use std::collections::HashMap;
@@ -31,7 +33,7 @@ fn compiler_of(file: &object::File) -> String {
 }
 
 #[test]
-fn the_functions_of_the_link_order_come_first_in_the_executable_and_the_list_is_fresh() {
+fn the_functions_of_the_link_order_come_first_in_the_executable() {
     if !ORDERED_TARGET || plain_link() {
         eprintln!("not linked in order on this target (or TOOLHOST_PLAIN_LINK is set)");
         return;
@@ -65,14 +67,14 @@ fn the_functions_of_the_link_order_come_first_in_the_executable_and_the_list_is_
     let ours = sections.iter().filter(|(header, _)| built_with.starts_with(header.split(':').next().unwrap()));
     let best = ours.map(|(_, names)| (names.iter().filter(|n| text.contains_key(*n)).count(), names.len())).max();
     match best {
-        Some((present, listed)) => assert!(
-            present * 10 >= listed * 9,
-            "at best {present} of the {listed} functions of a section of host/cli/link-order.txt are in \
-             this executable: its dependencies or their features changed since the list was written; \
-             write it again (needs valgrind): `cargo test --release --no-run && python3 host/cli/link-order.py \
-             --section test` and `cargo build --release -p toolhost-cli && python3 host/cli/link-order.py \
-             --section release`"
+        Some((present, listed)) if present * 10 < listed * 9 => eprintln!(
+            "note: at best {present} of the {listed} functions of a section of host/cli/link-order.txt are in \
+             this executable: its dependencies or their features changed since the list was written, and the \
+             executable holds more pages of code than it would; write it again (needs valgrind): `cargo test \
+             --release --no-run && python3 host/cli/link-order.py --section test` and `cargo build --release -p \
+             toolhost-cli && python3 host/cli/link-order.py --section release`"
         ),
+        Some(_) => {}
         None => eprintln!(
             "link-order.txt was written by another compiler than this build's ({built_with}): not checking its names"
         ),
