@@ -1067,8 +1067,7 @@ fn show_compile(p: &toolhost::CompileProgress) {
 }
 
 fn fresh_id() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("toolu_{:016x}{:08x}", nanos as u64, std::process::id())
+    toolhost::unguessable_id("toolu_")
 }
 
 /// `toolhost secret set|list|rm`.

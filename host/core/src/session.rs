@@ -385,40 +385,7 @@ fn process_exists(pid: u32) -> bool {
 /// out (state handles, pending approvals). Valid as a session id when
 /// `prefix` is.
 pub fn unguessable_id(prefix: &str) -> String {
-    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut bytes = [0u8; 26];
-    fill_random(&mut bytes);
-    let mut id = String::with_capacity(prefix.len() + bytes.len());
-    id.push_str(prefix);
-    id.extend(bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b & 31)])));
-    id
-}
-
-/// Fills `bytes` from the system's random source (getrandom(2)); where
-/// there is none, from the standard library's per-process random keys
-/// through SipHash, mixed with the time, one value per 8 bytes.
-pub(crate) fn fill_random(bytes: &mut [u8]) {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        let rest = &mut bytes[filled..];
-        // SAFETY: `rest` is valid for writes of its length.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n > 0 {
-            filled += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            use std::hash::{BuildHasher as _, Hasher as _};
-            for (i, chunk) in bytes[filled..].chunks_mut(8).enumerate() {
-                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-                h.write_usize(i);
-                h.write_u128(
-                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-                );
-                let v = h.finish().to_le_bytes();
-                chunk.copy_from_slice(&v[..chunk.len()]);
-            }
-            return;
-        }
-    }
+    toolhost_primitives::id::unguessable(prefix)
 }
 
 pub(crate) fn validate_id(id: &str) -> Result<(), SessionError> {

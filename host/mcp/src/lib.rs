@@ -48,7 +48,6 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolhost::CallSetup;
@@ -575,15 +574,7 @@ impl McpSession {
 /// across processes too, since a persistent session outlives its server
 /// (audit lines and persisted results are named by it).
 fn call_id() -> String {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    static PROCESS: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
-        // Seeded from the system's randomness, fresh in every process.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        h.finish() as u32
-    });
-    format!("toolu_mcp_{:08x}_{:06}", *PROCESS, NEXT.fetch_add(1, Ordering::Relaxed))
+    toolhost::unguessable_id("toolu_mcp_")
 }
 
 /// Why serving stopped with an error.

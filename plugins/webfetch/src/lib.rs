@@ -122,7 +122,7 @@ pub fn parse_url(raw: &str) -> Result<Url, ToolError> {
 /// trailing dot), or the text itself when it is not a URL.
 pub fn host_of(raw: &str) -> String {
     match Url::parse(raw.trim()).ok().as_ref().and_then(Url::host_str) {
-        Some(host) => host.trim_end_matches('.').to_ascii_lowercase(),
+        Some(host) => toolhost_primitives::host::normalize(host),
         None => raw.to_string(),
     }
 }
@@ -132,10 +132,7 @@ pub fn host_of(raw: &str) -> String {
 pub fn is_local_or_ip(url: &Url) -> bool {
     match url.host() {
         Some(Host::Ipv4(_) | Host::Ipv6(_)) => true,
-        Some(Host::Domain(name)) => {
-            let name = name.trim_end_matches('.').to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".localhost")
-        }
+        Some(Host::Domain(name)) => toolhost_primitives::host::is_within(name, "localhost"),
         None => false,
     }
 }
@@ -164,7 +161,7 @@ pub fn redirect_allowed(from: &Url, to: &Url) -> bool {
 /// Whether two URLs name the same host once a leading `www.` is dropped.
 fn same_site(a: &Url, b: &Url) -> bool {
     fn bare(url: &Url) -> Option<String> {
-        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        let host = toolhost_primitives::host::normalize(url.host_str()?);
         Some(host.strip_prefix("www.").map(str::to_string).unwrap_or(host))
     }
     bare(a).is_some() && bare(a) == bare(b)

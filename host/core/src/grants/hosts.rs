@@ -2,6 +2,7 @@
 //! optional port ([`HostPattern`]); which addresses are not public.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use toolhost_primitives::host;
 
 /// Whether `host` is a host a tool may request or be granted (see
 /// [`HostPattern`]).
@@ -70,8 +71,8 @@ impl HostPattern {
         let port = self.port.is_none() || self.port == other.port;
         let name = match (&self.name, &other.name) {
             (HostName::Any, _) => true,
-            (HostName::Under(a), HostName::Under(b)) => b == a || b.ends_with(&format!(".{a}")),
-            (HostName::Under(a), HostName::Exact(b)) => b.ends_with(&format!(".{a}")),
+            (HostName::Under(a), HostName::Under(b)) => host::is_within(b, a),
+            (HostName::Under(a), HostName::Exact(b)) => host::is_under(b, a),
             (a, b) => a == b,
         };
         port && name
@@ -94,10 +95,10 @@ impl HostPattern {
         if self.port.is_some_and(|p| p != port) {
             return false;
         }
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let host = host::normalize(host);
         match &self.name {
             HostName::Any => true,
-            HostName::Under(parent) => host.ends_with(&format!(".{parent}")),
+            HostName::Under(parent) => host::is_under(&host, parent),
             HostName::Exact(name) => host == *name,
             HostName::Addr(ip) => host.parse::<std::net::IpAddr>().is_ok_and(|h| h == *ip),
         }

@@ -241,14 +241,11 @@ enum Domain {
 }
 
 impl Domain {
+    /// Whether `host` ([`host_of`]'s) is this domain's.
     fn matches(&self, host: &str) -> bool {
         match self {
             Domain::Exact(d) => host == d,
-            Domain::Under(d) => {
-                host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
-                    host.as_bytes()[host.len() - d.len() - 1] == b'.'
-                }
-            }
+            Domain::Under(d) => toolhost_primitives::host::is_under(host, d),
         }
     }
 }
@@ -357,10 +354,10 @@ impl RuleSet {
                     path_globs.push(PathGlob { pattern, behavior: entry.behavior, scope, dir_only, entry: index });
                 }
                 (ContentKind::Address, Some(domain)) => {
-                    let domain = domain.trim().to_ascii_lowercase();
+                    let domain = domain.trim();
                     let domain = match domain.strip_prefix("*.") {
-                        Some(d) => Domain::Under(d.to_string()),
-                        None => Domain::Exact(domain),
+                        Some(d) => Domain::Under(toolhost_primitives::host::normalize(d)),
+                        None => Domain::Exact(toolhost_primitives::host::normalize(domain)),
                     };
                     list.domains.entry(tool.to_string()).or_default().push((domain, index));
                 }
@@ -685,7 +682,7 @@ fn host_of(address: &str) -> Option<String> {
         true => None,
         false => host_in(&format!("http://{address}")),
     })?;
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let host = toolhost_primitives::host::normalize(&host);
     (!host.is_empty()).then_some(host)
 }
 

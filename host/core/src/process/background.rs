@@ -27,12 +27,12 @@ pub(crate) const MAX_OUTPUT_BYTES: u64 = 64 << 20;
 pub(crate) const OUTPUT_CAP_LINE: &str = "\n[output truncated: exceeded 64MB disk cap]\n";
 
 /// What a background process's id is made of: `b` (a shell task, as Claude
-/// Code names them) and [`ID_DIGITS`] characters of this alphabet: 128
-/// random bits, so an id says nothing about the host's other processes and
+/// Code names them) and [`ID_DIGITS`] characters of this alphabet, each
+/// drawn uniformly: 129 random bits, so an id says nothing about the host's other processes and
 /// cannot be guessed (Claude Code's are 8 characters; toolhost's ids may be
 /// presented to any instance of a cluster, so they carry more).
 const ID_ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-/// Digits of an id: 36^25 > 2^128, so 25 base-36 digits hold 128 bits.
+/// Characters of an id: 36^25 > 2^129.
 pub(crate) const ID_DIGITS: usize = 25;
 
 /// The session key recording which instance runs background process `id`
@@ -231,21 +231,9 @@ impl BackgroundRegistry {
         Ok((id, path))
     }
 
-    /// `b` and [`ID_DIGITS`] characters of [`ID_ALPHABET`]: 128 random
-    /// bits in base 36.
+    /// `b` and [`ID_DIGITS`] random characters of [`ID_ALPHABET`].
     fn new_id(&self) -> String {
-        let mut bytes = [0u8; 16];
-        crate::session::fill_random(&mut bytes);
-        let mut n = u128::from_le_bytes(bytes);
-        let mut digits = [0u8; ID_DIGITS];
-        for d in digits.iter_mut().rev() {
-            *d = ID_ALPHABET[(n % 36) as usize];
-            n /= 36;
-        }
-        let mut id = String::with_capacity(1 + ID_DIGITS);
-        id.push('b');
-        id.extend(digits.iter().map(|&b| char::from(b)));
-        id
+        toolhost_primitives::id::random_text("b", ID_ALPHABET, ID_DIGITS)
     }
 
     fn get(&self, session: &str, id: &str) -> Result<Arc<Background>, ProcessError> {
