@@ -10,7 +10,7 @@ use crate::bindings::toolhost::tool::files;
 use crate::{Context, Mode, Permission, ToolError};
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 pub use toolhost_hidden_paths::HiddenPaths;
@@ -32,31 +32,18 @@ pub enum Access {
 /// `path` made absolute against the working directory and cleaned of `.` and
 /// `..` without touching the filesystem (symlinks are the sandbox's business).
 pub fn absolute(ctx: &Context, path: &str) -> PathBuf {
-    let path = Path::new(path);
-    let joined = if path.is_absolute() { path.to_path_buf() } else { Path::new(ctx.cwd()).join(path) };
-    normalize(&joined)
+    toolhost_primitives::path::absolute(Path::new(ctx.cwd()), Path::new(path))
 }
 
 /// Lexical normalization: drops `.`, resolves `..` against the preceding
-/// component, never climbs above `/`.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(part) => out.push(part),
-        }
-    }
-    out
-}
+/// component, never climbs above `/` (the host's own, from
+/// `toolhost-primitives`).
+pub use toolhost_primitives::path::normalize;
 
 /// Whether `path` (absolute, normalized) is inside one of the directories the
 /// context allows for `access`.
 pub fn is_allowed(ctx: &Context, path: &Path, access: Access) -> bool {
-    let inside = |dirs: &[String]| dirs.iter().any(|d| path.starts_with(d));
+    let inside = |dirs: &[String]| toolhost_primitives::path::is_inside(path, dirs);
     match access {
         Access::Read => inside(ctx.working_dirs()) || inside(ctx.read_only_dirs()),
         Access::Write => inside(ctx.working_dirs()),

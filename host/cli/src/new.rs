@@ -35,6 +35,20 @@ const RUST_SDK: &[(&str, &str)] = &[
 /// The SDK's own dependency on the hidden-path matcher, vendored beside it.
 const HIDDEN_PATHS: &str = include_str!("../../../sdk/hidden-paths/src/lib.rs");
 
+/// The SDK's own dependency on the sandbox's checks (paths, hosts), vendored
+/// beside it: each source file (a test checks they are all here).
+const PRIMITIVES: &[(&str, &str)] = &[
+    ("src/lib.rs", include_str!("../../../sdk/primitives/src/lib.rs")),
+    ("src/host.rs", include_str!("../../../sdk/primitives/src/host.rs")),
+    ("src/id.rs", include_str!("../../../sdk/primitives/src/id.rs")),
+    ("src/path.rs", include_str!("../../../sdk/primitives/src/path.rs")),
+];
+
+/// The vendored primitives' own manifest past `[package]`: their `ids`
+/// feature, which the SDK does not use.
+const PRIMITIVES_FEATURES: &str =
+    "[features]\nids = [\"dep:getrandom\"]\n\n[dependencies]\ngetrandom = { version = \"0.3\", optional = true }\n";
+
 /// The componentize-py a Python project builds with (the one the test suite
 /// builds the examples with).
 pub const COMPONENTIZE_PY: &str = "0.25.1";
@@ -382,7 +396,12 @@ cp "${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{wasm}" {wasm}
     );
     let sdk_manifest = format!(
         "[package]\nname = \"toolhost-sdk\"\nversion = \"{}\"\nedition = \"2024\"\n\n[dependencies]\n{SDK_DEPENDENCIES}\
-         toolhost-hidden-paths = {{ path = \"../toolhost-hidden-paths\" }}\n",
+         toolhost-hidden-paths = {{ path = \"../toolhost-hidden-paths\" }}\n\
+         toolhost-primitives = {{ path = \"../toolhost-primitives\" }}\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let primitives_manifest = format!(
+        "[package]\nname = \"toolhost-primitives\"\nversion = \"{}\"\nedition = \"2024\"\n\n{PRIMITIVES_FEATURES}",
         env!("CARGO_PKG_VERSION")
     );
     let hidden_paths_manifest = format!(
@@ -396,12 +415,14 @@ cp "${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{wasm}" {wasm}
         file("toolhost-sdk/Cargo.toml", sdk_manifest),
         file("toolhost-hidden-paths/Cargo.toml", hidden_paths_manifest),
         file("toolhost-hidden-paths/src/lib.rs", HIDDEN_PATHS),
+        file("toolhost-primitives/Cargo.toml", primitives_manifest),
         file("wit/tool.wit", WIT),
         script("build.sh", build),
         script("test.sh", test_script(crate_name, &wasm, name)),
         file(".gitignore", "target/\n*.wasm\n"),
     ];
     files.extend(RUST_SDK.iter().map(|(path, text)| file(&format!("toolhost-sdk/{path}"), *text)));
+    files.extend(PRIMITIVES.iter().map(|(path, text)| file(&format!("toolhost-primitives/{path}"), *text)));
     files
 }
 
@@ -426,20 +447,28 @@ fn class_name(name: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A new Rust project gets every source file of the SDK.
+    /// A new Rust project gets every source file of the SDK and of the
+    /// primitives it depends on.
     #[test]
     fn the_vendored_sdk_is_every_source_file() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/src");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".rs"))
-            .map(|n| format!("src/{n}"))
-            .collect();
-        files.sort();
-        let mut vendored: Vec<String> = RUST_SDK.iter().map(|(p, _)| p.to_string()).collect();
-        vendored.sort();
-        assert_eq!(vendored, files);
+        for (crate_dir, vendored) in [("sdk", RUST_SDK), ("sdk/primitives", PRIMITIVES)] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(crate_dir).join("src");
+            let mut files: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".rs"))
+                .map(|n| format!("src/{n}"))
+                .collect();
+            files.sort();
+            let mut vendored: Vec<String> = vendored.iter().map(|(p, _)| p.to_string()).collect();
+            vendored.sort();
+            assert_eq!(vendored, files, "{crate_dir}");
+        }
+        // The vendored manifest's features and dependencies are the crate's.
+        let manifest = include_str!("../../../sdk/primitives/Cargo.toml");
+        for line in PRIMITIVES_FEATURES.lines().filter(|l| !l.is_empty()) {
+            assert!(manifest.lines().any(|l| l == line), "sdk/primitives/Cargo.toml has no `{line}`");
+        }
     }
 
     #[test]
@@ -475,7 +504,7 @@ mod tests {
             let used: Vec<&str> = dependencies
                 .lines()
                 .filter_map(|l| l.strip_suffix(".workspace = true"))
-                .filter(|name| *name != "toolhost-hidden-paths")
+                .filter(|name| *name != "toolhost-hidden-paths" && *name != "toolhost-primitives")
                 .collect();
             let names: Vec<&str> = written.lines().filter_map(|l| l.split(' ').next()).collect();
             assert_eq!(used, names, "the dependencies changed: {manifest}");

@@ -2,7 +2,7 @@
 //! resolved, the one atomic file writer, the editor of JSON settings files,
 //! and where toolhost keeps its own files.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The directories of a call, as absolute host paths. Each is preopened in the
 /// guest at the same path, so paths mean the same inside and out.
@@ -26,37 +26,9 @@ pub(crate) fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// `path` as an absolute path without `.` and `..`, lexically (symlinks are
-/// left to [`resolve`] and the sandbox).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
-
-/// `path` with every symlink followed as far as the path exists (the rest is
-/// appended as written); `None` when no part of it exists.
-pub(crate) fn resolve(path: &Path) -> Option<PathBuf> {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return Some(out);
-        }
-        rest.push(existing.file_name()?);
-        existing = existing.parent()?;
-    }
-}
+/// Paths lexically normalized, and resolved through symlinks: the one
+/// implementation the host and the SDK share.
+pub(crate) use toolhost_primitives::path::{normalize, resolve};
 
 /// Replaces `rel` inside `dir` whole or not at all: the contents go to a
 /// fresh temporary file beside the target (created new, so never one

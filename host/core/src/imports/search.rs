@@ -27,7 +27,7 @@ impl search::Host for CallView<'_> {
         query.root = crate::fsx::normalize(&query.root);
         query.cwd = crate::fsx::normalize(&query.cwd);
         let root = &query.root;
-        let inside = |p: &Path| scope.readable.iter().any(|dir| p.starts_with(dir));
+        let inside = |p: &Path| toolhost_primitives::path::is_inside(p, &scope.readable);
         // The root lexically, and what it resolves to: a symlink named as the
         // root must not lead out either.
         if !root.is_absolute() || !inside(root) || root.canonicalize().is_ok_and(|real| !inside(&real)) {

@@ -9,7 +9,7 @@ use super::run::{Run, fault_result, wit_mode};
 use super::spare::{self, Spares};
 use super::warm::{self, Warm};
 use crate::contract::bindings::CallContext;
-use crate::fsx::{Dirs, normalize, resolve};
+use crate::fsx::{Dirs, normalize};
 use crate::grants::Grants;
 use crate::imports::{CallScope, ProgressSink, ScriptCalls};
 use crate::policy::{Approver, PermissionMode, Policy};
@@ -24,6 +24,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use toolhost_primitives::path::{Containment, containment, is_inside};
 use tracing::field;
 
 /// A `tool_use` block from the model.
@@ -686,27 +687,26 @@ impl Pipeline {
         let working = &self.dirs.working;
         for (written, access) in roles.paths_in(input) {
             let path = normalize(&self.dirs.cwd.join(written));
-            let allowed = |p: &Path| {
-                working.iter().any(|w| p.starts_with(w))
-                    || (access != PathAccess::Edit && results.is_some_and(|r| p.starts_with(r)))
-            };
+            let allowed = |p: &Path| is_inside(p, working) || (access != PathAccess::Edit && is_inside(p, results));
             let dirs = self.working_text.join(", ");
-            if !allowed(&path) {
-                return Err(format!(
-                    "{} is outside the working directories ({dirs}). File tools can only reach files inside them; \
+            let real = match containment(&path, allowed) {
+                Containment::Inside => continue,
+                Containment::ResolvesOutside(real) => real,
+                Containment::Outside => {
+                    return Err(format!(
+                        "{} is outside the working directories ({dirs}). File tools can only reach files inside them; \
                      use a path inside, or ask the user to run toolhost with that directory as the workspace \
                      or an additional directory.",
-                    path.display()
-                ));
-            }
-            if let Some(real) = resolve(&path).filter(|r| *r != path && !allowed(r)) {
-                return Err(format!(
-                    "{} resolves outside the working directories ({dirs}) through a symlink, to {}. File tools \
-                     can only reach files inside them.",
-                    path.display(),
-                    real.display()
-                ));
-            }
+                        path.display()
+                    ));
+                }
+            };
+            return Err(format!(
+                "{} resolves outside the working directories ({dirs}) through a symlink, to {}. File tools can \
+                 only reach files inside them.",
+                path.display(),
+                real.display()
+            ));
         }
         Ok(())
     }

@@ -546,7 +546,7 @@ impl RuleSet {
                 continue;
             }
             let path = normalize(&self.expand(value));
-            let inside = self.places.working.iter().any(|w| path.starts_with(w));
+            let inside = toolhost_primitives::path::is_inside(&path, &self.places.working);
             let device = matches!(
                 path.to_str(),
                 Some(
@@ -657,8 +657,7 @@ impl RuleSet {
         if target.contains(['$', '`', '*', '?', '[', '~']) {
             return false;
         }
-        let path = normalize(&self.places.cwd.join(target));
-        self.places.working.iter().any(|w| path.starts_with(w))
+        toolhost_primitives::path::is_inside(&normalize(&self.places.cwd.join(target)), &self.places.working)
     }
 }
 
