@@ -54,6 +54,14 @@ fn script_is_offered_only_in_code_mode_with_the_tools_declared() {
     // A deny rule that removes a tool removes it from the declarations.
     let r = toolhost(&sb, &[ON, "--deny", "Echo", "tools", "--json"]);
     assert!(!r.stdout.contains("Echo(input"), "{}", r.stdout);
+    // The environment variable takes the words people write for yes and no.
+    for (value, on) in [("1", true), ("yes", true), ("true", true), ("on", true), ("0", false), ("no", false)] {
+        let r = run_with(&sb, &["tools", "--json"], |c| {
+            c.env("TOOLHOST_CODE_MODE", value);
+        });
+        assert_eq!(r.code, 0, "TOOLHOST_CODE_MODE={value}: {r:?}");
+        assert_eq!(names(r).contains(&"Script".to_string()), on, "TOOLHOST_CODE_MODE={value}");
+    }
 }
 
 #[test]

@@ -94,7 +94,7 @@ struct Cli {
     /// Offer the Script tool (code mode): the model writes one JavaScript
     /// program that calls the other tools, each call checked as if made
     /// directly [default: the settings' codeMode, else off]
-    #[arg(long, global = true, env = "TOOLHOST_CODE_MODE")]
+    #[arg(long, global = true, env = "TOOLHOST_CODE_MODE", value_parser = clap::builder::BoolishValueParser::new())]
     code_mode: bool,
     #[command(subcommand)]
     command: Command,
@@ -1073,7 +1073,7 @@ fn fresh_id() -> String {
 /// `toolhost secret set|list|rm`.
 fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
     let store = toolhost::secrets::SecretStore::user();
-    let failed = |e: String| -> anyhow::Result<ExitCode> {
+    let failed = |e: &dyn std::fmt::Display| -> anyhow::Result<ExitCode> {
         eprintln!("toolhost: {e}");
         Ok(ExitCode::FAILURE)
     };
@@ -1083,7 +1083,7 @@ fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
                 .context("reading the secret's value")?;
             let place = match store.set(tool, name, &value) {
                 Ok(place) => place,
-                Err(e) => return failed(e),
+                Err(e) => return failed(&e),
             };
             println!("stored {tool}'s secret {name} in {place}");
             println!(
@@ -1100,15 +1100,15 @@ fn secret(action: &SecretAction) -> anyhow::Result<ExitCode> {
                 match store.place() {
                     Ok((place, None)) => eprintln!("new secrets go to {place}"),
                     Ok((place, Some(why))) => eprintln!("new secrets go to {place} ({why})"),
-                    Err(e) => return failed(e),
+                    Err(e) => return failed(&e),
                 }
             }
-            Err(e) => return failed(e),
+            Err(e) => return failed(&e),
         },
         SecretAction::Rm { tool, name } => match store.remove(tool, name) {
             Ok(true) => println!("removed {tool}'s secret {name}"),
-            Ok(false) => return failed(format!("{tool} has no secret {name}")),
-            Err(e) => return failed(e),
+            Ok(false) => return failed(&format!("{tool} has no secret {name}")),
+            Err(e) => return failed(&e),
         },
     }
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@ mod hosts;
 pub mod persist;
 pub mod wassette;
 
-pub use allowance::{Allowance, DirAccess, DirRequest};
+pub use allowance::{Allowance, AllowanceError, DirAccess, DirRequest};
 pub use effective::{CallLimits, FileAccess, Grants, intersect};
 pub(crate) use hosts::non_public;
 pub use hosts::{HostName, HostPattern, valid_host};

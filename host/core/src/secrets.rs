@@ -46,14 +46,43 @@ pub enum Backend {
 
 impl Backend {
     /// As `TOOLHOST_SECRET_STORE` names it (unset: `auto`).
-    pub fn from_env() -> Result<Backend, String> {
+    pub fn from_env() -> Result<Backend, SecretError> {
         match std::env::var(STORE_VARIABLE).as_deref() {
             Err(_) | Ok("" | "auto") => Ok(Backend::Auto),
             Ok("keyring") => Ok(Backend::Keyring),
             Ok("file") => Ok(Backend::File),
-            Ok(other) => Err(format!("{STORE_VARIABLE}={other:?} is not a secret store: use auto, keyring or file")),
+            Ok(other) => Err(SecretError::UnknownStore(other.to_string())),
         }
     }
+}
+
+/// Why the secret store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// `TOOLHOST_SECRET_STORE` names no store.
+    #[error("{STORE_VARIABLE}={0:?} is not a secret store: use auto, keyring or file")]
+    UnknownStore(String),
+    /// Not a name a secret (an environment variable) can have.
+    #[error("`{0}` is not a secret name: letters, digits and `_`, not starting with a digit")]
+    InvalidName(String),
+    /// Too short to be masked in output.
+    #[error("a secret is at least {MIN_LEN} characters (shorter ones cannot be masked in output)")]
+    TooShort,
+    /// The keyring was asked for and there is none, or it failed.
+    #[error("{0}")]
+    Keyring(String),
+    /// The file cannot be opened, read or looked at.
+    #[error("cannot read the secrets {}: {}", .0.display(), .1)]
+    Unreadable(PathBuf, std::io::Error),
+    /// The file can be read by others than the user.
+    #[error("the secrets {} can be read by others (mode {:o}): `chmod 600` it, then use it again", .0.display(), .1)]
+    Exposed(PathBuf, u32),
+    /// The file is not JSON of the store's shape.
+    #[error("the secrets {} do not read: {}", .0.display(), .1)]
+    Malformed(PathBuf, serde_json::Error),
+    /// The file could not be written.
+    #[error("cannot write the secrets {}: {}", .0.display(), .1)]
+    Unwritable(PathBuf, std::io::Error),
 }
 
 /// Where a secret is kept.
@@ -78,6 +107,8 @@ impl std::fmt::Display for Place {
 /// (`{"TOOL": {"NAME": "value"}}`, mode 0600).
 pub struct SecretStore {
     file: PathBuf,
+    /// The backend, or why `TOOLHOST_SECRET_STORE` names none (said at
+    /// each use).
     backend: Result<Backend, String>,
 }
 
@@ -95,7 +126,10 @@ impl SecretStore {
     /// The user's store: the one `TOOLHOST_SECRET_STORE` chooses, its file
     /// `secrets.json` in [`crate::config_dir`].
     pub fn user() -> SecretStore {
-        SecretStore { file: crate::config_dir().join("secrets.json"), backend: Backend::from_env() }
+        SecretStore {
+            file: crate::config_dir().join("secrets.json"),
+            backend: Backend::from_env().map_err(|e| e.to_string()),
+        }
     }
 
     /// A store in `file` alone.
@@ -115,7 +149,7 @@ impl SecretStore {
 
     /// Where a secret stored now would go; with why not the keyring, when
     /// it would go to the file for want of one.
-    pub fn place(&self) -> Result<(Place, Option<String>), String> {
+    pub fn place(&self) -> Result<(Place, Option<String>), SecretError> {
         match self.keyring(Request::List)? {
             Keyring::Answered(_) => Ok((Place::Keyring, None)),
             Keyring::NotUsed(why) => Ok((Place::File(self.file.clone()), why)),
@@ -124,12 +158,12 @@ impl SecretStore {
 
     /// Stores `value` as `tool`'s secret `name`, replacing an earlier one;
     /// where it went.
-    pub fn set(&self, tool: &str, name: &str, value: &str) -> Result<Place, String> {
+    pub fn set(&self, tool: &str, name: &str, value: &str) -> Result<Place, SecretError> {
         if !valid_name(name) {
-            return Err(format!("`{name}` is not a secret name: letters, digits and `_`, not starting with a digit"));
+            return Err(SecretError::InvalidName(name.to_string()));
         }
         if value.chars().count() < MIN_LEN {
-            return Err(format!("a secret is at least {MIN_LEN} characters (shorter ones cannot be masked in output)"));
+            return Err(SecretError::TooShort);
         }
         let request = Request::Set { tool: tool.into(), name: name.into(), value: value.into() };
         if let Keyring::Answered(_) = self.keyring(request)? {
@@ -144,7 +178,7 @@ impl SecretStore {
     }
 
     /// Removes `tool`'s secret `name` wherever it is; whether there was one.
-    pub fn remove(&self, tool: &str, name: &str) -> Result<bool, String> {
+    pub fn remove(&self, tool: &str, name: &str) -> Result<bool, SecretError> {
         let in_keyring = matches!(
             self.keyring(Request::Remove { tool: tool.into(), name: name.into() })?,
             Keyring::Answered(Answer::Removed(true))
@@ -152,7 +186,7 @@ impl SecretStore {
         Ok(self.remove_from_file(tool, name)? || in_keyring)
     }
 
-    fn remove_from_file(&self, tool: &str, name: &str) -> Result<bool, String> {
+    fn remove_from_file(&self, tool: &str, name: &str) -> Result<bool, SecretError> {
         let mut table = self.read()?;
         let removed = table.get_mut(tool).is_some_and(|t| t.remove(name).is_some());
         if removed {
@@ -163,7 +197,7 @@ impl SecretStore {
     }
 
     /// Every tool and secret name stored (never the values), and where.
-    pub fn list(&self) -> Result<Vec<(String, String, Place)>, String> {
+    pub fn list(&self) -> Result<Vec<(String, String, Place)>, SecretError> {
         let mut list = Vec::new();
         if let Keyring::Answered(Answer::Names(names)) = self.keyring(Request::List)? {
             list.extend(names.into_iter().map(|(tool, name)| (tool, name, Place::Keyring)));
@@ -177,7 +211,7 @@ impl SecretStore {
 
     /// The values of `tool`'s secrets among `names` that are stored (the
     /// keyring's where both have one).
-    pub fn values(&self, tool: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
+    pub fn values(&self, tool: &str, names: &[String]) -> Result<Vec<(String, String)>, SecretError> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
@@ -200,43 +234,40 @@ impl SecretStore {
     }
 
     /// `request` put to the keyring, as the backend says.
-    fn keyring(&self, request: Request) -> Result<Keyring, String> {
-        let backend = self.backend.clone()?;
+    fn keyring(&self, request: Request) -> Result<Keyring, SecretError> {
+        let backend = self.backend.clone().map_err(SecretError::Keyring)?;
         if backend == Backend::File {
             return Ok(Keyring::NotUsed(None));
         }
         match keyring::ask(request) {
             Ok(answer) => Ok(Keyring::Answered(answer)),
             Err(keyring::Trouble::Unavailable(why)) if backend == Backend::Auto => Ok(Keyring::NotUsed(Some(why))),
-            Err(trouble @ keyring::Trouble::Unavailable(_)) => {
-                Err(format!("{trouble} ({STORE_VARIABLE}=file keeps secrets in {} instead)", self.file.display()))
-            }
-            Err(trouble) => Err(trouble.to_string()),
+            Err(trouble @ keyring::Trouble::Unavailable(_)) => Err(SecretError::Keyring(format!(
+                "{trouble} ({STORE_VARIABLE}=file keeps secrets in {} instead)",
+                self.file.display()
+            ))),
+            Err(trouble) => Err(SecretError::Keyring(trouble.to_string())),
         }
     }
 
-    fn read(&self) -> Result<Table, String> {
+    fn read(&self) -> Result<Table, SecretError> {
+        let unreadable = |e| SecretError::Unreadable(self.file.clone(), e);
         let file = match std::fs::File::open(&self.file) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Table::new()),
-            Err(e) => return Err(format!("cannot read the secrets {}: {e}", self.file.display())),
+            Err(e) => return Err(unreadable(e)),
         };
-        let mode = file.metadata().map_err(|e| format!("{}: {e}", self.file.display()))?.permissions().mode();
+        let mode = file.metadata().map_err(unreadable)?.permissions().mode();
         if mode & 0o077 != 0 {
-            return Err(format!(
-                "the secrets {} can be read by others (mode {:o}): `chmod 600` it, then use it again",
-                self.file.display(),
-                mode & 0o777
-            ));
+            return Err(SecretError::Exposed(self.file.clone(), mode & 0o777));
         }
-        serde_json::from_reader(std::io::BufReader::new(file))
-            .map_err(|e| format!("the secrets {} do not read: {e}", self.file.display()))
+        serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| SecretError::Malformed(self.file.clone(), e))
     }
 
     /// Writes `table` to a new file only the user can read, renamed over
     /// the old one.
-    fn write(&self, table: &Table) -> Result<(), String> {
-        let failed = |e: std::io::Error| format!("cannot write the secrets {}: {e}", self.file.display());
+    fn write(&self, table: &Table) -> Result<(), SecretError> {
+        let failed = |e: std::io::Error| SecretError::Unwritable(self.file.clone(), e);
         let dir = self.file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(failed)?;
         let staged = dir.join(format!(".secrets-{}.tmp", std::process::id()));
@@ -369,9 +400,10 @@ mod tests {
         assert!(store.values("Weather", &names).unwrap().is_empty());
         // Readable by others: refused, not used.
         std::fs::set_permissions(store.file(), std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(store.list().unwrap_err().contains("can be read by others"));
-        assert!(store.set("Mail", "1BAD", "value").unwrap_err().contains("not a secret name"));
-        assert!(store.set("Mail", "SHORT", "abc").is_err());
+        assert!(matches!(store.list(), Err(SecretError::Exposed(_, 0o644))));
+        assert!(store.list().unwrap_err().to_string().contains("can be read by others"));
+        assert!(matches!(store.set("Mail", "1BAD", "value"), Err(SecretError::InvalidName(n)) if n == "1BAD"));
+        assert!(matches!(store.set("Mail", "SHORT", "abc"), Err(SecretError::TooShort)));
     }
 
     #[test]

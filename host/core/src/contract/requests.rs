@@ -97,7 +97,7 @@ fn parse(data: &[u8]) -> Result<Allowance, RequestsError> {
         return Err(RequestsError::Invalid(format!("{} KiB, at most {} KiB", data.len() >> 10, MAX_SECTION >> 10)));
     }
     let requests: Allowance = serde_json::from_slice(data).map_err(|e| RequestsError::Invalid(e.to_string()))?;
-    requests.check().map_err(RequestsError::Invalid)?;
+    requests.check().map_err(|e| RequestsError::Invalid(e.to_string()))?;
     Ok(requests)
 }
 

@@ -73,6 +73,26 @@ pub struct Allowance {
     pub timeout_ms: Option<u64>,
 }
 
+/// Why an allowance (requested or granted) does not hold.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllowanceError {
+    /// A list holds more than 64 entries.
+    #[error("more than {MAX_ENTRIES} entries in a list")]
+    TooMany,
+    /// Not a directory path (empty, or holding a NUL).
+    #[error("`{0}` is not a directory path")]
+    Directory(String),
+    /// Not a host name or pattern (with an optional port).
+    #[error("`{0}` is not a host name, or name:port")]
+    Host(String),
+    /// Not a name a secret can have.
+    #[error("`{0}` is not a secret name (letters, digits and `_`)")]
+    Secret(String),
+    /// Not an environment variable's name.
+    #[error("`{0}` is not an environment variable name")]
+    Variable(String),
+}
+
 impl Allowance {
     /// Whether it asks for, or grants, nothing at all.
     pub fn is_empty(&self) -> bool {
@@ -93,30 +113,21 @@ impl Allowance {
 
     /// Checks a parsed allowance (requested or granted): list lengths,
     /// directory paths, host names, variable names.
-    pub fn check(&self) -> Result<(), String> {
-        let invalid = |m: String| Err(m);
+    pub fn check(&self) -> Result<(), AllowanceError> {
         if self.directories.len().max(self.hosts.len()).max(self.env.len()).max(self.secrets.len()) > MAX_ENTRIES {
-            return invalid(format!("more than {MAX_ENTRIES} entries in a list"));
+            return Err(AllowanceError::TooMany);
         }
-        for dir in &self.directories {
-            if dir.path.is_empty() || dir.path.contains('\0') {
-                return invalid(format!("`{}` is not a directory path", dir.path));
-            }
+        if let Some(dir) = self.directories.iter().find(|d| d.path.is_empty() || d.path.contains('\0')) {
+            return Err(AllowanceError::Directory(dir.path.clone()));
         }
-        for host in &self.hosts {
-            if !super::hosts::valid_host(host) {
-                return invalid(format!("`{host}` is not a host name, or name:port"));
-            }
+        if let Some(host) = self.hosts.iter().find(|h| !super::hosts::valid_host(h)) {
+            return Err(AllowanceError::Host(host.clone()));
         }
-        for name in &self.secrets {
-            if !crate::secrets::valid_name(name) {
-                return invalid(format!("`{name}` is not a secret name (letters, digits and `_`)"));
-            }
+        if let Some(name) = self.secrets.iter().find(|n| !crate::secrets::valid_name(n)) {
+            return Err(AllowanceError::Secret(name.clone()));
         }
-        for name in &self.env {
-            if name.is_empty() || name.contains(['=', '\0']) {
-                return invalid(format!("`{name}` is not an environment variable name"));
-            }
+        if let Some(name) = self.env.iter().find(|n| n.is_empty() || n.contains(['=', '\0'])) {
+            return Err(AllowanceError::Variable(name.clone()));
         }
         Ok(())
     }

@@ -41,7 +41,7 @@ pub enum PolicyError {
     Malformed(String),
     /// What it requests fails the checks every request passes.
     #[error("what it requests does not hold: {0}")]
-    Invalid(String),
+    Invalid(super::AllowanceError),
 }
 
 /// A policy read as requests, and what of it does not map (for people).
