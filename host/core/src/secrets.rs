@@ -107,8 +107,8 @@ impl std::fmt::Display for Place {
 /// (`{"TOOL": {"NAME": "value"}}`, mode 0600).
 pub struct SecretStore {
     file: PathBuf,
-    /// The backend, or why `TOOLHOST_SECRET_STORE` names none (said at
-    /// each use).
+    /// The backend, or the unknown name `TOOLHOST_SECRET_STORE` gave (said
+    /// at each use).
     backend: Result<Backend, String>,
 }
 
@@ -128,7 +128,10 @@ impl SecretStore {
     pub fn user() -> SecretStore {
         SecretStore {
             file: crate::config_dir().join("secrets.json"),
-            backend: Backend::from_env().map_err(|e| e.to_string()),
+            backend: Backend::from_env().map_err(|e| match e {
+                SecretError::UnknownStore(name) => name,
+                other => other.to_string(),
+            }),
         }
     }
 
@@ -235,7 +238,7 @@ impl SecretStore {
 
     /// `request` put to the keyring, as the backend says.
     fn keyring(&self, request: Request) -> Result<Keyring, SecretError> {
-        let backend = self.backend.clone().map_err(SecretError::Keyring)?;
+        let backend = self.backend.clone().map_err(SecretError::UnknownStore)?;
         if backend == Backend::File {
             return Ok(Keyring::NotUsed(None));
         }

@@ -24,10 +24,13 @@ use std::collections::BTreeMap;
 /// Largest policy file read.
 pub const MAX_POLICY_BYTES: usize = 64 << 10;
 
+/// What a policy file's name ends with, after its component's name.
+pub const EXTENSION: &str = "policy.yaml";
+
 /// The policy file beside the component file `component`: `NAME.policy.yaml`
 /// for `NAME.wasm`.
 pub fn beside(component: &std::path::Path) -> std::path::PathBuf {
-    component.with_extension("policy.yaml")
+    component.with_extension(EXTENSION)
 }
 
 /// Why a policy file does not read.

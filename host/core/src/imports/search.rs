@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 use toolhost_hidden_paths::HiddenPaths;
+use toolhost_primitives::path::{Containment, containment, is_inside};
 use toolhost_search::{Confinement, Options, Skip};
 
 /// The most output one search hands a tool.
@@ -27,10 +28,10 @@ impl search::Host for CallView<'_> {
         query.root = crate::fsx::normalize(&query.root);
         query.cwd = crate::fsx::normalize(&query.cwd);
         let root = &query.root;
-        let inside = |p: &Path| toolhost_primitives::path::is_inside(p, &scope.readable);
+        let inside = |p: &Path| is_inside(p, &scope.readable);
         // The root lexically, and what it resolves to: a symlink named as the
         // root must not lead out either.
-        if !root.is_absolute() || !inside(root) || root.canonicalize().is_ok_and(|real| !inside(&real)) {
+        if !root.is_absolute() || containment(root, inside) != Containment::Inside {
             return Err(refused);
         }
         let hidden = match &scope.rules {

@@ -19,8 +19,11 @@ pub const MAX_MANIFEST_BYTES: usize = 16 << 10;
 
 /// The manifest beside the component file `component`.
 pub fn beside(component: &Path) -> PathBuf {
-    component.with_extension("tool.yaml")
+    component.with_extension(EXTENSION)
 }
+
+/// What a manifest's name ends with, after its component's name.
+pub const EXTENSION: &str = "tool.yaml";
 
 /// What a manifest says.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -333,10 +333,12 @@ fn rejected(why: &str) -> String {
 /// Whether `path` names a file that says more of the component beside it:
 /// a policy file (`NAME.policy.yaml`) or a manifest (`NAME.tool.yaml`).
 pub(crate) fn is_companion_file(path: &Path) -> bool {
-    let named = |suffix: &str| {
-        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix) && !n.starts_with('.'))
+    let Some(name) = path.file_name().and_then(|n| n.to_str()).filter(|n| !n.starts_with('.')) else {
+        return false;
     };
-    named(".policy.yaml") || named(".tool.yaml")
+    [crate::grants::wassette::EXTENSION, super::manifest::EXTENSION]
+        .iter()
+        .any(|extension| name.strip_suffix(extension).is_some_and(|stem| stem.ends_with('.')))
 }
 
 /// The files beside the component file `path` that say more of it: its
@@ -375,6 +377,20 @@ pub(crate) fn diff(before: &Registry, after: &Registry, previous: &PluginSet, no
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn companion_files_are_a_components_policy_file_and_manifest() {
+        for (name, is) in [
+            ("/p/wc.policy.yaml", true),
+            ("/p/wc.tool.yaml", true),
+            ("/p/.wc.tool.yaml", false),
+            ("/p/policy.yaml", false),
+            ("/p/wc.yaml", false),
+            ("/p/wc.wasm", false),
+        ] {
+            assert_eq!(is_companion_file(Path::new(name)), is, "{name}");
+        }
+    }
 
     #[test]
     fn a_stamp_is_trusted_only_once_the_file_is_older_than_the_clock_can_blur() {

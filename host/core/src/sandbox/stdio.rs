@@ -117,7 +117,8 @@ impl AsyncRead for GuestInput {
     }
 }
 
-/// `wasi:cli/environment` answering the call's arguments.
+/// `wasi:cli/environment` answering the call's arguments (the only source
+/// of a guest's arguments: the WASI context holds none).
 struct Environment;
 
 impl HasData for Environment {

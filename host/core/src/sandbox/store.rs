@@ -248,7 +248,6 @@ pub(crate) fn store(
     // Calls run on threads that may block: file I/O runs inline instead of
     // hopping to a thread pool (the difference is up to 20x for Grep).
     wasi.allow_blocking_current_thread(true)
-        .args(&[&*call.tool])
         .stdin(stdin.clone())
         .stdout(captured.stdout.clone())
         .stderr(captured.stderr.clone());
