@@ -300,6 +300,56 @@ fn a_2026_07_28_client_s_handle_and_approval_work_across_instances() {
     modern(&c, ALICE, "Bash", retry).error("unknown or has expired");
 }
 
+/// The handles one identity may hold (toolhost_mcp::handles::MAX_PER_OWNER).
+const MAX_HANDLES: usize = 256;
+
+#[test]
+fn an_identity_s_handles_are_capped_across_the_fleet_and_the_front_keeps_to_its_namespace() {
+    let redis = RedisServer::start();
+    let url = redis.url(0);
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let [a, b] = ["a", "b"].map(|n| Instance::start(&sb, n, Some(&url), &[]));
+    let bobs = handle_of(&modern(&b, BOB, "StartSession", json!({})));
+    // Alice starts more than she may hold, half on each instance.
+    let alices: Vec<String> = (0..MAX_HANDLES + 2)
+        .map(|i| handle_of(&modern(if i % 2 == 0 { &a } else { &b }, ALICE, "StartSession", json!({}))))
+        .collect();
+    let read = |at: &Instance, token: &str, handle: &str| {
+        modern(at, token, "Read", json!({"arguments": {"file_path": p(&file), "toolhost_session": handle}}))
+    };
+    // The two she made first are ended for every instance (each was made
+    // on one and is looked up on the other too); the rest go on.
+    for at in [&a, &b] {
+        read(at, ALICE, &alices[0]).error("Unknown toolhost_session");
+        read(at, ALICE, &alices[1]).error("Unknown toolhost_session");
+        read(at, ALICE, &alices[2]).ok();
+        read(at, ALICE, alices.last().unwrap()).ok();
+    }
+    // Bob's is his own count.
+    read(&a, BOB, &bobs).ok();
+
+    // The front's records are under a namespace of their own in Redis,
+    // apart from sessions' state; none of them is named like a session.
+    let keys = redis_keys(&redis, "toolhost:*");
+    let front: Vec<&String> = keys.iter().filter(|k| k.starts_with("toolhost:ns:mcp-front:")).collect();
+    let sessions: Vec<&String> = keys.iter().filter(|k| k.starts_with("toolhost:session:")).collect();
+    assert_eq!(keys.len(), front.len() + sessions.len(), "{keys:?}");
+    assert!(front.iter().any(|k| k.ends_with(alices.last().unwrap().as_str())), "{front:?}");
+    assert!(!front.iter().any(|k| k.ends_with(alices[0].as_str())), "an ended handle's record is gone");
+    assert!(sessions.iter().all(|k| !k.ends_with(".front")), "{sessions:?}");
+}
+
+/// The keys of `redis` matching `pattern`, asked with `redis-cli`.
+fn redis_keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-u", &redis.url(0), "--scan", "--pattern", pattern])
+        .output()
+        .expect("redis-cli (installed with redis-server)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
 #[test]
 fn sigterm_drains_running_calls_and_cancels_what_outlasts_the_bound() {
     let sb = Sandbox::new();

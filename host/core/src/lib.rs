@@ -78,7 +78,8 @@ pub use scheduler::{
     CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update,
 };
 pub use session::{
-    Entries, FileStore, MemoryStore, Session, SessionError, StateStore, remove_temporaries, unguessable_id,
+    Entries, FileStore, MemoryStore, SESSIONS, Session, SessionError, StateStore, remove_temporaries, unguessable_id,
+    valid_namespace,
 };
 
 /// Settings files and trust: where settings come from, what they say, and

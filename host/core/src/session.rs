@@ -12,7 +12,7 @@
 
 mod store;
 
-pub use store::{Entries, FileStore, MemoryStore, StateStore};
+pub use store::{Entries, FileStore, MemoryStore, SESSIONS, StateStore, valid_namespace};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -490,6 +490,27 @@ mod tests {
             assert!(store.take("t").unwrap().is_empty());
             assert!(store.load("t").unwrap().is_empty());
         }
+    }
+
+    #[test]
+    fn namespaces_are_disjoint_from_sessions_and_each_other_and_shared_by_every_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores: [Arc<dyn StateStore>; 2] = [Arc::new(FileStore::new(dir.path())), Arc::new(MemoryStore::default())];
+        for store in stores {
+            let (front, other) = (store.namespace("front"), store.namespace("other"));
+            store.apply("x", &[("k".into(), Some("session".into()))]).unwrap();
+            front.apply("x", &[("k".into(), Some("front".into()))]).unwrap();
+            assert!(other.load("x").unwrap().is_empty());
+            assert_eq!(store.load("x").unwrap()["k"], "session");
+            // Another handle on the same namespace sees the same records.
+            assert_eq!(store.namespace("front").load("x").unwrap()["k"], "front");
+            assert_eq!(front.take("x").unwrap()["k"], "front");
+            assert_eq!(store.load("x").unwrap()["k"], "session");
+        }
+        for bad in ["", "sessions", "Front", "a/b", "a.b", &"x".repeat(33)] {
+            assert!(!valid_namespace(bad), "{bad}");
+        }
+        assert!(valid_namespace("mcp-front"));
     }
 
     #[test]

@@ -11,17 +11,17 @@
 //! choices the host offers (allow once, allow always when a rule would
 //! allow the call, deny) with an optional reason.
 
+use crate::records::{Kind, Records};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequiredResult,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use toolhost::{Answer, Approver, AskRequest, StateStore};
+use toolhost::{Answer, Approver, AskRequest};
 
 /// The key of the one input request an approval needs.
 pub(crate) const APPROVAL: &str = "approval";
@@ -179,52 +179,39 @@ impl Refused {
 
 /// Calls waiting for an answer, by the `requestState` handed to the client.
 /// A state is valid once, for the identity that made the call, until it
-/// expires. Kept in this process's memory, or in the store instances share
-/// (so the retry may reach any of them).
+/// expires. Kept in the front's records: this process's memory, or the
+/// store instances share (so the retry may reach any of them).
 pub(crate) struct Pending {
     expiry: Duration,
-    waiting: Mutex<HashMap<String, (Instant, Waiting)>>,
-    shared: Option<Arc<dyn StateStore>>,
+    records: Arc<Records>,
 }
 
-/// Most calls one identity may leave waiting (in memory); beyond it the
-/// oldest is forgotten.
+/// Most calls one identity may leave waiting; beyond it the oldest is
+/// forgotten.
 const MAX_WAITING: usize = 256;
 
-/// The store entry holding a waiting call, and the one saying until when
+/// The record entry holding a waiting call, and the one saying until when
 /// (milliseconds since the epoch).
 const WAITING: &str = "waiting";
 const UNTIL: &str = "until";
+/// What every state starts with.
+const PREFIX: &str = "approval_";
 
 impl Pending {
-    pub(crate) fn new(expiry: Duration, shared: Option<Arc<dyn StateStore>>) -> Pending {
-        Pending { expiry, waiting: Mutex::new(HashMap::new()), shared }
+    pub(crate) fn new(expiry: Duration, records: Arc<Records>) -> Pending {
+        Pending { expiry, records }
     }
 
     /// Keeps `waiting` and returns the input-required result asking its
-    /// question. Blocks on the shared store, if any.
+    /// question. Blocks on the store.
     pub(crate) fn defer(&self, waiting: Waiting) -> Result<InputRequiredResult, String> {
         let params = form(&waiting.request)?;
-        let state = toolhost::unguessable_id("approval_");
-        if let Some(store) = &self.shared {
-            let until = crate::now_ms() + self.expiry.as_millis() as u64;
-            let record = serde_json::to_string(&waiting).map_err(|e| e.to_string())?;
-            store
-                .apply(
-                    &crate::record_id(&state),
-                    &[(WAITING.into(), Some(record)), (UNTIL.into(), Some(until.to_string()))],
-                )
-                .map_err(|e| e.to_string())?;
-        } else {
-            let mut all = self.lock();
-            let now = Instant::now();
-            all.retain(|_, (since, _)| now.duration_since(*since) < self.expiry);
-            if let Some(oldest) =
-                crate::oldest_beyond(&all, MAX_WAITING, |(_, w)| w.owner == waiting.owner, |(t, _)| *t)
-            {
-                all.remove(&oldest);
-            }
-            all.insert(state.clone(), (now, waiting));
+        let state = toolhost::unguessable_id(PREFIX);
+        let until = crate::now_ms() + self.expiry.as_millis() as u64;
+        let record = serde_json::to_string(&waiting).map_err(|e| e.to_string())?;
+        self.records.apply(&state, &[(WAITING, Some(record)), (UNTIL, Some(until.to_string()))])?;
+        for beyond in self.records.admit(&waiting.owner, Kind::Waiting, &state, MAX_WAITING)? {
+            self.records.remove(&beyond)?;
         }
         let requests = [(APPROVAL.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)))].into();
         Ok(InputRequiredResult::new(Some(requests), Some(state)))
@@ -233,7 +220,7 @@ impl Pending {
     /// The answers so far of the call that `state` names, with the one in
     /// `responses`: for a retry by `owner` of `tool` with `arguments`. The
     /// state is used up whatever the outcome, bar an unknown one. Blocks on
-    /// the shared store, if any.
+    /// the store.
     pub(crate) fn resume(
         &self,
         state: &str,
@@ -242,17 +229,7 @@ impl Pending {
         arguments: &Map<String, Value>,
         responses: Option<&std::collections::BTreeMap<String, Value>>,
     ) -> Result<Vec<(String, Answer)>, Refused> {
-        let waiting = match &self.shared {
-            Some(store) => Self::take_shared(store.as_ref(), state, owner)?,
-            None => {
-                let mut all = self.lock();
-                match all.get(state) {
-                    Some((since, w)) if w.owner == owner && since.elapsed() < self.expiry => {}
-                    _ => return Err(Refused::Unknown),
-                }
-                all.remove(state).map(|(_, w)| w).ok_or(Refused::Unknown)?
-            }
-        };
+        let waiting = self.take(state, owner)?;
         if waiting.tool != tool || waiting.arguments != *arguments {
             return Err(Refused::OtherCall);
         }
@@ -266,33 +243,29 @@ impl Pending {
         Ok(answered)
     }
 
-    /// The waiting call `state` names in the shared store, taken out of it
-    /// if `owner` made it: looked at first, so another identity presenting
-    /// the state uses nothing up; then taken, so of two retries on two
-    /// instances only one gets it.
-    fn take_shared(store: &dyn StateStore, state: &str, owner: &str) -> Result<Waiting, Refused> {
-        if !crate::could_be(state, "approval_") {
+    /// The waiting call `state` names, taken out of the records if `owner`
+    /// made it and it has not expired: looked at first, so another identity
+    /// presenting the state uses nothing up; then taken, so of two retries
+    /// on two instances only one gets it.
+    fn take(&self, state: &str, owner: &str) -> Result<Waiting, Refused> {
+        if !crate::could_be(state, PREFIX) {
             return Err(Refused::Unknown);
         }
-        let id = crate::record_id(state);
         let parse = |entries: &toolhost::Entries| -> Option<(Waiting, u64)> {
             let waiting: Waiting = serde_json::from_str(entries.get(WAITING)?).ok()?;
             Some((waiting, entries.get(UNTIL)?.parse().ok()?))
         };
-        let looked = store.load(&id).map_err(|e| Refused::Store(e.to_string()))?;
+        let looked = self.records.load(state).map_err(Refused::Store)?;
         match parse(&looked) {
             Some((w, until)) if w.owner == owner && crate::now_ms() < until => {}
             _ => return Err(Refused::Unknown),
         }
-        let taken = store.take(&id).map_err(|e| Refused::Store(e.to_string()))?;
+        let taken = self.records.take(state).map_err(Refused::Store)?;
+        self.records.release(owner, Kind::Waiting, state).map_err(Refused::Store)?;
         match parse(&taken) {
             Some((w, until)) if w.owner == owner && crate::now_ms() < until => Ok(w),
             _ => Err(Refused::Unknown),
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Waiting)>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -333,13 +306,7 @@ mod tests {
 
     #[test]
     fn a_state_is_good_once_for_its_owner_and_its_call() {
-        // Kept in memory, and in a store instances share.
-        let shared: Arc<dyn StateStore> = Arc::new(toolhost::MemoryStore::default());
-        for pending in
-            [Pending::new(Duration::from_secs(60), None), Pending::new(Duration::from_secs(60), Some(shared))]
-        {
-            a_state_is_good_once(&pending);
-        }
+        a_state_is_good_once(&Pending::new(Duration::from_secs(60), records()));
     }
 
     fn a_state_is_good_once(pending: &Pending) {
@@ -383,22 +350,29 @@ mod tests {
     fn states_expire_and_each_identity_keeps_a_bounded_number() {
         let request = ask(json!({"command": "rm a"}));
         let args = waiting("alice", request.clone()).arguments;
-        let shared: Arc<dyn StateStore> = Arc::new(toolhost::MemoryStore::default());
-        for pending in
-            [Pending::new(Duration::from_millis(0), None), Pending::new(Duration::from_millis(0), Some(shared))]
-        {
-            let state = pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap();
-            assert_eq!(pending.resume(&state, "alice", "Bash", &args, None).unwrap_err(), Refused::Unknown);
-        }
+        let pending = Pending::new(Duration::from_millis(0), records());
+        let state = pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap();
+        assert_eq!(pending.resume(&state, "alice", "Bash", &args, None).unwrap_err(), Refused::Unknown);
 
-        let pending = Pending::new(Duration::from_secs(60), None);
+        // Two instances sharing the records hold one cap.
+        let shared = records();
+        let (on_a, on_b) =
+            (Pending::new(Duration::from_secs(60), Arc::clone(&shared)), Pending::new(Duration::from_secs(60), shared));
         let states: Vec<String> = (0..MAX_WAITING + 3)
-            .map(|_| pending.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap())
+            .map(|i| {
+                let on = if i % 2 == 0 { &on_a } else { &on_b };
+                on.defer(waiting("alice", request.clone())).unwrap().request_state.unwrap()
+            })
             .collect();
-        pending.defer(waiting("bob", request.clone())).unwrap();
-        let mine = pending.lock().values().filter(|(_, w)| w.owner == "alice").count();
-        assert_eq!(mine, MAX_WAITING);
-        assert!(pending.lock().contains_key(states.last().unwrap()));
-        assert_eq!(pending.lock().len(), MAX_WAITING + 1);
+        let bobs = on_a.defer(waiting("bob", request.clone())).unwrap().request_state.unwrap();
+        let kept = states.iter().filter(|s| !on_a.records.load(s).unwrap().is_empty()).count();
+        assert_eq!(kept, MAX_WAITING);
+        let newest = states.last().unwrap();
+        assert!(on_b.resume(newest, "alice", "Bash", &args, Some(&accept("allow once"))).is_ok());
+        assert!(on_b.resume(&bobs, "bob", "Bash", &args, Some(&accept("allow once"))).is_ok());
+    }
+
+    fn records() -> Arc<Records> {
+        Arc::new(Records::in_memory())
     }
 }

@@ -10,19 +10,23 @@
 //! unknown handle gets. A handle unused for [`ServeConfig::handle_idle`]
 //! ends, with its background processes.
 //!
-//! With [`ServeConfig::shared_state`], a handle is a record in the host's
-//! state store (its owner, when it was last used) and its state a
+//! A handle is one of the front's records (its owner, when it was last used),
+//! and one identity holds at most [`MAX_PER_OWNER`]: a new one beyond that
+//! ends the one unused the longest. With [`ServeConfig::shared_state`] the
+//! records are in the host's state store, and a handle's state a
 //! persistent session of the same name there, so any instance sharing the
-//! store serves it; each instance keeps its own executor (and warm
-//! instances, and the background processes it started) for it.
+//! store serves it and the cap holds across the fleet; each instance keeps
+//! its own executor (and warm instances, and the background processes it
+//! started) for it.
 //!
 //! [`ServeConfig::handle_idle`]: crate::ServeConfig::handle_idle
 //! [`ServeConfig::shared_state`]: crate::ServeConfig::shared_state
 
+use crate::records::{Kind, Records};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost::{Calls, Executor, Host, SchedulerConfig, Session, StateStore};
+use toolhost::{Calls, Executor, Host, SchedulerConfig, Session};
 
 /// The tool that makes a handle.
 pub const START_SESSION: &str = "StartSession";
@@ -33,7 +37,7 @@ const PREFIX: &str = "session_";
 
 /// Most handles one identity holds; a new one beyond it ends the one unused
 /// the longest.
-const MAX_PER_OWNER: usize = 256;
+pub const MAX_PER_OWNER: usize = 256;
 
 /// One handle's state.
 #[derive(Clone)]
@@ -66,7 +70,7 @@ impl Held {
     }
 }
 
-/// The entries of a handle's record in a shared store.
+/// The entries of a handle's record.
 const OWNER: &str = "owner";
 const USED: &str = "used";
 /// How stale a record's `used` may get before a call writes it again.
@@ -84,34 +88,30 @@ pub(crate) struct Handles {
     host: Host,
     max_concurrency: usize,
     idle: Duration,
-    /// The handles this instance holds state for (all of them, without a
-    /// shared store).
+    /// The handles this instance holds state for (all of them, unless
+    /// instances share the records).
     all: Mutex<HashMap<String, Entry>>,
-    /// Where handles are recorded when instances share them.
-    shared: Option<Arc<dyn StateStore>>,
+    /// Each handle's record: who made it, when it was last used.
+    records: Arc<Records>,
 }
 
 impl Handles {
-    pub(crate) fn new(
-        host: Host,
-        max_concurrency: usize,
-        idle: Duration,
-        shared: Option<Arc<dyn StateStore>>,
-    ) -> Handles {
-        Handles { host, max_concurrency, idle, all: Mutex::new(HashMap::new()), shared }
+    pub(crate) fn new(host: Host, max_concurrency: usize, idle: Duration, records: Arc<Records>) -> Handles {
+        Handles { host, max_concurrency, idle, all: Mutex::new(HashMap::new()), records }
     }
 
-    /// A new handle for `owner`. Blocks on the shared store, if any.
+    /// A new handle for `owner`; the one `owner` used the longest ago ends
+    /// if it now holds more than [`MAX_PER_OWNER`]. Blocks on the store.
     pub(crate) fn start(&self, owner: &Arc<str>) -> Result<String, String> {
         let handle = toolhost::unguessable_id(PREFIX);
-        let session = match &self.shared {
-            Some(store) => {
-                let record =
-                    [(OWNER.into(), Some(owner.to_string())), (USED.into(), Some(crate::now_ms().to_string()))];
-                store.apply(&crate::record_id(&handle), &record).map_err(|e| e.to_string())?;
-                self.host.session(&handle).map_err(|e| e.to_string())?
-            }
-            None => self.host.ephemeral_session(),
+        let record = [(OWNER, Some(owner.to_string())), (USED, Some(crate::now_ms().to_string()))];
+        self.records.apply(&handle, &record)?;
+        for beyond in self.records.admit(owner, Kind::Handle, &handle, MAX_PER_OWNER)? {
+            self.end_everywhere(&beyond)?;
+        }
+        let session = match self.records.is_shared() {
+            true => self.host.session(&handle).map_err(|e| e.to_string())?,
+            false => self.host.ephemeral_session(),
         };
         self.keep(&handle, owner, Held::new(&self.host, session, self.max_concurrency));
         Ok(handle)
@@ -123,6 +123,8 @@ impl Handles {
         {
             let mut all = self.lock();
             ended.extend(self.expire(&mut all));
+            // What this instance holds is capped too: handles others ended
+            // are only found out at their next use here.
             if let Some(oldest) = crate::oldest_beyond(&all, MAX_PER_OWNER, |e| e.owner == *owner, |e| e.used)
                 && let Some(entry) = all.remove(&oldest)
             {
@@ -134,14 +136,12 @@ impl Handles {
     }
 
     /// The state of `handle`, if `owner` made it and it has not ended.
-    /// Blocks on the shared store, if any.
+    /// Blocks on the store.
     pub(crate) fn get(&self, handle: &str, owner: &str) -> Result<Option<Held>, String> {
-        let Some(store) = &self.shared else { return Ok(self.get_here(handle, owner)) };
         if !crate::could_be(handle, PREFIX) {
             return Ok(None);
         }
-        let id = crate::record_id(handle);
-        let record = store.load(&id).map_err(|e| e.to_string())?;
+        let record = self.records.load(handle)?;
         let used: Option<u64> = record.get(USED).and_then(|u| u.parse().ok());
         let now = crate::now_ms();
         let (Some(made_by), Some(used)) = (record.get(OWNER), used) else {
@@ -153,22 +153,38 @@ impl Handles {
             return Ok(None);
         }
         if now.saturating_sub(used) >= self.idle.as_millis() as u64 {
-            store.remove(&id).map_err(|e| e.to_string())?;
-            self.host.forget_session(handle).map_err(|e| e.to_string())?;
-            self.forget_here(handle);
+            self.end_everywhere(handle)?;
+            self.records.release(owner, Kind::Handle, handle)?;
             return Ok(None);
         }
         if now.saturating_sub(used) >= USED_PRECISION_MS {
-            store.apply(&id, &[(USED.into(), Some(now.to_string()))]).map_err(|e| e.to_string())?;
+            self.records.apply(handle, &[(USED, Some(now.to_string()))])?;
+            self.records.admit(owner, Kind::Handle, handle, usize::MAX)?;
         }
         if let Some(held) = self.get_here(handle, owner) {
             return Ok(Some(held));
+        }
+        if !self.records.is_shared() {
+            // Its state was this instance's only, and is gone.
+            self.end_everywhere(handle)?;
+            return Ok(None);
         }
         // Started on another instance: its state comes from the store.
         let session = self.host.session(handle).map_err(|e| e.to_string())?;
         let held = Held::new(&self.host, session, self.max_concurrency);
         self.keep(handle, &Arc::from(owner), held.clone());
         Ok(Some(held))
+    }
+
+    /// Ends `handle` for every instance: its record, its state in a shared
+    /// store, and what this instance holds.
+    fn end_everywhere(&self, handle: &str) -> Result<(), String> {
+        self.records.remove(handle)?;
+        if self.records.is_shared() {
+            self.host.forget_session(handle).map_err(|e| e.to_string())?;
+        }
+        self.forget_here(handle);
+        Ok(())
     }
 
     /// Drops what this instance holds for `handle`.

@@ -10,20 +10,23 @@
 //! that made it (another presenting it is told exactly what an unknown one
 //! gets).
 //!
-//! With [`ServeConfig::shared_state`], the HTTP sessions (who owns each, the
+//! Who made each HTTP session is one of the front's records, and one
+//! identity holds at most [`MAX_SESSIONS_PER_IDENTITY`]. With
+//! [`ServeConfig::shared_state`], the records (who owns each session, the
 //! client's `initialize`, through rmcp's `SessionStore`) are in the host's
-//! state store, with their state: a session made on one instance goes on
-//! at any other sharing the store, and one deleted is gone on all of them.
+//! state store, with the sessions' state: a session made on one instance
+//! goes on at any other sharing the store, one deleted is gone on all of
+//! them, and the cap holds across them.
 
+use crate::records::{Kind, Records};
 use crate::{Front, Identity, McpSession, ServeConfig, ServeError, blocking};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionManager as _, SessionState, SessionStore};
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use toolhost::{Host, StateStore};
+use toolhost::Host;
 
 /// One credential: a bearer token, and the name of who holds it.
 #[derive(Clone, PartialEq, Eq)]
@@ -118,76 +121,94 @@ pub const HTTP_PATH: &str = "/mcp";
 /// The HTTP session header of the revisions with sessions.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The store entries of an HTTP session's record.
+/// The entries of an HTTP session's record.
 const OWNER: &str = "owner";
 const INITIALIZE: &str = "initialize";
 
-/// The record of HTTP session `id` in a store.
+/// Most HTTP sessions one identity holds; a new one beyond it ends the one
+/// made the longest ago.
+pub const MAX_SESSIONS_PER_IDENTITY: usize = 1024;
+
+/// The record of HTTP session `id`.
 fn record_of(id: &str) -> Result<String, String> {
     // rmcp makes ids (UUIDs); anything else was never one.
     if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
         return Err("not a session id".into());
     }
-    Ok(crate::record_id(&crate::http_session_id(id)))
+    Ok(format!("{RECORD_PREFIX}{id}"))
 }
 
-/// Who made each HTTP session: in memory, or in the shared store.
-enum Owners {
-    Memory(Mutex<HashMap<String, Arc<str>>>),
-    Shared(Arc<dyn StateStore>),
+const RECORD_PREFIX: &str = "http-";
+
+/// Who made each HTTP session, in the front's records (see [`Records`]).
+struct Owners {
+    records: Arc<Records>,
+    host: Host,
 }
 
 impl Owners {
     /// Who made session `id`, if it is known.
     async fn owner(&self, id: &str) -> Result<Option<String>, String> {
-        match self {
-            Owners::Memory(all) => Ok(all.lock().unwrap_or_else(|e| e.into_inner()).get(id).map(|o| o.to_string())),
-            Owners::Shared(store) => {
-                let (store, id) = (Arc::clone(store), id.to_string());
-                blocking(move || {
-                    let Ok(record) = record_of(&id) else { return Ok(None) };
-                    Ok(store.load(&record).map_err(|e| e.to_string())?.remove(OWNER))
-                })
-                .await
-            }
-        }
+        let (records, id) = (Arc::clone(&self.records), id.to_string());
+        blocking(move || {
+            let Ok(record) = record_of(&id) else { return Ok(None) };
+            Ok(records.load(&record)?.remove(OWNER))
+        })
+        .await
     }
 
-    /// Records that `owner` made session `id`; in memory, forgets the
-    /// sessions the manager no longer has.
+    /// Records that `owner` made session `id`; ends the sessions of
+    /// `owner` beyond [`MAX_SESSIONS_PER_IDENTITY`].
     async fn made(&self, id: &str, owner: &Arc<str>, manager: &LocalSessionManager) -> Result<(), String> {
-        match self {
-            Owners::Memory(all) => {
-                let live: std::collections::HashSet<String> =
-                    manager.sessions.read().await.keys().map(|k| k.to_string()).collect();
-                let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
-                all.retain(|k, _| live.contains(k));
-                all.insert(id.to_string(), Arc::clone(owner));
-                Ok(())
+        let (records, host, id, owner) =
+            (Arc::clone(&self.records), self.host.clone(), id.to_string(), owner.to_string());
+        let beyond = blocking(move || {
+            let record = record_of(&id)?;
+            records.apply(&record, &[(OWNER, Some(owner.clone()))])?;
+            let beyond = records.admit(&owner, Kind::HttpSession, &record, MAX_SESSIONS_PER_IDENTITY)?;
+            let mut ended = Vec::new();
+            for record in beyond {
+                if let Some(session) = record.strip_prefix(RECORD_PREFIX) {
+                    forget(&records, &host, session)?;
+                    ended.push(session.to_string());
+                }
             }
-            Owners::Shared(store) => {
-                let (store, id, owner) = (Arc::clone(store), id.to_string(), owner.to_string());
-                blocking(move || {
-                    store.apply(&record_of(&id)?, &[(OWNER.into(), Some(owner))]).map(|_| ()).map_err(|e| e.to_string())
-                })
-                .await
-            }
+            Ok(ended)
+        })
+        .await?;
+        for session in beyond {
+            let _ = manager.close_session(&Arc::from(session.as_str())).await;
         }
+        Ok(())
     }
 
-    /// Forgets session `id` (in memory; the shared store's record goes with
-    /// the session, through [`Sessions`]).
-    fn ended(&self, id: &str) {
-        if let Owners::Memory(all) = self {
-            all.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-        }
+    /// Forgets session `id`, which `owner` made and deleted.
+    async fn ended(&self, id: &str, owner: &str) -> Result<(), String> {
+        let (records, host, id, owner) =
+            (Arc::clone(&self.records), self.host.clone(), id.to_string(), owner.to_string());
+        blocking(move || {
+            forget(&records, &host, &id)?;
+            records.release(&owner, Kind::HttpSession, &record_of(&id)?)
+        })
+        .await
     }
 }
 
-/// rmcp's session store over the host's: each HTTP session's `initialize`,
-/// in its record beside its owner, so another instance can take it up. A
-/// session deleted goes with its state.
+/// Forgets HTTP session `id` for every instance: its record, and its state
+/// when that is in a shared store.
+fn forget(records: &Records, host: &Host, id: &str) -> Result<(), String> {
+    records.remove(&record_of(id)?)?;
+    if records.is_shared() {
+        host.forget_session(&crate::http_session_id(id)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// rmcp's session store over the front's records: each HTTP session's
+/// `initialize`, in its record beside its owner, so another instance can
+/// take it up. A session deleted goes with its state.
 struct Sessions {
+    records: Arc<Records>,
     host: Host,
 }
 
@@ -197,8 +218,8 @@ impl SessionStore for Sessions {
         &self,
         id: &str,
     ) -> Result<Option<SessionState>, rmcp::transport::streamable_http_server::session::SessionStoreError> {
-        let (host, id) = (self.host.clone(), id.to_string());
-        let mut record = blocking(move || host.state_store().load(&record_of(&id)?).map_err(|e| e.to_string())).await?;
+        let (records, id) = (Arc::clone(&self.records), id.to_string());
+        let mut record = blocking(move || records.load(&record_of(&id)?)).await?;
         // A session without an owner is not one (yet, or any more).
         if !record.contains_key(OWNER) {
             return Ok(None);
@@ -214,11 +235,8 @@ impl SessionStore for Sessions {
         id: &str,
         state: &SessionState,
     ) -> Result<(), rmcp::transport::streamable_http_server::session::SessionStoreError> {
-        let (host, id, text) = (self.host.clone(), id.to_string(), serde_json::to_string(state)?);
-        blocking(move || {
-            host.state_store().apply(&record_of(&id)?, &[(INITIALIZE.into(), Some(text))]).map_err(|e| e.to_string())
-        })
-        .await?;
+        let (records, id, text) = (Arc::clone(&self.records), id.to_string(), serde_json::to_string(state)?);
+        blocking(move || records.apply(&record_of(&id)?, &[(INITIALIZE, Some(text))])).await?;
         Ok(())
     }
 
@@ -226,12 +244,8 @@ impl SessionStore for Sessions {
         &self,
         id: &str,
     ) -> Result<(), rmcp::transport::streamable_http_server::session::SessionStoreError> {
-        let (host, id) = (self.host.clone(), id.to_string());
-        blocking(move || {
-            host.state_store().remove(&record_of(&id)?).map_err(|e| e.to_string())?;
-            host.forget_session(&crate::http_session_id(&id)).map_err(|e| e.to_string())
-        })
-        .await?;
+        let (records, host, id) = (Arc::clone(&self.records), self.host.clone(), id.to_string());
+        blocking(move || forget(&records, &host, &id)).await?;
         Ok(())
     }
 }
@@ -327,14 +341,12 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(sessions_end.clone());
     let shared = config.shared_state;
-    if shared {
-        server_config.session_store = Some(Arc::new(Sessions { host: host.clone() }));
-    }
-    let owners = match shared {
-        true => Owners::Shared(Arc::clone(host.state_store())),
-        false => Owners::Memory(Mutex::new(HashMap::new())),
-    };
     let front = Front::new(host.clone(), config);
+    if shared {
+        let sessions = Sessions { records: Arc::clone(&front.records), host: host.clone() };
+        server_config.session_store = Some(Arc::new(sessions));
+    }
+    let owners = Owners { records: Arc::clone(&front.records), host: host.clone() };
     let manager = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(McpSession::lazy(Arc::clone(&front))),
@@ -416,8 +428,10 @@ pub async fn serve_http(
             // The session is closed by now: "No Content" (202 would say it
             // is still going on; clients expect 200 or 204).
             if deleting && response.status() == http::StatusCode::ACCEPTED {
-                if let Some(id) = &session {
-                    endpoint.owners.ended(id);
+                if let Some(id) = &session
+                    && let Err(e) = endpoint.owners.ended(id, &who).await
+                {
+                    tracing::warn!(error = %e, "could not forget a deleted session");
                 }
                 *response.status_mut() = http::StatusCode::NO_CONTENT;
                 *response.body_mut() = http_body_util::Empty::new().map_err(|never| match never {}).boxed();

@@ -27,15 +27,19 @@ pub mod client;
 mod flow;
 pub mod handles;
 mod http;
+mod records;
 mod tools;
 
 pub use client::{ChildLimits, Servers};
 pub use handles::{SESSION_ARGUMENT, START_SESSION};
-pub use http::{Credential, HTTP_PATH, HttpConfig, SOLE_TOKEN_NAME, parse_credentials, serve_http};
+pub use http::{
+    Credential, HTTP_PATH, HttpConfig, MAX_SESSIONS_PER_IDENTITY, SOLE_TOKEN_NAME, parse_credentials, serve_http,
+};
 pub use tools::{sessionless_tools, to_mcp, tools};
 
 use asks::{Deferring, Elicitation, Pending, Waiting};
 use handles::{Handles, Held};
+use records::Records;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
@@ -112,14 +116,17 @@ pub(crate) struct Front {
     runtime: tokio::runtime::Handle,
     handles: Handles,
     pending: Pending,
+    /// What spans requests: in memory, or in the store instances share.
+    records: Arc<Records>,
 }
 
 impl Front {
     pub(crate) fn new(host: Host, config: ServeConfig) -> Arc<Front> {
-        let shared = config.shared_state.then(|| Arc::clone(host.state_store()));
+        let records = Arc::new(Records::new(&host, config.shared_state));
         Arc::new(Front {
-            handles: Handles::new(host.clone(), config.max_concurrency, config.handle_idle, shared.clone()),
-            pending: Pending::new(config.ask_timeout, shared),
+            handles: Handles::new(host.clone(), config.max_concurrency, config.handle_idle, Arc::clone(&records)),
+            pending: Pending::new(config.ask_timeout, Arc::clone(&records)),
+            records,
             runtime: tokio::runtime::Handle::current(),
             host,
             config,
@@ -137,13 +144,6 @@ pub struct McpSession {
     own: std::sync::OnceLock<Held>,
     /// Cancelled when the session ends: stops telling its client of reloads.
     ended: CancellationToken,
-}
-
-/// The id, in a state store, of the front's record about `id` (a state
-/// handle, a waiting call, an HTTP session): beside the session of the same
-/// name, never one itself.
-pub(crate) fn record_id(id: &str) -> String {
-    format!("{id}.front")
 }
 
 /// Runs `f` on a blocking thread: the state store's calls block, and the
@@ -199,8 +199,9 @@ impl McpSession {
         McpSession { front, own: std::sync::OnceLock::new(), ended: CancellationToken::new() }
     }
 
-    /// The state of the request's calls that name no handle.
-    async fn own(&self, context: &RequestContext<RoleServer>) -> Result<Held, String> {
+    /// The state of the request's calls that name no handle; else what
+    /// the model is told.
+    async fn own(&self, context: &RequestContext<RoleServer>, revision: &Revision) -> Result<Held, String> {
         if let Some(held) = self.own.get() {
             return Ok(held.clone());
         }
@@ -212,12 +213,14 @@ impl McpSession {
             .get::<::http::request::Parts>()
             .and_then(|parts| parts.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
-            .filter(|_| front.config.shared_state && !sessionless(context))
+            .filter(|_| front.config.shared_state && matches!(revision, Revision::Session))
             .map(http_session_id);
         let session = match shared_id {
             Some(id) => {
                 let host = front.host.clone();
-                blocking(move || host.session(&id).map_err(|e| e.to_string())).await?
+                blocking(move || host.session(&id).map_err(|e| e.to_string()))
+                    .await
+                    .map_err(|e| format!("toolhost could not open the session: {e}"))?
             }
             None => front.host.ephemeral_session(),
         };
@@ -259,6 +262,45 @@ pub(crate) fn oldest_beyond<V>(
     mine.into_iter().min().map(|(_, k)| k.clone())
 }
 
+/// How a request is served, by its protocol revision: decided once, as it
+/// arrives, and followed along the whole call.
+enum Revision {
+    /// A revision with a session (up to 2025-11-25): calls share the
+    /// session's state; an ask is a live elicitation, if the client said
+    /// at `initialize` that it can answer one.
+    Session,
+    /// 2026-07-28 on, without a session: state that spans calls is a
+    /// handle `owner` made; an ask ends the call with an
+    /// `InputRequiredResult` and the client calls again with the answer.
+    Sessionless {
+        /// Who made the request: the owner of the handles it names and of
+        /// the asks it leaves waiting.
+        owner: Arc<str>,
+    },
+}
+
+impl Revision {
+    fn of(context: &RequestContext<RoleServer>) -> Revision {
+        match sessionless(context) {
+            true => Revision::Sessionless { owner: identity(context) },
+            false => Revision::Session,
+        }
+    }
+
+    /// Whether the client can answer a form elicitation: told at
+    /// `initialize` with a session, in each request's `_meta` without.
+    fn can_elicit(&self, context: &RequestContext<RoleServer>) -> bool {
+        match self {
+            Revision::Session => context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form),
+            // An empty elicitation capability means form (the older revisions' shape).
+            Revision::Sessionless { .. } => context
+                .client_capabilities()
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        }
+    }
+}
+
 /// Whether a request is of a revision without sessions (2026-07-28 on).
 fn sessionless(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| !v.has_initialize())
@@ -271,16 +313,6 @@ fn identity(context: &RequestContext<RoleServer>) -> Arc<str> {
         .get::<::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Identity>())
         .map_or_else(|| Identity::local().0, |i| Arc::clone(&i.0))
-}
-
-/// Whether the client can answer a form elicitation: told at `initialize`
-/// before 2026-07-28, in each request's `_meta` from then on.
-fn can_elicit(context: &RequestContext<RoleServer>, sessionless: bool) -> bool {
-    if !sessionless {
-        return context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
-    }
-    // An empty elicitation capability means form (the older revisions' shape).
-    context.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
 /// Sends one progress notification for a request's token.
@@ -373,7 +405,7 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        if !sessionless(&context) {
+        if let Revision::Session = Revision::of(&context) {
             return Ok(ListToolsResult::with_all_items(tools(&self.front.host)));
         }
         // The same list for every client and identity; a listener hears of
@@ -389,10 +421,11 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let id = call_id();
-        if !sessionless(&context) {
-            return self.call(request, context, id, None, Vec::new()).await;
-        }
-        let owner = identity(&context);
+        let revision = Revision::of(&context);
+        let Revision::Sessionless { owner } = &revision else {
+            return self.call(request, context, id, revision, Vec::new()).await;
+        };
+        let owner = Arc::clone(owner);
         if request.name == START_SESSION {
             let front = Arc::clone(&self.front);
             let starter = Arc::clone(&owner);
@@ -430,7 +463,7 @@ impl ServerHandler for McpSession {
                 Err(refused) => return complete(ToolResult::error(&id, refused.message())),
             }
         }
-        self.call(request, context, id, Some(owner), answered).await
+        self.call(request, context, id, revision, answered).await
     }
 }
 
@@ -454,30 +487,33 @@ impl McpSession {
 
     /// Runs one call through the pipeline: the state it names, its progress
     /// as notifications, its cancellation, and asks in the shape of the
-    /// request's revision. `owner` is set for a sessionless request.
+    /// request's revision.
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
         id: String,
-        owner: Option<Arc<str>>,
+        revision: Revision,
         answered: Vec<(String, toolhost::Answer)>,
     ) -> Result<CallToolResponse, McpError> {
         let front = &self.front;
         let sent_arguments = request.arguments.unwrap_or_default();
         let mut arguments = sent_arguments.clone();
-        // The handle a sessionless call names (a tool declaring an argument
-        // of that name gets it as it is).
-        let named = owner.as_ref().and_then(|_| {
-            let declared = front
-                .host
-                .tool(&request.name)
-                .is_some_and(|t| t.spec().input_schema["properties"].get(SESSION_ARGUMENT).is_some());
-            if declared { None } else { arguments.remove(SESSION_ARGUMENT) }
-        });
-        let held = match (&owner, named) {
-            (Some(owner), Some(handle)) => self.named(handle, owner).await,
-            _ => self.own(&context).await.map_err(|e| format!("toolhost could not open the session: {e}")),
+        let held = match &revision {
+            Revision::Session => self.own(&context, &revision).await,
+            Revision::Sessionless { owner } => {
+                // The handle the call names (a tool declaring an argument of
+                // that name gets it as it is).
+                let declared = front
+                    .host
+                    .tool(&request.name)
+                    .is_some_and(|t| t.spec().input_schema["properties"].get(SESSION_ARGUMENT).is_some());
+                let named = if declared { None } else { arguments.remove(SESSION_ARGUMENT) };
+                match named {
+                    Some(handle) => self.named(handle, owner).await,
+                    None => self.own(&context, &revision).await,
+                }
+            }
         };
         let Held { session, executor } = match held {
             Ok(held) => held,
@@ -488,8 +524,13 @@ impl McpSession {
         let sink: ProgressSink = Arc::new(move |p| {
             let _ = progress_tx.send(p);
         });
-        let asks = can_elicit(&context, owner.is_some());
-        let deferring = (asks && owner.is_some()).then(|| Arc::new(Deferring::new(answered)));
+        // Who answers the call's asks, if the client can: the user through a
+        // live elicitation, or a question the client puts and calls again with.
+        let asks = revision.can_elicit(&context);
+        let deferring = match &revision {
+            Revision::Sessionless { .. } if asks => Some(Arc::new(Deferring::new(answered))),
+            _ => None,
+        };
         let approver: Option<Arc<dyn Approver>> = match &deferring {
             Some(d) => Some(Arc::clone(d) as Arc<dyn Approver>),
             None => asks.then(|| {
@@ -541,7 +582,7 @@ impl McpSession {
             }
         }
         // A question for the user: the client asks it and calls again.
-        if let (Some(deferring), Some(owner)) = (&deferring, owner)
+        if let (Some(deferring), Revision::Sessionless { owner }) = (&deferring, &revision)
             && let Some(question) = deferring.deferred()
         {
             let waiting = Waiting {

@@ -3,7 +3,9 @@
 //! an Edit on the next.
 //!
 //! Each session is one hash, `toolhost:session:<id>`, its keys and values
-//! the session's. Loading is `HGETALL`; saving applies the changed keys
+//! the session's; a namespace's records are hashes
+//! `toolhost:ns:<namespace>:<id>` ([`StateStore::namespace`]), over the
+//! same connections. Loading is `HGETALL`; saving applies the changed keys
 //! (`HSET`, `HDEL`) and reads the whole hash back in one `MULTI`/`EXEC`, so
 //! two servers saving the same session at once both keep their keys, and
 //! sets the hash to expire after the store's idle time. A server never
@@ -23,7 +25,7 @@ mod connection;
 
 use connection::Bounded;
 pub use connection::MAX_REPLY;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost::{Entries, SessionError, StateStore};
 
@@ -36,12 +38,17 @@ const KEPT: usize = 16;
 
 /// Sessions' state in one Redis database.
 pub struct RedisStore {
+    connections: Arc<Connections>,
+    idle: Duration,
+    prefix: String,
+}
+
+/// How to reach the database, and the connections kept for reuse.
+struct Connections {
     client: redis::Client,
     /// Open connections not in use.
-    idle_connections: Mutex<Vec<Bounded>>,
-    idle: Duration,
+    idle: Mutex<Vec<Bounded>>,
     timeout: Duration,
-    prefix: String,
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> SessionError {
@@ -61,10 +68,8 @@ impl RedisStore {
     pub fn with(url: &str, idle: Duration, timeout: Duration) -> Result<RedisStore, SessionError> {
         let client = redis::Client::open(url).map_err(|e| failed(&format!("the store URL {}", redact(url)), e))?;
         let store = RedisStore {
-            client,
-            idle_connections: Mutex::new(Vec::new()),
+            connections: Arc::new(Connections { client, idle: Mutex::new(Vec::new()), timeout }),
             idle,
-            timeout,
             prefix: "toolhost:session:".into(),
         };
         store.run(|c| redis::cmd("PING").query::<String>(c))?;
@@ -78,22 +83,25 @@ impl RedisStore {
     /// Runs `f` on a connection (a kept one, or a new one); a connection
     /// that failed is dropped, a good one kept.
     fn run<T>(&self, f: impl FnOnce(&mut Bounded) -> redis::RedisResult<T>) -> Result<T, SessionError> {
-        let kept = self.lock().pop();
+        let connections = &self.connections;
+        let kept = connections.lock().pop();
         let mut connection = match kept {
             Some(c) => c,
-            None => Bounded::open(self.client.get_connection_info(), self.timeout, MAX_REPLY)
+            None => Bounded::open(connections.client.get_connection_info(), connections.timeout, MAX_REPLY)
                 .map_err(|e| failed("connecting to Redis", e))?,
         };
         let result = f(&mut connection).map_err(|e| failed("Redis", e))?;
-        let mut kept = self.lock();
+        let mut kept = connections.lock();
         if kept.len() < KEPT {
             kept.push(connection);
         }
         Ok(result)
     }
+}
 
+impl Connections {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Bounded>> {
-        self.idle_connections.lock().unwrap_or_else(|e| e.into_inner())
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -148,12 +156,20 @@ impl StateStore for RedisStore {
             Ok(entries)
         })
     }
+
+    fn namespace(&self, name: &'static str) -> Arc<dyn StateStore> {
+        assert!(toolhost::valid_namespace(name), "`{name}` cannot name a state store's namespace");
+        Arc::new(RedisStore {
+            connections: Arc::clone(&self.connections),
+            idle: self.idle,
+            prefix: format!("toolhost:ns:{name}:"),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use toolhost::Session;
     use toolhost_tests::redis::RedisServer;
 
@@ -183,6 +199,13 @@ mod tests {
         a.apply("t", &[("k".into(), Some("v".into()))]).unwrap();
         assert_eq!(b.take("t").unwrap().len(), 1);
         assert!(a.take("t").unwrap().is_empty());
+        // A namespace's records are apart from sessions, shared by every
+        // instance, and over the same kept connections.
+        a.apply("n", &[("k".into(), Some("session".into()))]).unwrap();
+        a.namespace("front").apply("n", &[("k".into(), Some("front".into()))]).unwrap();
+        assert_eq!(b.namespace("front").load("n").unwrap()["k"], "front");
+        assert_eq!(b.load("n").unwrap()["k"], "session");
+        assert!(b.namespace("other").load("n").unwrap().is_empty());
 
         let short = RedisStore::with(&server.url(0), Duration::from_secs(1), DEFAULT_TIMEOUT).unwrap();
         short.apply("s2", &[("k".into(), Some("v".into()))]).unwrap();

@@ -1,5 +1,7 @@
 //! Where sessions' state is kept between calls: the [`StateStore`] trait,
-//! and [`FileStore`], the files under the data directory.
+//! [`MemoryStore`], and [`FileStore`], the files under the data directory.
+//! A store also keeps records other than sessions, each kind in a
+//! namespace of its own ([`StateStore::namespace`]).
 
 use super::SessionError;
 use std::collections::BTreeMap;
@@ -29,28 +31,69 @@ pub trait StateStore: Send + Sync {
     /// processes taking the same session at once, one gets its entries and
     /// the other none (what makes a one-time token good once).
     fn take(&self, id: &str) -> Result<Entries, SessionError>;
+
+    /// The same store's records in namespace `name` (see
+    /// [`valid_namespace`]): no id there is a session, or a record of any
+    /// other namespace, however it is spelled. Every process opening the
+    /// same store sees the same records under `name`.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is not a [`valid_namespace`] (names are the caller's
+    /// constants, never input).
+    fn namespace(&self, name: &'static str) -> std::sync::Arc<dyn StateStore>;
 }
 
+/// The namespace of sessions themselves.
+pub const SESSIONS: &str = "sessions";
+
+/// Whether `name` can name a namespace: 1-32 lower-case ASCII letters and
+/// `-`, and not [`SESSIONS`].
+pub fn valid_namespace(name: &str) -> bool {
+    (1..=32).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && name != SESSIONS
+}
+
+/// Panics unless `name` is a [`valid_namespace`].
+fn checked_namespace(name: &'static str) -> &'static str {
+    assert!(valid_namespace(name), "`{name}` cannot name a state store's namespace");
+    name
+}
+
+/// Records by namespace and id.
+type Spaces = BTreeMap<(&'static str, String), Entries>;
+
 /// Sessions in this process's memory: a store no other process shares.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone)]
 pub struct MemoryStore {
-    all: std::sync::Mutex<BTreeMap<String, Entries>>,
+    all: std::sync::Arc<std::sync::Mutex<Spaces>>,
+    space: &'static str,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore { all: Default::default(), space: SESSIONS }
+    }
 }
 
 impl MemoryStore {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entries>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spaces> {
         self.all.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn key(&self, id: &str) -> (&'static str, String) {
+        (self.space, id.to_string())
     }
 }
 
 impl StateStore for MemoryStore {
     fn load(&self, id: &str) -> Result<Entries, SessionError> {
-        Ok(self.lock().get(id).cloned().unwrap_or_default())
+        Ok(self.lock().get(&self.key(id)).cloned().unwrap_or_default())
     }
 
     fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
         let mut all = self.lock();
-        let entries = all.entry(id.to_string()).or_default();
+        let key = self.key(id);
+        let entries = all.entry(key.clone()).or_default();
         for (key, value) in changes {
             match value {
                 Some(v) => entries.insert(key.clone(), v.clone()),
@@ -59,32 +102,38 @@ impl StateStore for MemoryStore {
         }
         let merged = entries.clone();
         if merged.is_empty() {
-            all.remove(id);
+            all.remove(&key);
         }
         Ok(merged)
     }
 
     fn remove(&self, id: &str) -> Result<(), SessionError> {
-        self.lock().remove(id);
+        self.lock().remove(&self.key(id));
         Ok(())
     }
 
     fn take(&self, id: &str) -> Result<Entries, SessionError> {
-        Ok(self.lock().remove(id).unwrap_or_default())
+        Ok(self.lock().remove(&self.key(id)).unwrap_or_default())
+    }
+
+    fn namespace(&self, name: &'static str) -> std::sync::Arc<dyn StateStore> {
+        std::sync::Arc::new(MemoryStore { all: std::sync::Arc::clone(&self.all), space: checked_namespace(name) })
     }
 }
 
 /// Sessions in files: `<data dir>/sessions/<id>/state.json`, changed under
-/// an exclusive lock on `state.lock` beside it and replaced atomically.
+/// an exclusive lock on `state.lock` beside it and replaced atomically. A
+/// namespace's records are under `<data dir>/<namespace>/` the same way.
 #[derive(Clone, Debug)]
 pub struct FileStore {
+    data_dir: PathBuf,
     dir: PathBuf,
 }
 
 impl FileStore {
     /// The sessions under `data_dir`.
     pub fn new(data_dir: &Path) -> FileStore {
-        FileStore { dir: data_dir.join("sessions") }
+        FileStore { data_dir: data_dir.to_path_buf(), dir: data_dir.join(SESSIONS) }
     }
 
     fn state_path(&self, id: &str) -> PathBuf {
@@ -156,5 +205,10 @@ impl StateStore for FileStore {
         let entries = self.read(id)?;
         self.remove(id)?;
         Ok(entries)
+    }
+
+    fn namespace(&self, name: &'static str) -> std::sync::Arc<dyn StateStore> {
+        let dir = self.data_dir.join(checked_namespace(name));
+        std::sync::Arc::new(FileStore { data_dir: self.data_dir.clone(), dir })
     }
 }
