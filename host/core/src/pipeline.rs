@@ -22,6 +22,7 @@
 
 pub(crate) mod call;
 mod caller;
+mod concurrency;
 pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod remote;

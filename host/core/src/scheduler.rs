@@ -17,6 +17,8 @@
 //! interrupt behavior is `cancel` and lets the `block` ones finish.
 
 mod executor;
+mod handle;
 mod slot;
+mod workers;
 
 pub use executor::{CallHandle, CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update};

@@ -7,14 +7,15 @@
 //! instance when it starts alone), so a reader of the model's stream or an
 //! MCP protocol thread never waits on a tool.
 
+pub use super::handle::CallHandle;
 use super::slot::Slot;
+use super::workers::{Job, Workers};
 use crate::imports::{Progress, ProgressSink};
 use crate::pipeline::{CallOptions, Caller, ToolResult, ToolUse};
 use crate::policy::Approver;
 use crate::session::Session;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// The default number of calls running at once.
@@ -87,7 +88,7 @@ pub struct Executor {
     shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(super) struct Shared {
     /// Runs the calls: the host.
     host: Arc<dyn Caller>,
     session: Arc<Session>,
@@ -97,35 +98,11 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     notify: tokio::sync::Notify,
-    jobs: Mutex<Option<Sender<Job>>>,
-    job_rx: Arc<Mutex<Receiver<Job>>>,
-}
-
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Held by a worker thread: its end is counted.
-struct Leaving(std::sync::Weak<Shared>);
-
-impl Drop for Leaving {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0.upgrade() {
-            shared.lock().workers -= 1;
-        }
-    }
-}
-
-thread_local! {
-    /// Set while a worker records the end of its call: a call that this
-    /// starts runs next on the same thread (no hand-off to another worker).
-    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    static CARRIED: std::cell::RefCell<Option<Job>> = const { std::cell::RefCell::new(None) };
-    /// Set when a worker counted itself idle as its job recorded its end
-    /// (see `Shared::counted_idle`).
-    static COUNTED_IDLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    workers: Workers,
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// The calls still going on or not handed out, and before them, until
     /// compacted, some that were; `tools[0]` is call number `base` (numbers
     /// below are call numbers: a long session keeps only what is going on).
@@ -135,13 +112,13 @@ struct State {
     /// it was handed out (or is claimed by its handle).
     cursor: usize,
     /// Results handed out (by `next`, or into a claiming handle).
-    handed_out: usize,
+    pub(super) handed_out: usize,
     /// Progress not handed out yet.
     progress: VecDeque<Progress>,
     /// No more calls will be added.
     closed: bool,
     /// `discard()` was called.
-    discarded: bool,
+    pub(super) discarded: bool,
     /// A call whose failure cancels its siblings failed: what it was.
     errored: Option<String>,
     /// Every call before this number has started (or ended).
@@ -153,12 +130,6 @@ struct State {
     /// for a worker to ask.
     classifying: usize,
     to_classify: VecDeque<usize>,
-    /// Workers waiting for a job, or about to: a worker counts itself idle
-    /// under the same lock that records its job's end, so a call added as
-    /// soon as that result is out finds it (rather than starting a thread).
-    idle: usize,
-    /// Worker threads alive.
-    workers: usize,
 }
 
 impl State {
@@ -177,7 +148,7 @@ impl State {
         self.tools.get(number.checked_sub(self.base)?)
     }
 
-    fn get_mut(&mut self, number: usize) -> Option<&mut Tracked> {
+    pub(super) fn get_mut(&mut self, number: usize) -> Option<&mut Tracked> {
         self.tools.get_mut(number.checked_sub(self.base)?)
     }
 
@@ -188,7 +159,7 @@ impl State {
 
     /// Forgets the calls at the front that ended and whose result went out
     /// (handed out by `next`, or into the handle that claimed it).
-    fn compact(&mut self) {
+    pub(super) fn compact(&mut self) {
         while self.tools.front().is_some_and(|t| t.stage == Stage::Done && t.result.is_none()) {
             self.tools.pop_front();
             self.base += 1;
@@ -198,7 +169,7 @@ impl State {
     }
 }
 
-struct Tracked {
+pub(super) struct Tracked {
     tool_use: ToolUse,
     /// Whether it may run beside others; `None` until known (asked on a
     /// worker, or learned from its own instance when it starts alone).
@@ -206,11 +177,11 @@ struct Tracked {
     /// Counted among the running calls that are not concurrency-safe.
     counted_unsafe: bool,
     cancel_on_interrupt: bool,
-    stage: Stage,
+    pub(super) stage: Stage,
     /// The result, until handed out by `next` (never set for a claimed call).
-    result: Option<ToolResult>,
+    pub(super) result: Option<ToolResult>,
     /// Where the result goes when the call's handle claimed it.
-    claim: Option<Arc<Slot>>,
+    pub(super) claim: Option<Arc<Slot>>,
     /// Taken when the call starts.
     setup: CallSetup,
     cancel: Arc<AtomicBool>,
@@ -219,94 +190,16 @@ struct Tracked {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
+pub(super) enum Stage {
     Queued,
     Running,
     Done,
-}
-
-/// One call added to an [`Executor`]: its id, a way to cancel it, and its
-/// result. A result is handed out once: to the handle if it asks
-/// ([`CallHandle::result`], [`CallHandle::wait`]) before [`Executor::next`]
-/// hands it out, and from then on never by `next`. Dropping the handle
-/// changes nothing (a result it claimed is dropped when it comes).
-pub struct CallHandle {
-    shared: Arc<Shared>,
-    number: usize,
-    id: String,
-    /// Where the result arrives, once claimed (the executor may forget the
-    /// call as soon as its result is in the slot).
-    slot: std::sync::OnceLock<Option<Arc<Slot>>>,
-}
-
-impl CallHandle {
-    /// The call's `tool_use` id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Cancels the call (running or queued), whatever its interrupt
-    /// behavior: its result becomes an error saying `why`. Nothing happens
-    /// if it has ended.
-    pub fn cancel(&self, why: &str) {
-        let mut state = self.shared.lock();
-        if let Some(t) = state.get_mut(self.number).filter(|t| t.stage != Stage::Done) {
-            let delivered = cancel(t, why.to_string());
-            state.handed_out += usize::from(delivered);
-        }
-        Shared::process_queue(&self.shared, &mut state);
-        drop(state);
-        self.shared.wake();
-    }
-
-    /// Claims the result: the slot it arrives in, unless it was handed out
-    /// already (or the executor discarded it).
-    fn claim(&self) -> Option<Arc<Slot>> {
-        self.slot.get_or_init(|| self.claim_now()).clone()
-    }
-
-    fn claim_now(&self) -> Option<Arc<Slot>> {
-        let mut state = self.shared.lock();
-        if state.discarded {
-            return None;
-        }
-        let t = state.get_mut(self.number)?;
-        if let Some(slot) = &t.claim {
-            return Some(Arc::clone(slot));
-        }
-        let slot = Arc::new(Slot::default());
-        t.claim = Some(Arc::clone(&slot));
-        if let Some(result) = t.result.take() {
-            slot.put(result);
-            state.handed_out += 1;
-            state.compact();
-        }
-        Some(slot)
-    }
-
-    /// The call's result, once it has ended; `None` if [`Executor::next`]
-    /// handed it out first or the executor discarded it.
-    pub fn result(&self) -> impl Future<Output = Option<ToolResult>> + Send + 'static {
-        let slot = self.claim();
-        async move {
-            match slot {
-                Some(slot) => slot.take().await,
-                None => None,
-            }
-        }
-    }
-
-    /// [`CallHandle::result`], blocking the thread.
-    pub fn wait(&self) -> Option<ToolResult> {
-        self.claim()?.take_blocking()
-    }
 }
 
 impl Executor {
     /// An executor running calls of `session` through `host` (the host's
     /// `Executor::new` and `Executor::with_config` give it itself).
     pub(crate) fn with_caller(host: Arc<dyn Caller>, session: Arc<Session>, config: Config) -> Executor {
-        let (tx, rx) = channel::<Job>();
         Executor {
             shared: Arc::new(Shared {
                 host,
@@ -317,8 +210,7 @@ impl Executor {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 notify: tokio::sync::Notify::new(),
-                jobs: Mutex::new(Some(tx)),
-                job_rx: Arc::new(Mutex::new(rx)),
+                workers: Workers::new(),
             }),
         }
     }
@@ -491,7 +383,7 @@ impl Executor {
     /// How many worker threads the executor has. For tests.
     #[doc(hidden)]
     pub fn worker_threads(&self) -> usize {
-        self.shared.lock().workers
+        self.shared.workers.alive()
     }
 
     /// Cancels every call `id` names (running or queued), whatever its
@@ -554,14 +446,14 @@ impl Drop for Executor {
     fn drop(&mut self) {
         // Running calls are cancelled; the workers end with the job queue.
         self.discard();
-        self.shared.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.shared.workers.close();
     }
 }
 
 /// Marks `t` cancelled: a queued call is done at once, a running one is told
 /// to stop (epoch interruption for wasm, a killed process group for Bash).
 /// Whether its result went out at once, to the handle that claimed it.
-fn cancel(t: &mut Tracked, why: String) -> bool {
+pub(super) fn cancel(t: &mut Tracked, why: String) -> bool {
     if t.cancelled.is_some() {
         return false;
     }
@@ -596,7 +488,7 @@ fn describe(host: &dyn Caller, tool_use: &ToolUse) -> String {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -633,7 +525,7 @@ impl Shared {
         result.map(Update::Result)
     }
 
-    fn wake(&self) {
+    pub(super) fn wake(&self) {
         self.changed.notify_all();
         self.notify.notify_waiters();
         self.notify.notify_one();
@@ -645,7 +537,7 @@ impl Shared {
     /// concurrency-safe (or not known to be) it blocks the queue behind it,
     /// and if it is, what stops it (a non-safe call running, or the maximum
     /// reached) stops every later call too.
-    fn process_queue(this: &Arc<Shared>, state: &mut State) {
+    pub(super) fn process_queue(this: &Arc<Shared>, state: &mut State) {
         if state.discarded {
             return;
         }
@@ -688,12 +580,9 @@ impl Shared {
                 let mut state = shared.lock();
                 state.classifying -= 1;
                 // A call this lets start runs next on this worker.
-                FINISHING.set(true);
-                Self::learned(&shared, &mut state, number, safe);
-                FINISHING.set(false);
-                Self::counted_idle(&mut state);
+                shared.workers.finishing(|| Self::learned(&shared, &mut state, number, safe));
             });
-            Self::submit(this, state, job);
+            this.workers.submit(job);
         }
     }
 
@@ -754,80 +643,12 @@ impl Shared {
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();
-            FINISHING.set(true);
-            Self::finish(&shared, &mut state, number, result);
-            FINISHING.set(false);
-            Self::counted_idle(&mut state);
+            shared.workers.finishing(|| Self::finish(&shared, &mut state, number, result));
             drop(state);
             shared.wake();
         });
         // Started by a worker ending its call: that worker runs it next.
-        let job = match FINISHING.get() {
-            true => CARRIED.with(|slot| {
-                let mut slot = slot.borrow_mut();
-                match *slot {
-                    None => {
-                        *slot = Some(job);
-                        None
-                    }
-                    Some(_) => Some(job),
-                }
-            }),
-            false => Some(job),
-        };
-        if let Some(job) = job {
-            Self::submit(this, state, job);
-        }
-    }
-
-    /// Hands `job` to an idle worker, or starts one.
-    fn submit(this: &Arc<Shared>, state: &mut State, job: Job) {
-        let sent = match &*this.jobs.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(tx) => tx.send(job).is_ok(),
-            None => false,
-        };
-        if !sent {
-            return;
-        }
-        if state.idle > 0 {
-            state.idle -= 1;
-            return;
-        }
-        let rx = Arc::clone(&this.job_rx);
-        let shared = Arc::downgrade(this);
-        let spawned = std::thread::Builder::new().name("toolhost-call".into()).spawn(move || {
-            // However the thread ends (a job that panics too).
-            let _leaving = Leaving(shared.clone());
-            loop {
-                let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                let Ok(job) = job else { return };
-                job();
-                while let Some(next) = CARRIED.with(|slot| slot.borrow_mut().take()) {
-                    next();
-                }
-                // Back to idle (if the job's end did not count it); gone
-                // when the executor is.
-                let Some(shared) = shared.upgrade() else { return };
-                if !COUNTED_IDLE.replace(false) {
-                    shared.lock().idle += 1;
-                }
-            }
-        });
-        match spawned {
-            Ok(_) => state.workers += 1,
-            Err(e) => tracing::error!(error = %e, "could not start a worker thread"),
-        }
-    }
-
-    /// Counts the worker running this job's end idle, unless it has a call
-    /// to run next: it is, once it returns to the job channel, and a call
-    /// added meanwhile (an MCP client's next request, sent as soon as this
-    /// result reached it) then goes to it instead of starting a thread.
-    fn counted_idle(state: &mut State) {
-        if CARRIED.with(|slot| slot.borrow().is_none()) {
-            state.idle += 1;
-            COUNTED_IDLE.set(true);
-        }
+        this.workers.start(job);
     }
 
     fn finish(this: &Arc<Shared>, state: &mut State, number: usize, result: ToolResult) {
