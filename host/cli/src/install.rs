@@ -21,15 +21,21 @@
 //!    atomic rename (a watcher never sees half a component), with the
 //!    signature beside them, replacing the tool's earlier component.
 
+mod grant;
 pub mod oci;
+mod signature;
+mod uninstall;
 
 use toolhost_verify::{cosign, minisign as verify, sigstore};
 
 pub use verify::parse_sha256;
 
+use crate::start::{HostArgs, Needs, start};
 use anyhow::Context as _;
+use grant::items;
 use serde_json::json;
-use std::io::{IsTerminal, Write};
+use signature::vouch;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -107,6 +113,95 @@ fn show_changes(old: &Record, new: &Record) {
 fn refuse(source: &str, why: String) -> anyhow::Result<ExitCode> {
     eprintln!("toolhost: not installing {source}: {why}");
     Ok(ExitCode::FAILURE)
+}
+
+/// Install a tool component into the plugins directory, from a file or an
+/// OCI registry: check its SHA-256 and signature, show what it requests,
+/// and grant what you answer yes to (in the workspace's
+/// .toolhost/settings.local.json)
+#[derive(clap::Args)]
+pub struct Args {
+    /// The component file (FILE.minisig beside it is its signature), or
+    /// oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST); with --upgrade,
+    /// the installed tool's name
+    #[arg(value_name = "FILE|oci://REF|NAME")]
+    source: String,
+    /// Pull the tag the tool NAME was installed from again, and review what
+    /// changed
+    #[arg(long)]
+    upgrade: bool,
+    /// Refuse the file unless its SHA-256 is this (64 hex digits)
+    #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
+    sha256: Option<String>,
+    /// Grant everything it requests without asking (for scripts)
+    #[arg(long)]
+    yes: bool,
+    /// The longest a pull from a registry may take, in seconds, however
+    /// slowly the registry answers
+    #[arg(long, value_name = "SECONDS", default_value_t = oci::PULL_TIMEOUT.as_secs())]
+    pull_timeout: u64,
+    /// A Wassette policy file (policy.yaml), read as what the component
+    /// requests and installed beside it as NAME.policy.yaml [default:
+    /// FILE's NAME.policy.yaml, if there is one]
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// A WASI command's tool name (a component exporting wasi:cli/run),
+    /// written to NAME.tool.yaml beside it [default: FILE's
+    /// NAME.tool.yaml's, else the file's name]
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// What the WASI command does, for the model (NAME.tool.yaml's
+    /// `description`)
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// Remove an installed tool from the plugins directory, and its grants
+/// from the workspace's .toolhost/settings.local.json
+#[derive(clap::Args)]
+pub struct UninstallArgs {
+    /// The tool's name (or its file's name without .wasm)
+    name: String,
+    /// Keep toolGrants.NAME in the workspace's local settings
+    #[arg(long)]
+    keep_grants: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// `toolhost install`: its host loads no plugins, but each file it looks
+/// at, one by one.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let started = start(&args.host, Needs::default())?;
+    let named = toolhost::manifest::Manifest { name: args.name, description: args.description };
+    let installer = Installer {
+        host: &started.host,
+        settings: &started.settings,
+        dir: &started.plugins_dir,
+        pull_timeout: std::time::Duration::from_secs(args.pull_timeout),
+        policy: args.policy.as_deref(),
+        named,
+    };
+    match args.upgrade {
+        false => installer.install(&args.source, args.sha256.as_deref(), args.yes),
+        true => installer.upgrade(&args.source, args.sha256.as_deref(), args.yes),
+    }
+}
+
+/// `toolhost uninstall`.
+pub fn run_uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    let started = start(&args.host, Needs::default())?;
+    let installer = Installer {
+        host: &started.host,
+        settings: &started.settings,
+        dir: &started.plugins_dir,
+        pull_timeout: oci::PULL_TIMEOUT,
+        policy: None,
+        named: Default::default(),
+    };
+    installer.uninstall(&args.name, args.keep_grants)
 }
 
 /// The file beside the plugins' components that holds the operator's
@@ -409,112 +504,6 @@ impl Installer<'_> {
         Ok(ExitCode::SUCCESS)
     }
 
-    /// Compares `bytes` with the pinned SHA-256, saying what it found; their
-    /// SHA-256.
-    fn check_hash(&self, bytes: &[u8], pinned: Option<&str>) -> Result<String, String> {
-        let hash = toolhost::content_hash(bytes);
-        match pinned {
-            Some(pinned) if pinned != hash => {
-                return Err(format!("its SHA-256 is {hash}, not {pinned} as --sha256 requires"));
-            }
-            Some(_) => println!("sha256:          {hash} (as pinned)"),
-            None => println!("sha256:          {hash} (not pinned: --sha256 HEX checks it)"),
-        }
-        Ok(hash)
-    }
-
-    /// Checks `bytes` (read from `file`) against the pinned hash and, with
-    /// trusted keys, against the signature beside `file` (`FILE.minisig`, or
-    /// a Sigstore bundle `FILE.sigstore.json` as `cosign sign-blob --bundle`
-    /// writes it); returns the minisign signature's text (if any) or why the
-    /// file is refused.
-    fn vouch(&self, file: &Path, bytes: &[u8], pinned: Option<&str>) -> anyhow::Result<Result<Option<String>, String>> {
-        let hash = match self.check_hash(bytes, pinned) {
-            Ok(hash) => hash,
-            Err(why) => return Ok(Err(why)),
-        };
-        let signature_file = beside(file, "minisig");
-        let signature = match std::fs::read_to_string(&signature_file) {
-            Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Ok(Err(format!("cannot read its signature {}: {e}", signature_file.display()))),
-        };
-        let bundle_file = beside(file, "sigstore.json");
-        let bundle = match std::fs::File::open(&bundle_file) {
-            Ok(f) => {
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::Read::take(f, sigstore::MAX_BUNDLE), &mut bytes)
-                    .with_context(|| format!("reading {}", bundle_file.display()))?;
-                Some(bytes)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Ok(Err(format!("cannot read its bundle {}: {e}", bundle_file.display()))),
-        };
-        let keys = self.trusted_keys()?;
-        if keys.is_empty() {
-            match (&signature, &bundle) {
-                (None, None) => {
-                    println!("signature:       not checked: no trusted keys are configured, and it has none")
-                }
-                _ => println!(
-                    "signature:       not checked: no trusted keys are configured ({} is not verified)",
-                    if signature.is_some() { &signature_file } else { &bundle_file }.display()
-                ),
-            }
-            return Ok(Ok(signature));
-        }
-        let mut why = Vec::new();
-        if let Some(text) = &signature {
-            if keys.minisign.is_empty() {
-                why.push(format!(
-                    "{} is a minisign signature, and no trusted key is a minisign key",
-                    signature_file.display()
-                ));
-            } else {
-                match verify::verify(bytes, text, &keys.minisign) {
-                    Ok(verified) => {
-                        println!(
-                            "signature:       verified: signed with the trusted key {} ({}); trusted comment: {}",
-                            verified.key.text, verified.key.origin, verified.trusted_comment
-                        );
-                        return Ok(Ok(signature));
-                    }
-                    Err(e) => why.push(format!("its signature {} {e}", signature_file.display())),
-                }
-            }
-        }
-        if let Some(bundle) = &bundle {
-            if !keys.vouch_for_registries() {
-                why.push(format!(
-                    "{} is a Sigstore bundle, and no trusted key is a cosign key or a Sigstore signer",
-                    bundle_file.display()
-                ));
-            } else {
-                match sigstore::verify(bundle, &format!("sha256:{hash}"), &keys.cosign, &keys.sigstore) {
-                    Ok(verified) => {
-                        println!(
-                            "signature:       verified: the Sigstore bundle {} signed by {}",
-                            bundle_file.display(),
-                            verified.who
-                        );
-                        return Ok(Ok(signature));
-                    }
-                    Err(e) => why.push(format!("its bundle {}: {e}", bundle_file.display())),
-                }
-            }
-        }
-        if why.is_empty() {
-            return Ok(Err(format!(
-                "it has no signature ({} and {} are missing), and with trusted keys configured ({}) \
-                 a component is installed only signed by one of them",
-                signature_file.display(),
-                bundle_file.display(),
-                keys.origins().join("; ")
-            )));
-        }
-        Ok(Err(why.join("; ")))
-    }
-
     /// Loads `bytes` as the host loads a plugin (compiling them into the
     /// cache) and finds the files of the plugins directory holding any of
     /// the same tools; or why they are refused.
@@ -574,70 +563,6 @@ impl Installer<'_> {
         Ok(Ok(Reviewed { tools, earlier }))
     }
 
-    /// Shows what `tools` (one component's) are granted already, grants
-    /// what they lack as the operator answers (all with `yes`; none without
-    /// a terminal), in the local settings, and says what is left and how to
-    /// grant it. The tools of one component request the same: the operator
-    /// is asked once, and each tool is granted the answer by its name.
-    fn grant(&self, tools: &[LoadedTool], yes: bool) -> anyhow::Result<()> {
-        let tool = &tools[0];
-        let name = &tool.spec().name;
-        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
-        let existing = self.settings.tool_grants.get(name).cloned().unwrap_or_default();
-        println!("already granted: {}", existing.describe());
-        // What it requests and `toolGrants` do not give it yet, item by item.
-        let project = &self.host.working_dirs()[0];
-        let wanted: Vec<Allowance> = items(tool.requests())
-            .into_iter()
-            .filter(|item| !toolhost::grants::intersect(item, &existing, project).1.is_empty())
-            .collect();
-        let answers = if wanted.is_empty() {
-            Vec::new()
-        } else if yes {
-            vec![true; wanted.len()]
-        } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-            ask(name, &wanted).context("reading the answers")?
-        } else {
-            println!("(not at a terminal, so nothing is asked and nothing granted; --yes grants it all)");
-            vec![false; wanted.len()]
-        };
-        let (mut granted, mut left) = (Allowance::default(), Allowance::default());
-        for (item, yes) in wanted.iter().zip(&answers) {
-            if *yes { granted.add(item) } else { left.add(item) }
-        }
-        let local = self.settings.local_file.as_deref();
-        if !granted.is_empty() {
-            let local = local.context("there is no local settings file to write the grants to")?;
-            for name in &names {
-                toolhost::grants::persist::add_tool_grant(local, name, &granted)?;
-            }
-            self.keep_trusted(local);
-            let keys: Vec<String> = names.iter().map(|n| format!("toolGrants.{n}")).collect();
-            println!("granted:         {} (in {} of {})", granted.describe(), keys.join(", "), local.display());
-            if matches!(self.settings.trust, Some((_, false))) {
-                println!(
-                    "note:            {} is not trusted (new, or changed since `toolhost trust`), so its grants \
-                     do not count yet: review it, then run `toolhost trust`",
-                    local.display()
-                );
-            }
-        }
-        if !left.is_empty() {
-            let file = local.map_or("a settings file".into(), |f| f.display().to_string());
-            println!("not granted:     {}", left.describe());
-            println!("To grant it, add this to {file} (or install again at a terminal, or with --yes):");
-            let each: serde_json::Map<String, serde_json::Value> =
-                names.iter().map(|n| (n.to_string(), json!(left))).collect();
-            println!("{}", serde_json::to_string_pretty(&json!({"toolGrants": each}))?);
-        }
-        let mut will_have = existing;
-        will_have.add(&granted);
-        for lack in refused_imports(tool, &will_have, project) {
-            println!("warning:         {name} will not load until it is granted {lack}");
-        }
-        Ok(())
-    }
-
     /// The policy file's text: `--policy`'s, else the one beside the
     /// component `file` installed from, if any; why it cannot be read.
     fn policy_text(&self, file: Option<&Path>) -> Result<Option<String>, String> {
@@ -677,84 +602,6 @@ impl Installer<'_> {
         let text = manifest.text();
         Manifest::read(&text).map_err(|why| format!("--name or --description: {why}"))?;
         Ok(Some(text))
-    }
-
-    /// `toolhost uninstall NAME [--keep-grants]`.
-    pub fn uninstall(&self, name: &str, keep_grants: bool) -> anyhow::Result<ExitCode> {
-        let installed = self.installed()?;
-        let matching: Vec<&Installed> =
-            installed.iter().filter(|i| i.holds(name) || i.path.file_stem().is_some_and(|s| s == name)).collect();
-        if matching.is_empty() {
-            if self.host.tool(name).is_some_and(|t| *t.origin() == Origin::Builtin) {
-                eprintln!(
-                    "toolhost: {name} is a built-in tool, which cannot be uninstalled; to keep it from the model, \
-                     deny it (--deny {name}, or \"{name}\" in permissions.deny of a settings file)"
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            let list: Vec<String> = installed
-                .iter()
-                .map(|i| {
-                    let file = i.path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-                    match &i.names {
-                        Ok(tools) => format!("{} ({file})", tools.join(", ")),
-                        Err(_) => format!("{file} (does not load)"),
-                    }
-                })
-                .collect();
-            eprintln!(
-                "toolhost: no installed tool is called {name}; the plugins directory {} holds {}",
-                self.dir.display(),
-                if list.is_empty() { "none".into() } else { list.join(", ") }
-            );
-            return Ok(ExitCode::FAILURE);
-        }
-        let mut names = vec![name.to_string()];
-        for i in &matching {
-            remove(&i.path)?;
-            remove(&beside(&i.path, "minisig"))?;
-            remove(&beside(&i.path, RECORD))?;
-            remove(&toolhost::grants::wassette::beside(&i.path))?;
-            remove(&toolhost::manifest::beside(&i.path))?;
-            let held = i.names.as_ref().map_or_else(|_| name.to_string(), |n| n.join(", "));
-            println!("removed {held}: {}", i.path.display());
-            for tool in i.names.iter().flatten() {
-                if !names.contains(tool) {
-                    names.push(tool.clone());
-                }
-            }
-        }
-        if let (false, Some(local)) = (keep_grants, &self.settings.local_file) {
-            for tool in &names {
-                if toolhost::grants::persist::remove_tool_grant(local, tool)? {
-                    self.keep_trusted(local);
-                    println!("removed toolGrants.{tool} from {}", local.display());
-                }
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    /// The keys a component must be signed with: `trustedPluginKeys` of the
-    /// user and managed settings, and the keys file of the configuration
-    /// directory. A key that does not read is an error naming where it is.
-    fn trusted_keys(&self) -> anyhow::Result<Keys> {
-        let mut keys = Keys::default();
-        for (text, file) in &self.settings.trusted_plugin_keys {
-            keys.add(text, format!("trustedPluginKeys of {file}")).map_err(anyhow::Error::msg)?;
-        }
-        for (signer, file) in &self.settings.trusted_plugin_signers {
-            keys.sigstore.push(sigstore_signer(signer, file)?);
-        }
-        let file = toolhost::config_dir().join(KEYS_FILE);
-        match std::fs::read_to_string(&file) {
-            Ok(text) => {
-                keys.extend(verify::parse_key_file(&text, &file.display().to_string()).map_err(anyhow::Error::msg)?)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("reading the trusted keys {}", file.display())),
-        }
-        Ok(keys)
     }
 
     /// The `*.wasm` files of the plugins directory (as the host picks them),
@@ -811,149 +658,6 @@ impl Installer<'_> {
         std::fs::File::open(self.dir).and_then(|d| d.sync_all()).map_err(written)?;
         Ok(())
     }
-
-    /// The local settings were changed by the operator's own answer: if
-    /// they trusted the file, it stays trusted (as "allow always" keeps it).
-    fn keep_trusted(&self, file: &Path) {
-        if let Some((store, true)) = &self.settings.trust {
-            let mut trusted = TrustStore::load(store);
-            if let Err(e) = trusted.trust(file).and_then(|()| trusted.save(store)) {
-                eprintln!(
-                    "toolhost: warning: could not record {} as trusted in {}: {e}",
-                    file.display(),
-                    store.display()
-                );
-            }
-        }
-    }
-}
-
-/// Who vouches for the pulled component: a cosign signature beside it (the
-/// `.sig` tag) by a trusted key, or a Sigstore bundle attached to it (OCI
-/// referrers) by a trusted key or signer. Why none does, otherwise.
-fn vouch(pulled: &oci::Pulled, keys: &verify::Keys) -> Result<String, String> {
-    let mut why = Vec::new();
-    match &pulled.signatures {
-        Ok(found) if found.is_empty() => {}
-        Ok(found) => match cosign::verify(found, &pulled.manifest, &keys.cosign) {
-            Ok(key) => {
-                return Ok(format!("a cosign signature of {} by the trusted key of {}", pulled.manifest, key.origin));
-            }
-            Err(e) => why.push(e),
-        },
-        Err(e) => why.push(format!("its cosign signatures could not be read: {e}")),
-    }
-    match &pulled.bundles {
-        Ok(bundles) => {
-            for bundle in bundles {
-                match sigstore::verify(bundle, &pulled.manifest, &keys.cosign, &keys.sigstore) {
-                    Ok(verified) => {
-                        return Ok(format!("a Sigstore bundle of {} signed by {}", pulled.manifest, verified.who));
-                    }
-                    Err(e) => why.push(format!("a Sigstore bundle: {e}")),
-                }
-            }
-        }
-        Err(e) => why.push(format!("its Sigstore bundles could not be read: {e}")),
-    }
-    if why.is_empty() {
-        return Err(format!(
-            "it has no cosign signature (no {} in its repository) and no Sigstore bundle attached, and with trusted \
-             keys configured a component is installed only signed by one of them",
-            cosign::signature_tag(&pulled.manifest)
-        ));
-    }
-    Err(format!("nothing attached to it vouches for it: {}", why.join("; ")))
-}
-
-/// A `trustedPluginSigners` entry of `file`, its trust root read.
-fn sigstore_signer(signer: &toolhost::settings::TrustedSigner, file: &str) -> anyhow::Result<sigstore::Signer> {
-    let origin = format!("trustedPluginSigners of {file}");
-    let root = std::fs::read_to_string(&signer.trust_root)
-        .with_context(|| format!("{origin}: reading the trust root {}", signer.trust_root.display()))?;
-    let root = sigstore::TrustRoot::parse(&root)
-        .map_err(|e| anyhow::anyhow!("{origin}: the trust root {}: {e}", signer.trust_root.display()))?;
-    let identity = match (&signer.identity, &signer.identity_regexp) {
-        (Some(exact), _) => sigstore::Identity::Exact(exact.clone()),
-        (None, Some(pattern)) => sigstore::Identity::pattern(pattern).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?,
-        (None, None) => anyhow::bail!("{origin}: a signer names an identity or an identityRegexp"),
-    };
-    Ok(sigstore::Signer { origin, root, issuer: signer.issuer.clone(), identity })
-}
-
-/// What `requests` asks for, one grant per item: the working directories,
-/// each directory, host, variable and secret, the process capability,
-/// memory, time.
-fn items(requests: &Allowance) -> Vec<Allowance> {
-    // Every field named, so that a new kind of request is not left out.
-    let Allowance { workspace, directories, hosts, env, secrets, process, memory_mib, timeout_ms } = requests;
-    let one = Allowance::default;
-    let mut items: Vec<Allowance> = workspace.map(|a| Allowance { workspace: Some(a), ..one() }).into_iter().collect();
-    items.extend(directories.iter().map(|d| Allowance { directories: vec![d.clone()], ..one() }));
-    items.extend(hosts.iter().map(|h| Allowance { hosts: vec![h.clone()], ..one() }));
-    items.extend(env.iter().map(|e| Allowance { env: vec![e.clone()], ..one() }));
-    items.extend(secrets.iter().map(|s| Allowance { secrets: vec![s.clone()], ..one() }));
-    items.extend(process.then(|| Allowance { process: true, ..one() }));
-    items.extend(memory_mib.map(|m| Allowance { memory_mib: Some(m), ..one() }));
-    items.extend(timeout_ms.map(|t| Allowance { timeout_ms: Some(t), ..one() }));
-    items
-}
-
-/// Asks the operator which of `wanted` to grant, on standard error (the
-/// terminal, also when the review on stdout goes to a file): all, none, or
-/// item by item. Anything but a yes is a no.
-fn ask(name: &str, wanted: &[Allowance]) -> std::io::Result<Vec<bool>> {
-    eprintln!("\n{name} requests, and is not granted yet:");
-    for (n, item) in wanted.iter().enumerate() {
-        eprintln!("  {}. {}", n + 1, item.describe());
-    }
-    let answer = prompt(&format!("Grant {name} all of this? [y] all, [n] none, [c] choose one by one (default: n) "))?;
-    match answer.as_str() {
-        "y" | "yes" => Ok(vec![true; wanted.len()]),
-        "c" | "choose" => wanted
-            .iter()
-            .map(|item| {
-                prompt(&format!("  grant {}? [y/N] ", item.describe())).map(|a| matches!(a.as_str(), "y" | "yes"))
-            })
-            .collect(),
-        _ => Ok(vec![false; wanted.len()]),
-    }
-}
-
-/// Prints `question` and reads one answer line, trimmed and lowercase (end
-/// of input: an empty answer).
-fn prompt(question: &str) -> std::io::Result<String> {
-    let mut err = std::io::stderr();
-    write!(err, "{question}")?;
-    err.flush()?;
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line)?;
-    Ok(line.trim().to_ascii_lowercase())
-}
-
-/// The grants `tool` would lack to load at all, given `granted`: a
-/// capability it imports needs what its requests ask for it (the loader
-/// refuses it otherwise).
-fn refused_imports(tool: &LoadedTool, granted: &Allowance, project: &Path) -> Vec<&'static str> {
-    let (grants, _) = toolhost::grants::intersect(tool.requests(), granted, project);
-    tool.shape()
-        .capabilities
-        .iter()
-        .filter_map(|cap| match cap {
-            Capability::Files => {
-                (grants.files != FileAccess::ReadWrite).then_some("the working directories (read-write)")
-            }
-            Capability::Process => (!grants.process).then_some("the process capability"),
-            Capability::Search => (!grants.reads_files()).then_some("files to read (the workspace or a directory)"),
-            // Never granted: the loader refuses it from anything but the built-in.
-            Capability::Tools => Some("calling other tools (the Script built-in's alone)"),
-            Capability::Progress
-            | Capability::Session
-            | Capability::Output
-            | Capability::Shell
-            | Capability::Policy => None,
-        })
-        .collect()
 }
 
 /// `path` with `.EXTENSION` appended (`tool.wasm` → `tool.wasm.minisig`).
@@ -975,47 +679,4 @@ fn remove(path: &Path) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use toolhost::grants::{DirAccess, DirRequest};
-
-    #[test]
-    fn every_request_is_an_item_of_its_own() {
-        let requests = Allowance {
-            workspace: Some(DirAccess::ReadOnly),
-            directories: vec![DirRequest { path: "data".into(), access: DirAccess::ReadWrite }],
-            hosts: vec!["example.com:443".into(), "*.docs.rs".into()],
-            env: vec!["TOKEN".into()],
-            secrets: vec!["API_KEY".into()],
-            process: true,
-            memory_mib: Some(64),
-            timeout_ms: Some(5000),
-        };
-        let described: Vec<String> = items(&requests).iter().map(|a| a.describe()).collect();
-        assert_eq!(
-            described,
-            [
-                "the working directories (read-only)",
-                "directory data (read-write)",
-                "host example.com:443",
-                "host *.docs.rs",
-                "variable TOKEN",
-                "secret API_KEY",
-                "the process capability",
-                "memory 64 MiB",
-                "time 5000 ms",
-            ]
-        );
-        let mut again = Allowance::default();
-        for item in items(&requests) {
-            again.add(&item);
-        }
-        assert_eq!(again, requests, "the items add up to the requests");
-        assert!(items(&Allowance::default()).is_empty());
-    }
-
-    #[test]
-    fn a_signature_sits_beside_its_file() {
-        assert_eq!(beside(Path::new("/p/tool.wasm"), "minisig"), Path::new("/p/tool.wasm.minisig"));
-    }
-}
+mod tests;

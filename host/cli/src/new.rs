@@ -66,7 +66,26 @@ wit-bindgen = "0.61"
 "#;
 const HIDDEN_PATHS_DEPENDENCIES: &str = "globset = \"0.4\"\n";
 
-pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+/// Start a tool project: the source of a small working tool, the WIT and
+/// the helper it builds against, build.sh (pinned toolchain) and test.sh
+#[derive(clap::Args)]
+pub struct Args {
+    /// The tool's name, as the model will call it (e.g. `WordCount`)
+    name: String,
+    /// The language to write it in
+    #[arg(long, value_enum)]
+    lang: Lang,
+    /// Where to create it [default: the name in kebab case, here]
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+/// `toolhost new`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    new(&args.name, args.lang, args.dir.as_deref())
+}
+
+fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
     check_name(name)?;
     let crate_name = snake(name);
     let dir = dir.map_or_else(|| PathBuf::from(crate_name.replace('_', "-")), Path::to_path_buf);

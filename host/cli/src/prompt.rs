@@ -1,9 +1,35 @@
-//! The terminal prompt: asks on standard error, reads the answer from
-//! standard input (both terminals). One prompt at a time.
+//! Every question toolhost puts at a terminal, in one place: a call's
+//! approval (`call`), the grants of `install`, and a secret's value
+//! (`secret set`, without echo). Questions go to standard error; answers
+//! come from standard input.
 
-use std::io::Write;
+use std::io::{IsTerminal as _, Write as _};
 use toolhost::{Answer, Approver, AskRequest};
 
+/// Whether a user is there to answer: standard input and standard error
+/// are both terminals.
+pub fn at_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Shows `question` on standard error and reads one answer line, trimmed
+/// (end of input: an empty answer).
+pub fn ask_line(question: &str) -> std::io::Result<String> {
+    let mut err = std::io::stderr().lock();
+    write!(err, "{question}")?;
+    err.flush()?;
+    drop(err);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim().to_string())
+}
+
+/// Asks `question` and reads yes (`y`, `yes`, any case) or anything else.
+pub fn ask_yes(question: &str) -> std::io::Result<bool> {
+    Ok(matches!(ask_line(question)?.to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Asks a call's approval at the terminal. One question at a time.
 #[derive(Default)]
 pub struct TerminalApprover {
     lock: std::sync::Mutex<()>,
@@ -13,58 +39,30 @@ impl Approver for TerminalApprover {
     fn ask(&self, request: &AskRequest) -> Answer {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let choices = request.choices();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "\n{}", request.question());
+        let mut question = format!("\n{}\n", request.question());
         for choice in &choices {
-            let _ = writeln!(err, "  {}  {}", choice.key(), choice.explain());
+            question.push_str(&format!("  {}  {}\n", choice.key(), choice.explain()));
         }
         let keys: Vec<String> = choices.iter().map(|c| c.key().to_string()).collect();
-        let _ = write!(err, "Allow? [{}] (n <reason> to tell the model why) ", keys.join("/"));
-        let _ = err.flush();
-        drop(err);
-        let mut line = String::new();
-        if std::io::stdin().read_line(&mut line).is_err() {
-            line.clear();
-        }
-        let answer = line.trim();
-        let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((answer, ""));
+        question.push_str(&format!("Allow? [{}] (n <reason> to tell the model why) ", keys.join("/")));
+        let answer = ask_line(&question).unwrap_or_default();
+        let (word, reason) = answer.split_once(char::is_whitespace).unwrap_or((&answer, ""));
         match request.choice(word) {
-            Some(choice) => choice.answer(Some(reason)),
+            Some(choice) => choice.answer(Some(reason.trim())),
             // Anything else denies, with what was typed as the reason.
-            None => Answer::denied(Some(reason)),
+            None => Answer::denied(Some(reason.trim())),
         }
     }
 }
 
 /// Reads one line from standard input, without its line ending: at a
-/// terminal, after showing `question` on standard error, with echo off.
+/// terminal, after showing `question`, without echo (rpassword, on the
+/// terminal itself).
 pub fn read_secret(question: &str) -> std::io::Result<String> {
-    use std::io::IsTerminal as _;
-    use std::os::fd::AsRawFd as _;
-    let stdin = std::io::stdin();
-    let fd = stdin.as_raw_fd();
-    let mut line = String::new();
-    if !stdin.is_terminal() {
-        stdin.read_line(&mut line)?;
-        return Ok(line.trim_end_matches(['\n', '\r']).to_string());
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password(question);
     }
-    eprint!("{question}");
-    // SAFETY: termios is plain data, filled in by tcgetattr on a terminal
-    // descriptor; the saved state is restored below.
-    let saved = unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let saved = t;
-        t.c_lflag &= !libc::ECHO;
-        t.c_lflag |= libc::ECHONL;
-        libc::tcsetattr(fd, libc::TCSANOW, &t);
-        saved
-    };
-    let read = stdin.read_line(&mut line);
-    // SAFETY: restores the state read above, on the same descriptor.
-    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
-    read?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
