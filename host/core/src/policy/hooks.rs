@@ -25,9 +25,7 @@ mod output;
 mod process;
 
 use config::FOREIGN_EVENTS;
-pub(crate) use config::{
-    DEFAULT_TIMEOUT_SECS, HookCommand, HookConfigError, HookProblem, MAX_TIMEOUT_SECS, MatcherGroup,
-};
+pub(crate) use config::{DEFAULT_TIMEOUT_SECS, HookCommand, HookConfigError, HookProblem, MAX_TIMEOUT_SECS};
 pub use config::{HookEvent, HooksConfig};
 pub(crate) use output::Outcome;
 pub use output::{HookDecision, outcome_of_exits};

@@ -1,3 +1,4 @@
+use super::config::MatcherGroup;
 use super::*;
 use serde_json::json;
 use std::path::PathBuf;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// Rule texts from every combination of a tool name, spacing and up to

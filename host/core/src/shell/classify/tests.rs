@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// (command, read-only?)
