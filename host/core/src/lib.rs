@@ -36,6 +36,7 @@
 mod contract;
 mod epoch;
 mod fsx;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grants;
@@ -85,7 +86,9 @@ pub use session::{
 /// Settings files and trust: where settings come from, what they say, and
 /// which workspace files the user trusted.
 pub mod settings {
-    pub use crate::policy::hooks::HooksConfig;
+    pub use crate::policy::PolicyError;
+    pub use crate::policy::hooks::{HookConfigError, HookProblem, HooksConfig};
+    pub use crate::policy::rules::{ContentError, RuleError};
     pub use crate::policy::servers::{ConfiguredServer, McpServer};
     pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, TrustedSigner, load, powers};
 }
@@ -96,8 +99,8 @@ pub mod settings {
 pub mod remote {
     pub use crate::pipeline::remote::from_call_result;
     pub use crate::registry::{
-        MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
-        make_portable, normalize_name, remote_name, server_of,
+        MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool,
+        RemoteToolError, describe, make_portable, normalize_name, remote_name, server_of,
     };
 }
 
@@ -110,8 +113,8 @@ pub mod internals {
     pub use crate::policy::hooks::{HookDecision, HookEvent, outcome_of_exits};
     pub use crate::policy::rules::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
     pub use crate::policy::{Decision, Facts, ToolCheck, decide};
-    pub use crate::registry::Schema;
     pub use crate::registry::declarations::{MAX_DECLARATION, declaration_of};
+    pub use crate::registry::{Schema, SchemaError};
     pub use crate::sandbox::network::Network;
     pub use crate::shell::{
         MAX_COMMAND, Operator, Parsed, cache_in, classify, classify_parsed, command_read_only, parse, parse_fresh,

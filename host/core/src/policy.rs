@@ -31,12 +31,21 @@ use std::sync::{Arc, RwLock};
 /// Why the policy of a host could not be built, or a rule not kept.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
+    /// A permission rule cannot be used.
     #[error(transparent)]
     Rules(#[from] RuleError),
+    /// A hooks configuration cannot be used.
     #[error(transparent)]
     Hooks(#[from] HookConfigError),
+    /// The audit log cannot be opened for appending.
     #[error("audit log {path}: {source}")]
-    AuditLog { path: PathBuf, source: std::io::Error },
+    AuditLog {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A settings file cannot be read, or says something invalid.
     #[error(transparent)]
     Settings(#[from] SettingsError),
 }

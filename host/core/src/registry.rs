@@ -28,10 +28,10 @@ pub(crate) use plugins::{PluginSet, diff, is_companion_file, is_component_file};
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
 pub use pool::{SCRIPT, TOOL_SEARCH};
 pub use remote::{
-    MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool, describe,
-    make_portable, normalize_name, remote_name, server_of,
+    MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool,
+    RemoteToolError, describe, make_portable, normalize_name, remote_name, server_of,
 };
-pub use schema::{Schema, portability_problems, prepare_schema_checks};
+pub use schema::{Schema, SchemaError, portability_problems, prepare_schema_checks};
 pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
 
 /// A built-in component's bytes, for unit tests elsewhere in the crate.

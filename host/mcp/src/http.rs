@@ -50,7 +50,8 @@ pub const SOLE_TOKEN_NAME: &str = "token";
 /// [`SOLE_TOKEN_NAME`]). Blank lines and lines starting with `#` are
 /// skipped. Names are letters, digits and `._@-`; names and tokens are
 /// each used once; a token is at least 16 characters and holds no spaces.
-pub fn parse_credentials(text: &str) -> Result<Vec<Credential>, String> {
+pub fn parse_credentials(text: &str) -> Result<Vec<Credential>, CredentialsError> {
+    use CredentialsError as E;
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -58,34 +59,83 @@ pub fn parse_credentials(text: &str) -> Result<Vec<Credential>, String> {
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
         .collect();
     let mut credentials: Vec<Credential> = Vec::new();
-    for &(n, line) in &lines {
-        let fields: Vec<&str> = line.split_whitespace().collect();
+    for &(line, text) in &lines {
+        let fields: Vec<&str> = text.split_whitespace().collect();
         let (name, token) = match fields[..] {
             [token] if lines.len() == 1 => (SOLE_TOKEN_NAME, token),
-            [_] => return Err(format!("line {n}: `NAME TOKEN` expected (a bare token only in a file of one line)")),
+            [_] => return Err(E::BareTokenAmongOthers { line }),
             [name, token] => (name, token),
-            _ => return Err(format!("line {n}: `NAME TOKEN` expected, found {} fields", fields.len())),
+            _ => return Err(E::Fields { line, found: fields.len() }),
         };
         if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
             || name.len() > 128
         {
-            return Err(format!("line {n}: a name is 1 to 128 letters, digits and `._@-`"));
+            return Err(E::BadName { line });
         }
         if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!("line {n}: a token is at least 16 printable characters"));
+            return Err(E::ShortToken { line });
         }
         if credentials.iter().any(|c| c.name == name) {
-            return Err(format!("line {n}: the name `{name}` is used twice"));
+            return Err(E::NameTwice { line, name: name.to_string() });
         }
         if credentials.iter().any(|c| c.token == token) {
-            return Err(format!("line {n}: this token is used twice"));
+            return Err(E::TokenTwice { line });
         }
         credentials.push(Credential { name: name.to_string(), token: token.to_string() });
     }
     if credentials.is_empty() {
-        return Err("no credentials in it".into());
+        return Err(E::Empty);
     }
     Ok(credentials)
+}
+
+/// Why a token file cannot be used ([`parse_credentials`]); each names the
+/// line (counted from 1).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// A line of one field in a file of several credentials.
+    #[error("line {line}: `NAME TOKEN` expected (a bare token only in a file of one line)")]
+    BareTokenAmongOthers {
+        /// The line.
+        line: usize,
+    },
+    /// A line of three fields or more.
+    #[error("line {line}: `NAME TOKEN` expected, found {found} fields")]
+    Fields {
+        /// The line.
+        line: usize,
+        /// How many fields it has.
+        found: usize,
+    },
+    /// A name of other characters, or over 128.
+    #[error("line {line}: a name is 1 to 128 letters, digits and `._@-`")]
+    BadName {
+        /// The line.
+        line: usize,
+    },
+    /// A token under 16 characters, or holding a character that does not print.
+    #[error("line {line}: a token is at least 16 printable characters")]
+    ShortToken {
+        /// The line.
+        line: usize,
+    },
+    /// A name given to two credentials.
+    #[error("line {line}: the name `{name}` is used twice")]
+    NameTwice {
+        /// The line of the second.
+        line: usize,
+        /// The name.
+        name: String,
+    },
+    /// A token given to two credentials.
+    #[error("line {line}: this token is used twice")]
+    TokenTwice {
+        /// The line of the second.
+        line: usize,
+    },
+    /// No credential at all.
+    #[error("no credentials in it")]
+    Empty,
 }
 
 /// How the streamable-HTTP endpoint is guarded and stopped.

@@ -33,7 +33,8 @@ mod tools;
 pub use client::{ChildLimits, Servers};
 pub use handles::{SESSION_ARGUMENT, START_SESSION};
 pub use http::{
-    Credential, HTTP_PATH, HttpConfig, MAX_SESSIONS_PER_IDENTITY, SOLE_TOKEN_NAME, parse_credentials, serve_http,
+    Credential, CredentialsError, HTTP_PATH, HttpConfig, MAX_SESSIONS_PER_IDENTITY, SOLE_TOKEN_NAME, parse_credentials,
+    serve_http,
 };
 pub use tools::{sessionless_tools, to_mcp, tools};
 

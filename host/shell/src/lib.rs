@@ -134,21 +134,16 @@ impl Parsed {
     /// [`MAX_ANSWER`], whose every command has a `dynamic` flag per word.
     /// Anything else is an error (the parser's memory is only as sound as
     /// its C: its answer is checked as untrusted input).
-    pub fn from_guest(answer: &[u8]) -> Result<Parsed, String> {
+    pub fn from_guest(answer: &[u8]) -> Result<Parsed, AnswerError> {
         if answer.len() > MAX_ANSWER {
-            return Err(format!("its answer is {} bytes, more than the {MAX_ANSWER} allowed", answer.len()));
+            return Err(AnswerError::TooLong(answer.len()));
         }
-        let parsed: Parsed =
-            serde_json::from_slice(answer).map_err(|e| format!("its answer is not a parsed command ({e})"))?;
+        let parsed: Parsed = serde_json::from_slice(answer).map_err(|e| AnswerError::NotParsed(e.to_string()))?;
         if parsed.too_long {
-            return Err("its answer claims a length it cannot know".into());
+            return Err(AnswerError::ClaimsTooLong);
         }
         if let Some(c) = parsed.commands.iter().find(|c| c.argv.len() != c.dynamic.len()) {
-            return Err(format!(
-                "its answer has a command of {} words with {} expansion flags",
-                c.argv.len(),
-                c.dynamic.len()
-            ));
+            return Err(AnswerError::UnevenFlags { words: c.argv.len(), flags: c.dynamic.len() });
         }
         Ok(parsed)
     }
@@ -158,6 +153,39 @@ impl Parsed {
         serde_json::to_vec(self).expect("a Parsed is plain data")
     }
 }
+
+/// Why the parser's answer is not taken ([`Parsed::from_guest`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnswerError {
+    /// Longer than [`MAX_ANSWER`] bytes (how many).
+    TooLong(usize),
+    /// Not the JSON of a [`Parsed`] (why).
+    NotParsed(String),
+    /// It says the command was too long, which only the host can know.
+    ClaimsTooLong,
+    /// A command whose words and expansion flags differ in number.
+    UnevenFlags {
+        /// Its words.
+        words: usize,
+        /// Its flags.
+        flags: usize,
+    },
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerError::TooLong(len) => write!(f, "its answer is {len} bytes, more than the {MAX_ANSWER} allowed"),
+            AnswerError::NotParsed(why) => write!(f, "its answer is not a parsed command ({why})"),
+            AnswerError::ClaimsTooLong => write!(f, "its answer claims a length it cannot know"),
+            AnswerError::UnevenFlags { words, flags } => {
+                write!(f, "its answer has a command of {words} words with {flags} expansion flags")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
 
 #[cfg(test)]
 mod tests {
@@ -184,11 +212,11 @@ mod tests {
 
         let mut uneven = parsed.clone();
         uneven.commands[0].dynamic.pop();
-        assert!(Parsed::from_guest(&uneven.to_guest()).unwrap_err().contains("2 words with 1"));
+        assert!(Parsed::from_guest(&uneven.to_guest()).unwrap_err().to_string().contains("2 words with 1"));
         assert!(Parsed::from_guest(&Parsed::too_long().to_guest()).is_err());
         assert!(Parsed::from_guest(br#"{"commands":[],"extra":1}"#).is_err());
         assert!(Parsed::from_guest(b"\xff").is_err());
-        assert!(Parsed::from_guest(&vec![b' '; MAX_ANSWER + 1]).unwrap_err().contains("more than"));
+        assert!(Parsed::from_guest(&vec![b' '; MAX_ANSWER + 1]).unwrap_err().to_string().contains("more than"));
         // The host's fault note never crosses from the parser.
         let mut faulted = parsed;
         faulted.fault = Some("x".into());

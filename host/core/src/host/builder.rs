@@ -36,8 +36,9 @@ pub enum HostError {
         source: std::io::Error,
     },
     #[error("could not create the wasm engine: {0}")]
-    /// wasmtime refused the engine configuration.
-    Engine(#[source] wasmtime::Error),
+    /// wasmtime refused the engine configuration (its reason, with the
+    /// causes).
+    Engine(String),
     #[error("could not load built-in tool `{name}`: {source}")]
     /// A built-in tool failed to load (a build problem, not a user one).
     Builtin {
@@ -293,7 +294,8 @@ impl HostBuilder {
         let most_memory = settings.tool_grants.values().filter_map(|g| g.memory_mib).max().unwrap_or(0);
         let most_memory = usize::try_from(most_memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         let kept = crate::pipeline::WARM_INSTANCES + crate::pipeline::SPARE_INSTANCES;
-        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances, kept).map_err(HostError::Engine)?;
+        let sandbox = Sandbox::new(self.allocator, limits, most_memory, instances, kept)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
         let data_dir = self.data_dir.unwrap_or_else(fsx::default_data_dir);
         let cache_dir = self.cache_dir.unwrap_or_else(|| Some(fsx::default_cache_dir()));
         crate::shell::cache_in(cache_dir.clone());

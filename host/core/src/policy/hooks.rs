@@ -25,8 +25,8 @@ mod output;
 mod process;
 
 use config::FOREIGN_EVENTS;
-pub(crate) use config::{DEFAULT_TIMEOUT_SECS, HookCommand, HookConfigError, HookProblem, MAX_TIMEOUT_SECS};
-pub use config::{HookEvent, HooksConfig};
+pub(crate) use config::{DEFAULT_TIMEOUT_SECS, HookCommand, MAX_TIMEOUT_SECS};
+pub use config::{HookConfigError, HookEvent, HookProblem, HooksConfig};
 pub(crate) use output::Outcome;
 pub use output::{HookDecision, outcome_of_exits};
 use output::{Reply, clip, combine, failure_reply};

@@ -46,7 +46,7 @@ use commands::*;
 use paths::*;
 pub(crate) use suggest::suggest;
 pub use syntax::Rule;
-pub(crate) use syntax::RuleError;
+pub use syntax::RuleError;
 
 /// Which list a rule is in. Strength: deny > ask > allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,12 +84,16 @@ impl Behavior {
 /// What is wrong with a rule's content.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ContentError {
+    /// A command rule's `:*` with nothing before it.
     #[error("Prefix cannot be empty before :*. Specify a command prefix before :*. Examples: Bash(npm *), Bash(git *)")]
     EmptyPrefix,
+    /// A command wildcard no regular expression can stand for.
     #[error("not a pattern toolhost can match: {0}")]
     Pattern(String),
+    /// A path rule starts with `~`, and there is no home directory.
     #[error("`~` is used but the home directory is unknown")]
     NoHome,
+    /// A path rule that is not a glob.
     #[error("not a valid path pattern: {0}")]
     Glob(String),
 }

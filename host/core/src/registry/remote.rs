@@ -104,26 +104,22 @@ pub fn server_of(name: &str) -> Option<&str> {
 /// ([`make_portable`]) within the size and depth a component's may have, its
 /// annotations as hints (read-only tools may run beside others), Claude
 /// Code's `_meta` keys for search hints and always-loaded tools read.
-pub fn describe(server: &str, entry: &Value) -> Result<(ToolSpec, String, Vec<String>), String> {
-    let tool = entry.get("name").and_then(Value::as_str).ok_or("a tool without a `name`")?;
+pub fn describe(server: &str, entry: &Value) -> Result<(ToolSpec, String, Vec<String>), RemoteToolError> {
+    let tool = entry.get("name").and_then(Value::as_str).ok_or(RemoteToolError::NoName)?;
     let name = remote_name(server, tool);
-    check_name(&name)?;
+    check_name(&name).map_err(RemoteToolError::Name)?;
     let mut warnings = Vec::new();
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
     let description = text("description").or_else(|| text("title")).unwrap_or_default();
     let description = capped(description, MAX_REMOTE_DESCRIPTION, "description", &mut warnings);
-    let schema = entry.get("inputSchema").ok_or_else(|| format!("`{tool}` has no `inputSchema`"))?;
+    let schema = entry.get("inputSchema").ok_or_else(|| RemoteToolError::NoInputSchema { tool: tool.into() })?;
     let input_schema = make_portable(schema);
     let bytes = input_schema.to_string().len();
     if bytes > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "the input schema of `{tool}` is {} KiB; at most {} KiB are accepted",
-            bytes >> 10,
-            MAX_SCHEMA_BYTES >> 10
-        ));
+        return Err(RemoteToolError::SchemaTooLarge { tool: tool.into(), kib: bytes >> 10 });
     }
     if depth(&input_schema) > MAX_SCHEMA_DEPTH {
-        return Err(format!("the input schema of `{tool}` nests deeper than {MAX_SCHEMA_DEPTH} levels"));
+        return Err(RemoteToolError::SchemaTooDeep { tool: tool.into() });
     }
     let output_schema = match entry.get("outputSchema") {
         Some(s) if s.is_object() && s.to_string().len() <= MAX_SCHEMA_BYTES && depth(s) <= MAX_SCHEMA_DEPTH => {
@@ -168,6 +164,37 @@ pub fn describe(server: &str, entry: &Value) -> Result<(ToolSpec, String, Vec<St
         checks_permissions: false,
     };
     Ok((spec, tool.to_string(), warnings))
+}
+
+/// Why a server's tool is left out of the pool ([`describe`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteToolError {
+    /// The entry has no `name`.
+    #[error("a tool without a `name`")]
+    NoName,
+    /// `mcp__SERVER__TOOL` is not a valid tool name (why).
+    #[error("{0}")]
+    Name(String),
+    /// The entry has no `inputSchema`.
+    #[error("`{tool}` has no `inputSchema`")]
+    NoInputSchema {
+        /// The server's name for the tool.
+        tool: String,
+    },
+    /// Its input schema is larger than a component's may be.
+    #[error("the input schema of `{tool}` is {kib} KiB; at most {} KiB are accepted", MAX_SCHEMA_BYTES >> 10)]
+    SchemaTooLarge {
+        /// The server's name for the tool.
+        tool: String,
+        /// Its schema's size.
+        kib: usize,
+    },
+    /// Its input schema nests deeper than a component's may.
+    #[error("the input schema of `{tool}` nests deeper than {MAX_SCHEMA_DEPTH} levels")]
+    SchemaTooDeep {
+        /// The server's name for the tool.
+        tool: String,
+    },
 }
 
 /// Deepest `$ref` chain [`make_portable`] follows; a deeper (or recursive)
@@ -367,9 +394,9 @@ mod tests {
         assert_eq!(spec.search_hint.as_deref(), Some("files"));
         assert!(spec.always_load && !spec.checks_permissions);
         let unnamed = describe("fs", &json!({"inputSchema": {}})).unwrap_err();
-        assert!(unnamed.contains("name"), "{unnamed}");
+        assert_eq!(unnamed, RemoteToolError::NoName);
         let long = describe(&"s".repeat(60), &json!({"name": "t", "inputSchema": {}})).unwrap_err();
-        assert!(long.contains("not a valid tool name"), "{long}");
+        assert!(long.to_string().contains("not a valid tool name"), "{long}");
         let writer = describe("fs", &json!({"name": "w", "inputSchema": {"type": "object"}})).unwrap().0;
         assert_eq!((writer.hints.read_only, writer.hints.concurrency_safe), (Some(false), Some(false)));
     }

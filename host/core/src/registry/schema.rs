@@ -29,11 +29,11 @@ pub fn prepare_schema_checks() {
 
 impl Schema {
     /// Compiles `json`; an invalid schema is an error naming what is wrong.
-    pub fn compile(json: Value) -> Result<Schema, String> {
+    pub fn compile(json: Value) -> Result<Schema, SchemaError> {
         let validator = jsonschema::options()
             .should_validate_formats(false)
             .build(&json)
-            .map_err(|e| format!("invalid JSON Schema: {e}"))?;
+            .map_err(|e| SchemaError::Invalid(e.to_string()))?;
         Ok(Schema { json, validator, broken: None })
     }
 
@@ -48,21 +48,47 @@ impl Schema {
     /// Checks `input`; the error lists every problem, one per line, in the
     /// shape models are used to (`InputValidationError: Read failed due to the
     /// following issue: ...`).
-    pub fn check(&self, tool: &str, input: &Value) -> Result<(), String> {
+    pub fn check(&self, tool: &str, input: &Value) -> Result<(), SchemaError> {
         if let Some(why) = &self.broken {
-            return Err(format!(
-                "{tool} cannot be called: its own schema is broken ({why}). This is a bug in the tool."
-            ));
+            return Err(SchemaError::Broken { tool: tool.to_string(), why: why.clone() });
         }
         if self.validator.is_valid(input) {
             return Ok(());
         }
         let mut problems: Vec<String> = self.validator.iter_errors(input).map(|e| describe(&self.json, &e)).collect();
         problems.dedup();
-        let (noun, list) =
-            if problems.len() == 1 { ("issue", problems[0].clone()) } else { ("issues", problems.join("\n")) };
-        Err(format!("InputValidationError: {tool} failed due to the following {noun}:\n{list}"))
+        Err(SchemaError::Input { tool: tool.to_string(), problems })
     }
+}
+
+/// Why a schema does not compile, or an input does not pass one. Each
+/// reads as a message a model can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The schema is not valid JSON Schema (2020-12).
+    #[error("invalid JSON Schema: {0}")]
+    Invalid(String),
+    /// The tool's own schema did not compile: no input passes it.
+    #[error("{tool} cannot be called: its own schema is broken ({why}). This is a bug in the tool.")]
+    Broken {
+        /// The tool called.
+        tool: String,
+        /// Why its schema did not compile.
+        why: String,
+    },
+    /// The input breaks the schema.
+    #[error("InputValidationError: {tool} failed due to the following {}:\n{}", issues(.problems), .problems.join("\n"))]
+    Input {
+        /// The tool called.
+        tool: String,
+        /// Each problem, one line each, naming the field.
+        problems: Vec<String>,
+    },
+}
+
+/// "issue" or "issues", for `problems`.
+fn issues(problems: &[String]) -> &'static str {
+    if problems.len() == 1 { "issue" } else { "issues" }
 }
 
 /// Where `schema` leaves the subset of JSON Schema that Anthropic's,
@@ -252,19 +278,21 @@ mod tests {
     fn messages_name_the_fields() {
         let s = schema();
         assert_eq!(
-            s.check("Read", &json!({})).unwrap_err(),
+            s.check("Read", &json!({})).unwrap_err().to_string(),
             "InputValidationError: Read failed due to the following issue:\nThe required parameter `file_path` is missing"
         );
-        let e = s.check("Read", &json!({"file_path": 1, "limit": "2", "extra": true})).unwrap_err();
+        let e = s.check("Read", &json!({"file_path": 1, "limit": "2", "extra": true})).unwrap_err().to_string();
         assert!(e.contains("The parameter `file_path` type is expected as `string` but provided as `integer`"), "{e}");
         assert!(
             e.contains("The parameter `limit` type is expected as `integer or null` but provided as `string`"),
             "{e}"
         );
         assert!(e.contains("An unexpected parameter `extra` was provided"), "{e}");
-        let e = s.check("Read", &json!({"file_path": "x", "limit": 0})).unwrap_err();
+        let e = s.check("Read", &json!({"file_path": "x", "limit": 0})).unwrap_err().to_string();
         assert!(e.contains("`limit` is invalid"), "{e}");
-        assert!(s.check("Read", &json!("text")).unwrap_err().contains("must be a JSON object, but a string"));
+        assert!(
+            s.check("Read", &json!("text")).unwrap_err().to_string().contains("must be a JSON object, but a string")
+        );
         s.check("Read", &json!({"file_path": "x", "limit": null})).unwrap();
     }
 }

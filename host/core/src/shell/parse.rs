@@ -242,7 +242,7 @@ impl Parser {
             .data(&store)
             .get(start..start.saturating_add(len))
             .ok_or_else(|| format!("its answer lies outside its memory ({start}+{len})"))?;
-        Parsed::from_guest(bytes)
+        Parsed::from_guest(bytes).map_err(|e| e.to_string())
     }
 }
 

@@ -121,21 +121,45 @@ impl fmt::Display for HookEvent {
 /// A hooks configuration that cannot be used; each names where it is.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum HookConfigError {
+    /// An event name that is neither toolhost's nor a known one of Claude
+    /// Code's.
     #[error("{origin}: hooks: unknown event `{event}` (toolhost runs PreToolUse, PostToolUse and PostToolUseFailure)")]
-    UnknownEvent { origin: String, event: String },
+    UnknownEvent {
+        /// The settings file.
+        origin: String,
+        /// The event's name.
+        event: String,
+    },
+    /// A matcher that is not a regular expression.
     #[error("{at}: invalid matcher `{matcher}`: {reason}")]
-    Matcher { at: String, matcher: String, reason: String },
+    Matcher {
+        /// Where it is (file and key).
+        at: String,
+        /// The matcher.
+        matcher: String,
+        /// Why it does not compile.
+        reason: String,
+    },
+    /// A hook that cannot run.
     #[error("{at}: {problem}")]
-    Hook { at: String, problem: HookProblem },
+    Hook {
+        /// Where it is (file and key).
+        at: String,
+        /// What is wrong with it.
+        problem: HookProblem,
+    },
 }
 
 /// What is wrong with one hook's configuration.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum HookProblem {
+    /// A `type` other than `command`.
     #[error("unsupported hook type `{0}` (the only supported type is \"command\")")]
     UnsupportedType(String),
+    /// The command is empty.
     #[error("empty command")]
     EmptyCommand,
     #[error("timeout must be a positive number of seconds up to {MAX_TIMEOUT_SECS}, not {0}")]
+    /// A timeout that is not a positive number of seconds up to a day.
     Timeout(f64),
 }

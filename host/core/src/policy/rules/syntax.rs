@@ -38,37 +38,75 @@ pub struct Rule {
 /// Claude Code 2.1.328's, where it refuses the same rule.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
+    /// The rule is empty.
     #[error("a rule is empty: Permission rule cannot be empty")]
     Empty,
     #[error(
         "rule `{0}`: Malformed Tool(content) rule. Rules take the form Tool or Tool(content) and must end at the \
          closing \")\"; parentheses inside the content are literal"
     )]
+    /// The rule is not `Tool` or `Tool(content)`.
     Malformed(String),
     #[error("rule `{0}`: Empty parentheses with no tool name. Specify a tool name before the parentheses")]
+    /// `(content)` with no tool before it.
     NoToolBeforeParens(String),
+    /// The rule names no tool.
     #[error("rule `{0}` names no tool")]
     NoTool(String),
     #[error("rule `{rule}`: `{tool}` is not a tool name (expected `Tool` or `Tool(content)`)")]
-    BadTool { rule: String, tool: String },
+    /// What names the tool is not a tool name.
+    BadTool {
+        /// The rule.
+        rule: String,
+        /// What stands where the tool's name should.
+        tool: String,
+    },
     #[error(
         "rule `{rule}`: Wildcard tool name \"{tool}\" is not supported in allow rules. An allow pattern must name \
          the scope it widens: a `*` may only follow a literal `mcp__SERVER__` prefix (`mcp__github__get_*`); deny \
          and ask rules accept wildcards anywhere"
     )]
-    WildcardTool { rule: String, tool: String },
+    /// An allow rule's tool name is a wildcard that widens no named scope.
+    WildcardTool {
+        /// The rule.
+        rule: String,
+        /// The wildcard.
+        tool: String,
+    },
     #[error(
         "rule `{rule}`: a wildcard tool name stands for whole tools and takes no content; name the tool to limit \
          what it may do"
     )]
-    WildcardContent { rule: String },
+    /// A wildcard tool name with content.
+    WildcardContent {
+        /// The rule.
+        rule: String,
+    },
     #[error("rule `{rule}`: Ambiguous \"\\(\" or \"\\)\" beside an unescaped parenthesis. {suggestion}")]
-    Ambiguous { rule: String, suggestion: String },
+    /// An escaped parenthesis beside an unescaped one: the content's end
+    /// is ambiguous.
+    Ambiguous {
+        /// The rule.
+        rule: String,
+        /// How to write it unambiguously.
+        suggestion: String,
+    },
     #[error("rule `{rule}`: MCP rules do not support patterns in parentheses. {suggestion}")]
-    McpContent { rule: String, suggestion: String },
+    /// An MCP tool's rule with content.
+    McpContent {
+        /// The rule.
+        rule: String,
+        /// What to write instead.
+        suggestion: String,
+    },
     /// The content is malformed for what the tool's input is.
     #[error("{entry}: {problem}")]
-    Content { entry: String, problem: super::ContentError },
+    Content {
+        /// The rule, and where it was written.
+        entry: String,
+        /// What is wrong with its content.
+        problem: super::ContentError,
+    },
     /// The path rules, each valid, are too many or too large to match together.
     #[error("path rules: {0}")]
     PathSet(String),
