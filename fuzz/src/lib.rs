@@ -14,6 +14,7 @@ pub mod guest;
 pub mod install;
 pub mod plugins;
 pub mod policy;
+pub mod primitives;
 pub mod shell;
 
 /// A fuzz target: its name (the directory of its corpus) and its checker.
@@ -58,6 +59,8 @@ pub const TARGETS: &[Target] = &[
     Target { name: "wassette_policy", check: exports::wassette_policy, seeded: 5_000 },
     Target { name: "package_docs", check: exports::package_docs, seeded: 5_000 },
     Target { name: "command", check: exports::command, seeded: 20_000 },
+    Target { name: "paths", check: primitives::paths, seeded: 20_000 },
+    Target { name: "host_names", check: primitives::host_names, seeded: 20_000 },
 ];
 
 /// The directory of the saved corpus of target `name` (its regressions

@@ -156,4 +156,6 @@ targets!(
     wassette_policy,
     package_docs,
     command,
+    paths,
+    host_names,
 );

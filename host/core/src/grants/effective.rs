@@ -6,6 +6,7 @@
 use crate::grants::{Allowance, DirAccess, HostPattern};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toolhost_primitives::path::is_inside;
 
 /// Filesystem access to the working directories (the built-ins' grant).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -116,7 +117,7 @@ pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> 
         requested_dirs.push((path.clone(), want.access));
         // The widest access any grant covering the directory gives, at most
         // what was asked for.
-        let access = granted_dirs.iter().filter(|(g, _)| path.starts_with(g)).map(|(_, a)| *a).max();
+        let access = granted_dirs.iter().filter(|(g, _)| is_inside(&path, [g])).map(|(_, a)| *a).max();
         match access.map(|a| a.min(want.access)) {
             Some(a) => {
                 if a < want.access {
@@ -131,10 +132,10 @@ pub fn intersect(requested: &Allowance, granted: &Allowance, project: &Path) -> 
     // asking for `/` granted `/srv/data` gets `/srv/data`), at the access
     // both give.
     for (granted, access) in &granted_dirs {
-        if out.dirs.iter().any(|(p, _)| granted.starts_with(p)) {
+        if out.dirs.iter().any(|(p, _)| is_inside(granted, [p])) {
             continue;
         }
-        let wanted = requested_dirs.iter().filter(|(r, _)| granted.starts_with(r)).map(|(_, a)| *a).max();
+        let wanted = requested_dirs.iter().filter(|(r, _)| is_inside(granted, [r])).map(|(_, a)| *a).max();
         if let Some(wanted) = wanted {
             out.dirs.push((granted.clone(), (*access).min(wanted)));
         }

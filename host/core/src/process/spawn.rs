@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use toolhost_primitives::path::{Containment, containment, is_inside, normalize};
 
 /// Host variables a child inherits (plus every `LC_*`).
 const ENV_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "SHELL"];
@@ -234,16 +235,29 @@ fn working_dir(requested: Option<&str>, dirs: &Dirs) -> Result<PathBuf, ProcessE
     if !path.is_absolute() {
         return Err(ProcessError::BadDirectory(format!("`{requested}` is not an absolute path")));
     }
-    let inside = |p: &Path| dirs.working.iter().any(|w| p.starts_with(w));
+    // As written (normalized) and as resolved: the one containment the
+    // file tools' paths get too.
+    let path = normalize(path);
+    let working = || dirs.working.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+    match containment(&path, |p| is_inside(p, &dirs.working)) {
+        Containment::Inside => {}
+        Containment::Outside => {
+            return Err(ProcessError::BadDirectory(format!(
+                "`{requested}` is outside the working directories ({})",
+                working()
+            )));
+        }
+        Containment::ResolvesOutside(real) => {
+            return Err(ProcessError::BadDirectory(format!(
+                "`{requested}` resolves outside the working directories ({}) through a symlink, to {}",
+                working(),
+                real.display()
+            )));
+        }
+    }
     let canonical = path
         .canonicalize()
         .map_err(|e| ProcessError::BadDirectory(format!("`{requested}` cannot be used as a working directory: {e}")))?;
-    if !inside(&canonical) {
-        return Err(ProcessError::BadDirectory(format!(
-            "`{requested}` is outside the working directories ({})",
-            dirs.working.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
-        )));
-    }
     if !canonical.is_dir() {
         return Err(ProcessError::BadDirectory(format!("`{requested}` is not a directory")));
     }
@@ -370,6 +384,30 @@ mod tests {
             }
         }
         (String::from_utf8_lossy(&out).into_owned(), child.wait(None))
+    }
+
+    #[test]
+    fn a_working_directory_is_inside_as_written_and_as_resolved() {
+        let (t, dirs) = dirs();
+        let outside = tempfile::tempdir().unwrap();
+        let out = outside.path().canonicalize().unwrap();
+        std::fs::create_dir(dirs.cwd.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&out, dirs.cwd.join("out")).unwrap();
+        std::os::unix::fs::symlink(dirs.cwd.join("sub"), out.join("in")).unwrap();
+        let text = |p: &std::path::Path| p.to_str().unwrap().to_string();
+        assert_eq!(working_dir(None, &dirs).unwrap(), dirs.cwd);
+        assert_eq!(working_dir(Some(&text(&dirs.cwd.join("sub/../sub"))), &dirs).unwrap(), dirs.cwd.join("sub"));
+        let refused = |p: &std::path::Path| match working_dir(Some(&text(p)), &dirs) {
+            Err(ProcessError::BadDirectory(why)) => why,
+            other => panic!("{p:?}: {other:?}"),
+        };
+        assert!(refused(&dirs.cwd.join("out")).contains("resolves outside"));
+        // Outside as written, though it leads inside.
+        assert!(refused(&out.join("in")).contains("is outside"));
+        assert!(refused(&dirs.cwd.join("sub/../..")).contains("is outside"));
+        assert!(refused(Path::new("sub")).contains("not an absolute path"));
+        assert!(refused(&dirs.cwd.join("missing")).contains("cannot be used"));
+        drop(t);
     }
 
     #[test]
