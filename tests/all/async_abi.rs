@@ -20,7 +20,7 @@ fn act(action: &str) -> Value {
 }
 
 fn tool_use(id: &str, action: &str) -> Value {
-    json!({"type": "tool_use", "id": id, "name": "AsyncAdversary", "input": act(action)})
+    tool_use_line(id, "AsyncAdversary", act(action))
 }
 
 #[test]

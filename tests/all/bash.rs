@@ -6,45 +6,14 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost::{CallOptions, Host, PermissionMode, ToolUse};
+use toolhost::{CallOptions, Host, PermissionMode};
 
 fn bash(sb: &Sandbox, command: &str, extra: &[&str]) -> Run {
     call(sb, "Bash", &json!({"command": command}), extra)
 }
 
 fn host(sb: &Sandbox, mode: PermissionMode) -> Host {
-    Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(None)
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
-        .mode(mode)
-        .build()
-        .expect("host")
-}
-
-fn tool_use(name: &str, input: serde_json::Value) -> ToolUse {
-    ToolUse { id: "toolu_bash".into(), name: name.into(), input }
-}
-
-/// Whether a process whose command line contains `marker` still runs.
-fn running(marker: &str) -> bool {
-    !matching(marker).is_empty()
-}
-
-/// The processes whose command line contains `marker`, each as its
-/// `/proc/PID/stat` line (state, parent, process group), for a failure's
-/// message.
-fn matching(marker: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
-        })
-        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
-        .collect()
+    host_builder(sb).mode(mode).build().expect("host")
 }
 
 #[test]
@@ -91,8 +60,8 @@ fn timeouts_kill_the_whole_process_tree() {
     let text = call(&sb, "Bash", &input, &["--mode", "bypassPermissions"]).assert_error("Exit code 143");
     assert_eq!(text, "Exit code 143");
     assert!(started.elapsed() < Duration::from_secs(15));
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!running(&format!("sleep {marker}")), "the forked grandchild was killed too");
+    // The forked grandchild was killed too.
+    wait_gone(&format!("sleep {marker}"), Duration::from_secs(10));
 }
 
 #[test]
@@ -117,8 +86,7 @@ fn cancellation_kills_the_command() {
     let r = host.call(&host.ephemeral_session(), &tool_use("Bash", json!({"command": "sleep 27.1828"})), &options);
     assert!(r.is_error && r.text().contains("cancelled"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!running("sleep 27.1828"));
+    wait_gone("sleep 27.1828", Duration::from_secs(10));
 }
 
 #[test]
@@ -270,8 +238,7 @@ fn background_output_goes_to_a_file_that_read_reads_and_task_stop_stops_the_comm
             r#"{{"message":"Successfully stopped task: {long} (echo waiting; sleep 33.333)","task_id":"{long}","task_type":"local_bash","command":"echo waiting; sleep 33.333"}}"#
         )
     );
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!running("sleep 33.333"));
+    wait_gone("sleep 33.333", Duration::from_secs(10));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "waiting\n");
 
     // Another session neither stops it nor reads its file.
@@ -312,8 +279,7 @@ fn task_output_is_gone_and_task_stop_keeps_its_old_names() {
         let r = run(old, json!({}));
         assert_eq!(r.text(), "<tool_use_error>Missing required parameter: task_id</tool_use_error>");
     }
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!running("sleep 44.444"));
+    wait_gone("sleep 44.444", Duration::from_secs(10));
 }
 
 #[test]
@@ -334,7 +300,7 @@ fn a_background_command_is_stopped_at_its_timeout() {
     while running("sleep 55.556") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let left = matching("sleep 55.556");
+    let left = processes("sleep 55.556");
     let stop = run("TaskStop", json!({"task_id": id}));
     assert!(left.is_empty(), "stopped at its timeout; still there: {left:?}; TaskStop says {}", stop.text());
     std::thread::sleep(Duration::from_secs(1));

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use toolhost::{CallOptions, Host, PermissionMode, ToolUse};
-use toolhost_tests::{Sandbox, repo_root, shared_cache_dir};
+use toolhost_tests::{Sandbox, repo_root};
 
 /// Every row of every file, with the file it came from.
 fn rows() -> Vec<(String, Value)> {
@@ -46,14 +46,7 @@ fn rows() -> Vec<(String, Value)> {
 }
 
 fn host(sb: &Sandbox, mode: PermissionMode) -> Host {
-    Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(None)
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
-        .mode(mode)
-        .build()
-        .expect("host")
+    crate::support::host_builder(sb).mode(mode).build().expect("host")
 }
 
 /// `value` with `{ws}` and the captured `{NAME}`s put in every string.

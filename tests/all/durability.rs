@@ -123,19 +123,12 @@ fn children_die_with_a_killed_host() {
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
         writeln!(stdin, "{}", json!({"type": "tool_use", "id": "t", "name": "Bash", "input": input})).unwrap();
-        let started = std::time::Instant::now();
-        while !running(marker) {
-            assert!(started.elapsed() < std::time::Duration::from_secs(20), "the command never started");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_running(marker, std::time::Duration::from_secs(20));
         // SIGKILL: the host runs no cleanup; its children go with it anyway.
         child.kill().unwrap();
         child.wait().unwrap();
-        let killed = std::time::Instant::now();
-        while running(marker) {
-            assert!(killed.elapsed() < std::time::Duration::from_secs(5), "a child outlived its killed host");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        // No child outlives its killed host.
+        wait_gone(marker, std::time::Duration::from_secs(5));
     }
     // The killed hosts' session temporaries go at the next start.
     assert!(!temporaries(&sb.data).is_empty(), "the commands had temporary directories");
@@ -150,19 +143,12 @@ fn a_client_leaving_mid_call_leaves_nothing() {
     let mut mcp = StdioMcp::start(&sb, &["--mode", "bypassPermissions", "--child-confinement", "best-effort", "serve"]);
     let command = format!("echo kept > \"$TMPDIR/x\"; exec -a {marker} sleep 600");
     mcp.start_call(1, "Bash", json!({"command": command}));
-    let started = std::time::Instant::now();
-    while !running(marker) {
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the command never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_running(marker, std::time::Duration::from_secs(20));
     assert!(!temporaries(&sb.data).is_empty(), "the command had a temporary directory");
     let status = mcp.close();
     assert!(status.success(), "serve ended with {status}");
-    let ended = std::time::Instant::now();
-    while running(marker) {
-        assert!(ended.elapsed() < std::time::Duration::from_secs(5), "the command outlived its server");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    // The command does not outlive its server.
+    wait_gone(marker, std::time::Duration::from_secs(5));
     assert_eq!(temporaries(&sb.data), Vec::<std::path::PathBuf>::new());
 }
 
@@ -170,14 +156,6 @@ fn a_client_leaving_mid_call_leaves_nothing() {
 fn temporaries(data: &std::path::Path) -> Vec<std::path::PathBuf> {
     let sessions = std::fs::read_dir(data.join("sessions")).into_iter().flatten().flatten();
     sessions.map(|e| e.path().join("tmp")).filter(|t| t.is_dir()).collect()
-}
-
-/// Whether a process whose command line contains `marker` runs.
-fn running(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
-    })
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

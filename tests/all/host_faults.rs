@@ -195,11 +195,8 @@ fn a_panic_in_the_host_is_one_error_result_in_every_front() {
     let _ = server.kill();
     let _ = server.wait();
     // The library.
-    let host = toolhost::Host::builder()
-        .workspace(&sb.workspace)
+    let host = crate::support::host_builder(&sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .mode(toolhost::PermissionMode::BypassPermissions)
         .build()
         .expect("host");

@@ -1,20 +1,17 @@
 //! The library API: one host serving many calls, whatever the tools do.
 
+use crate::support::{host_builder, tool_use};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use toolhost::{CallOptions, Host, ToolUse};
-use toolhost_tests::{ADVERSARY, DECLARED, ECHO, Sandbox, WARM, shared_cache_dir};
+use toolhost::{CallOptions, Host};
+use toolhost_tests::{ADVERSARY, DECLARED, ECHO, Sandbox, WARM};
 
 fn host(sb: &Sandbox, configure: impl FnOnce(toolhost::HostBuilder) -> toolhost::HostBuilder) -> Host {
     sb.install(ADVERSARY);
     sb.install(ECHO);
-    let builder = Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()));
+    let builder = host_builder(sb).plugins_dir(Some(sb.plugins.clone()));
     let host = configure(builder).build().expect("host");
     assert!(host.problems().is_empty(), "{:?}", host.problems());
     host
@@ -29,10 +26,6 @@ fn cancelled_after(delay: Duration) -> (Arc<AtomicBool>, std::thread::JoinHandle
         flag.store(true, Ordering::Relaxed);
     });
     (cancel, canceller)
-}
-
-fn tool_use(name: &str, input: serde_json::Value) -> ToolUse {
-    ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
 }
 
 #[test]

@@ -218,14 +218,11 @@ fn a_default_jco_quickjs_build_answers_and_is_stopped_at_its_deadline() {
 /// ends it, and calls of another session never share it.
 #[test]
 fn a_warm_instance_serves_one_session_until_a_fault() {
-    use toolhost::{CallOptions, Host, ToolUse};
+    use toolhost::{CallOptions, ToolUse};
     let sb = Sandbox::new();
     install(&sb, faults(Engine::QuickJs), "faults.wasm");
-    let host = Host::builder()
-        .workspace(&sb.workspace)
+    let host = crate::support::host_builder(&sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .timeout(std::time::Duration::from_millis(500))
         .mode(toolhost::PermissionMode::BypassPermissions)
         // Optimized at once: a switch from quick code (tests/all/quick.rs)

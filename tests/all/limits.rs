@@ -104,7 +104,7 @@ fn run_stream(
 }
 
 fn tool_use(id: &str, input: Value) -> Value {
-    json!({"type": "tool_use", "id": id, "name": "Adversary", "input": input})
+    tool_use_line(id, "Adversary", input)
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use toolhost::Behavior;
 use toolhost::internals::{Rule, RuleEntry};
 use toolhost::settings::{self, Settings, Sources};
-use toolhost::{Answer, AskRequest, CallOptions, Host, PermissionMode, ToolUse};
+use toolhost::{Answer, AskRequest, CallOptions, PermissionMode, ToolUse};
 
 /// A workspace with the files the cases touch.
 fn workspace(sb: &Sandbox) {
@@ -67,11 +67,8 @@ fn decide(sb: &Sandbox, mut settings: Settings, mode: PermissionMode, tool: &str
     let audit = sb.home.join(format!("audit-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&audit);
     settings.audit_log = Some(audit.clone());
-    let host = Host::builder()
-        .workspace(&sb.workspace)
+    let host = crate::support::host_builder(sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .mode(mode)
         .settings(settings)
         .approver(Arc::new(|_: &AskRequest| Answer::Deny("asked".into())))
@@ -409,11 +406,7 @@ fn the_library_callback_answers_asks() {
             _ => Answer::Deny("not this one".into()),
         }
     };
-    let host = Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(None)
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+    let host = crate::support::host_builder(&sb)
         .settings(Settings { local_file: Some(local.clone()), ..Settings::default() })
         .approver(Arc::new(approver))
         .child_confinement(toolhost::Confinement::BestEffort)

@@ -6,7 +6,7 @@ use crate::support::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use toolhost::{CallOptions, Host, ToolUse};
-use toolhost_tests::{ADVERSARY, ECHO, Sandbox, shared_cache_dir, with_custom_section};
+use toolhost_tests::{ADVERSARY, ECHO, Sandbox, with_custom_section};
 
 /// `guest` as bytes no earlier run has seen, so that the shared cache holds
 /// no optimized compile of it (which a load would use instead).
@@ -21,11 +21,8 @@ const QUICK: [&str; 2] = ["--quick-compile-above", "0"];
 
 /// A library host of `sb` compiling every plugin quick first.
 fn quick_host(sb: &Sandbox) -> Host {
-    Host::builder()
-        .workspace(&sb.workspace)
+    crate::support::host_builder(sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
         .quick_compile_above(Some(0))
         .build()
         .expect("host")

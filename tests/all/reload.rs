@@ -1,32 +1,21 @@
 //! Hot loading: the plugins directory watched (library, `run`; `serve` is in
 //! mcp.rs), components added, replaced, broken and removed while calls run.
 
-use crate::support::spawn_piped;
+use crate::support::{host_builder, spawn_piped, tool_use};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::Duration;
 use toolhost::ToolsChanged;
-use toolhost::{CallOptions, Host, ToolUse};
-use toolhost_tests::{ECHO, SLEEPER, Sandbox, shared_cache_dir};
+use toolhost::{CallOptions, Host};
+use toolhost_tests::{ECHO, SLEEPER, Sandbox};
 
 /// Long enough for a debounced reload that compiles a component on a
 /// loaded 2-core machine (a cached compile takes milliseconds).
 const WAIT: Duration = Duration::from_secs(60);
 
 fn host(sb: &Sandbox, watch: bool) -> Host {
-    Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
-        .watch_plugins(watch)
-        .build()
-        .expect("host")
-}
-
-fn tool_use(name: &str, input: Value) -> ToolUse {
-    ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
+    host_builder(sb).plugins_dir(Some(sb.plugins.clone())).watch_plugins(watch).build().expect("host")
 }
 
 /// The reload events of `host`, as a channel with timeouts.
@@ -254,11 +243,8 @@ fn a_reload_reads_the_grants_again() {
         let grants = Arc::clone(&grants);
         Arc::new(move || serde_json::from_value(grants.lock().unwrap().clone()).map_err(|e| e.to_string()))
     };
-    let host = Host::builder()
-        .workspace(&sb.workspace)
+    let host = crate::support::host_builder(&sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(shared_cache_dir()))
         .tool_grants_source(source)
         .build()
         .expect("host");

@@ -150,16 +150,26 @@ fn the_reader_never_waits_on_a_tool() {
             let _ = tx.send((Instant::now(), line));
         }
     });
-    let busy = json!({"type": "tool_use", "id": "busy", "name": "Sleeper", "input": {"label": "busy", "ms": 2500}});
+    let busy = json!({"type": "tool_use", "id": "busy", "name": "Sleeper",
+        "input": {"label": "busy", "ms": 2500, "progress_ms": 100}});
     writeln!(stdin, "{busy}").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    stdin.flush().unwrap();
+    // It runs once it reports progress.
+    let (_, first) = rx.recv_timeout(Duration::from_secs(20)).expect("busy's progress");
+    assert!(first.contains("busy at"), "{first}");
     let spinner = json!({"type": "tool_use", "id": "spin", "name": "Adversary", "input": {"action": "loop-classify"}});
     writeln!(stdin, "{spinner}").unwrap();
     stdin.flush().unwrap();
     let written = Instant::now();
     writeln!(stdin, "not json").unwrap();
     stdin.flush().unwrap();
-    let (at, line) = rx.recv_timeout(Duration::from_secs(10)).expect("an answer to the bad line");
+    // Past busy's progress, the answer to the bad line.
+    let (at, line) = loop {
+        let (at, line) = rx.recv_timeout(Duration::from_secs(10)).expect("an answer to the bad line");
+        if !line.contains("busy at") {
+            break (at, line);
+        }
+    };
     assert!(line.contains("\"type\":\"error\""), "{line}");
     let waited = at - written;
     assert!(waited < toolhost::CLASSIFY_TIMEOUT / 2, "the reader waited {waited:?} for the classification");

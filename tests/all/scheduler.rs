@@ -12,11 +12,8 @@ use toolhost::{Executor, Host, PermissionMode, ToolResult, ToolUse, Update};
 
 fn host(sb: &Sandbox) -> Host {
     sb.install(toolhost_tests::SLEEPER);
-    Host::builder()
-        .workspace(&sb.workspace)
+    host_builder(sb)
         .plugins_dir(Some(sb.plugins.clone()))
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
         .mode(PermissionMode::BypassPermissions)
         .child_confinement(toolhost::Confinement::BestEffort)
         .build()
@@ -249,14 +246,15 @@ fn an_interrupt_cancels_cancel_tools_and_lets_block_tools_finish() {
     let host = host(&sb);
     let executor = Executor::new(host.clone(), host.ephemeral_session(), 10);
     let started = Instant::now();
-    executor.add_tool(bash("shell", "sleep 10"));
+    executor.add_tool(bash("shell", "sleep 10.25401"));
     executor.add_tool(sleeper("blocker", 400, true));
-    std::thread::sleep(Duration::from_millis(150));
+    wait_running("sleep 10.25401", Duration::from_secs(10));
     executor.interrupt();
     let results = drain(&executor);
     assert!(results[0].is_error && results[0].text().contains("Interrupted by user"), "{:?}", results[0]);
     assert!(!results[1].is_error, "Sleeper blocks: it ran to the end: {:?}", results[1]);
     assert!(started.elapsed() < Duration::from_secs(5), "the Bash process was killed");
+    wait_gone("sleep 10.25401", Duration::from_secs(10));
 }
 
 #[test]

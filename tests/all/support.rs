@@ -354,3 +354,70 @@ pub fn filetime_bump(file: &std::path::Path) {
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
     std::fs::File::options().write(true).open(file).unwrap().set_modified(later).unwrap();
 }
+
+/// A host over `sb`'s workspace and data directory, compiling through the
+/// cache every test process shares, with no plugins directory: callers add
+/// what their test needs.
+pub fn host_builder(sb: &Sandbox) -> toolhost::HostBuilder {
+    toolhost::Host::builder()
+        .workspace(&sb.workspace)
+        .plugins_dir(None)
+        .data_dir(&sb.data)
+        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
+}
+
+/// A call of `name` with `input`, its id `toolu_NAME`.
+pub fn tool_use(name: &str, input: Value) -> toolhost::ToolUse {
+    toolhost::ToolUse { id: format!("toolu_{name}"), name: name.into(), input }
+}
+
+/// The processes whose command line contains `marker`, each as its
+/// `/proc/PID/stat` line (state, parent, process group), for a failure's
+/// message.
+pub fn processes(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+        })
+        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
+        .collect()
+}
+
+/// Whether a process whose command line contains `marker` runs.
+pub fn running(marker: &str) -> bool {
+    !processes(marker).is_empty()
+}
+
+/// Waits until a process whose command line contains `marker` runs; fails
+/// after `within`.
+#[track_caller]
+pub fn wait_running(marker: &str, within: std::time::Duration) {
+    let deadline = std::time::Instant::now() + within;
+    while !running(marker) {
+        assert!(std::time::Instant::now() < deadline, "no process `{marker}` within {within:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Waits until no process whose command line contains `marker` runs;
+/// fails, naming those left, after `within`.
+#[track_caller]
+pub fn wait_gone(marker: &str, within: std::time::Duration) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = processes(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running after {within:?}: {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A `tool_use` line of `toolhost run`'s input.
+pub fn tool_use_line(id: &str, name: &str, input: Value) -> Value {
+    serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}

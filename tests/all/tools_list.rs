@@ -52,13 +52,7 @@ fn the_pool_is_builtins_then_plugins_in_a_byte_stable_order() {
 #[test]
 fn builtins_are_offered_with_their_prompts_and_portable_schemas() {
     let sb = Sandbox::new();
-    let host = toolhost::Host::builder()
-        .workspace(&sb.workspace)
-        .plugins_dir(None)
-        .data_dir(&sb.data)
-        .cache_dir(Some(toolhost_tests::shared_cache_dir()))
-        .build()
-        .expect("host");
+    let host = crate::support::host_builder(&sb).build().expect("host");
     let people = toolhost(&sb, &["tools"]);
     let pool = host.pool();
     assert!(pool.len() >= 10, "{}", pool.len());

@@ -57,10 +57,6 @@ fn run(sb: &Sandbox, extra: &[&str], lines: &[Value]) -> Vec<Value> {
     results
 }
 
-fn tool_use(id: &str, name: &str, input: Value) -> Value {
-    json!({"type": "tool_use", "id": id, "name": name, "input": input})
-}
-
 #[test]
 fn a_deferred_tool_is_refused_until_toolsearch_loads_it_in_the_session() {
     let sb = Sandbox::new();
@@ -70,13 +66,13 @@ fn a_deferred_tool_is_refused_until_toolsearch_loads_it_in_the_session() {
         &sb,
         &["--settings", DEFER_ALL],
         &[
-            tool_use("before", "Echo", json!({"text": "hi"})),
-            tool_use("forged", "ToolSearch", json!({"query": "select:Echo", "deferred": [{"name": "Read"}]})),
-            tool_use("keywords", "ToolSearch", json!({"query": "echoes input"})),
-            tool_use("select", "ToolSearch", json!({"query": "select:Echo"})),
-            tool_use("none", "ToolSearch", json!({"query": "select:Nothing"})),
-            tool_use("after", "Echo", json!({"text": "hi"})),
-            tool_use("other", "Sleeper", json!({"label": "x", "safe": true})),
+            tool_use_line("before", "Echo", json!({"text": "hi"})),
+            tool_use_line("forged", "ToolSearch", json!({"query": "select:Echo", "deferred": [{"name": "Read"}]})),
+            tool_use_line("keywords", "ToolSearch", json!({"query": "echoes input"})),
+            tool_use_line("select", "ToolSearch", json!({"query": "select:Echo"})),
+            tool_use_line("none", "ToolSearch", json!({"query": "select:Nothing"})),
+            tool_use_line("after", "Echo", json!({"text": "hi"})),
+            tool_use_line("other", "Sleeper", json!({"label": "x", "safe": true})),
         ],
     );
     let by_id = |id: &str| results.iter().find(|r| r["tool_use_id"] == id).unwrap_or_else(|| panic!("no {id}"));
