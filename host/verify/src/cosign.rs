@@ -11,9 +11,11 @@
 //! when one trusted key verifies it and its payload names the manifest
 //! installed.
 
+use crate::KeyError;
 use p256::ecdsa::signature::Verifier as _;
 use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey as _;
+use std::fmt;
 
 /// The media type of a signature layer.
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -37,10 +39,10 @@ pub struct CosignKey {
 
 impl CosignKey {
     /// A PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign.pub`).
-    pub fn parse(pem: &str, origin: String) -> Result<CosignKey, String> {
+    pub fn parse(pem: &str, origin: String) -> Result<CosignKey, KeyError> {
         match VerifyingKey::from_public_key_pem(pem.trim()) {
             Ok(key) => Ok(CosignKey { origin, key }),
-            Err(e) => Err(format!("{origin}: not an ECDSA P-256 public key in PEM, as cosign writes them ({e})")),
+            Err(e) => Err(KeyError::NotCosign { origin, why: e.to_string() }),
         }
     }
 }
@@ -57,14 +59,11 @@ pub struct Found {
     pub signature: String,
 }
 
-/// Why no signature vouches for a component.
-pub fn verify<'a>(found: &[Found], manifest: &str, keys: &'a [CosignKey]) -> Result<&'a CosignKey, String> {
+/// The trusted key whose signature vouches for `manifest`; else why none
+/// does.
+pub fn verify<'a>(found: &[Found], manifest: &str, keys: &'a [CosignKey]) -> Result<&'a CosignKey, CosignError> {
     if found.is_empty() {
-        return Err(format!(
-            "it has no cosign signature (no {} in its repository), and with trusted keys configured a component \
-             is installed only signed by one of them",
-            signature_tag(manifest)
-        ));
+        return Err(CosignError::Unsigned { tag: signature_tag(manifest) });
     }
     let mut why = Vec::new();
     for f in found {
@@ -73,33 +72,100 @@ pub fn verify<'a>(found: &[Found], manifest: &str, keys: &'a [CosignKey]) -> Res
             Err(e) => why.push(e),
         }
     }
-    Err(format!("none of its {} cosign signatures vouches for it: {}", found.len(), why.join("; ")))
+    Err(CosignError::NoneVouches(why))
 }
 
-fn verify_one<'a>(found: &Found, manifest: &str, keys: &'a [CosignKey]) -> Result<&'a CosignKey, String> {
+/// Why no cosign signature vouches for a component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CosignError {
+    /// It has no signature (the tag where one would be).
+    Unsigned {
+        /// The signature tag of its manifest.
+        tag: String,
+    },
+    /// Each of its signatures, and why it does not vouch.
+    NoneVouches(Vec<Refused>),
+}
+
+/// Why one cosign signature does not vouch for a component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The signature is not base64 (why).
+    NotBase64(String),
+    /// Not an ECDSA P-256 signature.
+    NotP256,
+    /// Made with no trusted key, or not over its payload.
+    UnknownKey,
+    /// The signed payload is not JSON (why).
+    NotJson(String),
+    /// The payload is of another type (which).
+    NotImageSignature(String),
+    /// For another manifest (the one it names, the one installed).
+    OtherManifest {
+        /// The manifest the signature is for.
+        signed: String,
+        /// The manifest being installed.
+        wanted: String,
+    },
+    /// The payload names no manifest.
+    NoDigest,
+}
+
+impl fmt::Display for CosignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CosignError::Unsigned { tag } => write!(
+                f,
+                "it has no cosign signature (no {tag} in its repository), and with trusted keys configured a \
+                 component is installed only signed by one of them"
+            ),
+            CosignError::NoneVouches(why) => {
+                let why: Vec<String> = why.iter().map(Refused::to_string).collect();
+                write!(f, "none of its {} cosign signatures vouches for it: {}", why.len(), why.join("; "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for CosignError {}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refused::NotBase64(why) => write!(f, "a signature is not base64 ({why})"),
+            Refused::NotP256 => write!(f, "a signature is not an ECDSA P-256 signature"),
+            Refused::UnknownKey => {
+                write!(f, "a signature was not made with any of the trusted cosign keys, or not over its payload")
+            }
+            Refused::NotJson(why) => write!(f, "a signed payload is not JSON ({why})"),
+            Refused::NotImageSignature(kind) => write!(f, "a signed payload is of type {kind}, not an image signature"),
+            Refused::OtherManifest { signed, wanted } => {
+                write!(f, "a signature by a trusted key is for the manifest {signed}, not {wanted}")
+            }
+            Refused::NoDigest => write!(f, "a signed payload names no manifest digest"),
+        }
+    }
+}
+
+fn verify_one<'a>(found: &Found, manifest: &str, keys: &'a [CosignKey]) -> Result<&'a CosignKey, Refused> {
     use base64::Engine as _;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(found.signature.trim())
-        .map_err(|e| format!("a signature is not base64 ({e})"))?;
+        .map_err(|e| Refused::NotBase64(e.to_string()))?;
     // Go's crypto/ecdsa (cosign) writes ASN.1 DER; some signers write the
     // fixed 64 bytes.
-    let signature = Signature::from_der(&raw)
-        .or_else(|_| Signature::from_slice(&raw))
-        .map_err(|_| "a signature is not an ECDSA P-256 signature".to_string())?;
-    let key = keys
-        .iter()
-        .find(|k| k.key.verify(&found.payload, &signature).is_ok())
-        .ok_or("a signature was not made with any of the trusted cosign keys, or not over its payload")?;
+    let signature = Signature::from_der(&raw).or_else(|_| Signature::from_slice(&raw)).map_err(|_| Refused::NotP256)?;
+    let key = keys.iter().find(|k| k.key.verify(&found.payload, &signature).is_ok()).ok_or(Refused::UnknownKey)?;
     let payload: serde_json::Value =
-        serde_json::from_slice(&found.payload).map_err(|e| format!("a signed payload is not JSON ({e})"))?;
+        serde_json::from_slice(&found.payload).map_err(|e| Refused::NotJson(e.to_string()))?;
     let critical = &payload["critical"];
     if critical["type"] != SIGNATURE_TYPE {
-        return Err(format!("a signed payload is of type {}, not an image signature", critical["type"]));
+        return Err(Refused::NotImageSignature(critical["type"].to_string()));
     }
     match critical["image"]["docker-manifest-digest"].as_str() {
         Some(digest) if digest == manifest => Ok(key),
-        Some(other) => Err(format!("a signature by a trusted key is for the manifest {other}, not {manifest}")),
-        None => Err("a signed payload names no manifest digest".into()),
+        Some(other) => Err(Refused::OtherManifest { signed: other.to_string(), wanted: manifest.to_string() }),
+        None => Err(Refused::NoDigest),
     }
 }
 
@@ -148,18 +214,20 @@ mod tests {
     fn other_keys_other_manifests_and_tampering_do_not() {
         let ((a, trusted_a), (stranger, _)) = (key(7), key(11));
         let keys = [trusted_a];
-        let e = verify(&[], DIGEST, &keys).unwrap_err();
+        let e = verify(&[], DIGEST, &keys).unwrap_err().to_string();
         assert!(e.contains("has no cosign signature"), "{e}");
-        let e = verify(&[signed(&stranger, payload(DIGEST))], DIGEST, &keys).unwrap_err();
+        let e = verify(&[signed(&stranger, payload(DIGEST))], DIGEST, &keys).unwrap_err().to_string();
         assert!(e.contains("not made with any of the trusted cosign keys"), "{e}");
         let other = DIGEST.replace("3f1a", "0000");
-        let e = verify(&[signed(&a, payload(&other))], DIGEST, &keys).unwrap_err();
+        let e = verify(&[signed(&a, payload(&other))], DIGEST, &keys).unwrap_err().to_string();
         assert!(e.contains("is for the manifest sha256:0000"), "{e}");
         let mut tampered = signed(&a, payload(DIGEST));
         tampered.payload = payload(&other);
-        let e = verify(&[tampered], DIGEST, &keys).unwrap_err();
+        let e = verify(&[tampered], DIGEST, &keys).unwrap_err().to_string();
         assert!(e.contains("not over its payload"), "{e}");
-        let e = verify(&[Found { payload: payload(DIGEST), signature: "%%%".into() }], DIGEST, &keys).unwrap_err();
+        let e = verify(&[Found { payload: payload(DIGEST), signature: "%%%".into() }], DIGEST, &keys)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not base64"), "{e}");
     }
 
@@ -169,7 +237,8 @@ mod tests {
         assert!(!is_pem("RWQ and the rest of a minisign key"));
         let e = CosignKey::parse("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----", "settings.json".into())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.starts_with("settings.json: not an ECDSA P-256 public key"), "{e}");
     }
 }

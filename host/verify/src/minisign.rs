@@ -2,18 +2,19 @@
 //! operator pinned, and the minisign signature beside the file against the
 //! keys they trust, verified in this process (no `minisign` program needed).
 
+use crate::KeyError;
 use crate::cosign::{self, CosignKey};
 use minisign_verify::{Error, PublicKey, Signature};
 use std::fmt;
 
 /// `--sha256 HEX`: 64 hex digits in any case, returned lowercase (as
 /// [`toolhost::content_hash`] writes them).
-pub fn parse_sha256(text: &str) -> Result<String, String> {
+pub fn parse_sha256(text: &str) -> Result<String, KeyError> {
     let hex = text.trim();
     if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(hex.to_ascii_lowercase())
     } else {
-        Err(format!("`{text}` is not a SHA-256: 64 hex digits, as `sha256sum FILE` prints them"))
+        Err(KeyError::NotSha256(text.to_string()))
     }
 }
 
@@ -28,11 +29,11 @@ pub struct TrustedKey {
 
 impl TrustedKey {
     /// A key in minisign's base64 form (the second line of a `.pub` file).
-    pub fn parse(text: &str, origin: String) -> Result<TrustedKey, String> {
+    pub fn parse(text: &str, origin: String) -> Result<TrustedKey, KeyError> {
         let text = text.trim();
         match PublicKey::from_base64(text) {
             Ok(key) => Ok(TrustedKey { text: text.to_string(), origin, key }),
-            Err(e) => Err(format!("{origin}: `{text}` is not a minisign public key ({e})")),
+            Err(e) => Err(KeyError::NotMinisign { origin, text: text.to_string(), why: e.to_string() }),
         }
     }
 }
@@ -64,7 +65,7 @@ impl Keys {
     }
 
     /// One key as written in settings: PEM (cosign) or minisign's base64.
-    pub fn add(&mut self, text: &str, origin: String) -> Result<(), String> {
+    pub fn add(&mut self, text: &str, origin: String) -> Result<(), KeyError> {
         if cosign::is_pem(text) {
             self.cosign.push(CosignKey::parse(text, origin)?);
         } else {
@@ -86,7 +87,7 @@ impl Keys {
 /// minisign's `untrusted comment:` lines are skipped, so `minisign.pub` and
 /// `cosign.pub` files can be appended as they are. A line that is not a key
 /// is an error naming it.
-pub fn parse_key_file(text: &str, origin: &str) -> Result<Keys, String> {
+pub fn parse_key_file(text: &str, origin: &str) -> Result<Keys, KeyError> {
     let mut keys = Keys::default();
     let mut lines = text.lines().enumerate();
     while let Some((n, line)) = lines.next() {
@@ -198,7 +199,7 @@ mod tests {
         assert_eq!(parse_sha256(upper).unwrap(), upper.to_ascii_lowercase());
         assert_eq!(parse_sha256(&format!(" {} ", upper.to_ascii_lowercase())).unwrap(), upper.to_ascii_lowercase());
         for bad in ["", "e3b0", &format!("{upper}00"), &upper.replace('E', "g"), "sha256:e3b0"] {
-            let e = parse_sha256(bad).unwrap_err();
+            let e = parse_sha256(bad).unwrap_err().to_string();
             assert!(e.contains("is not a SHA-256"), "{bad}: {e}");
         }
     }
@@ -223,7 +224,7 @@ mod tests {
         let keys = parse_key_file(&format!("{a}\n{pem}{b}\n"), "/k").unwrap();
         assert_eq!(keys.minisign.len(), 2);
         assert_eq!(keys.cosign.iter().map(|k| k.origin.as_str()).collect::<Vec<_>>(), ["/k: line 2"]);
-        let e = parse_key_file(&format!("{a}\nRWQnot-a-key\n"), "/k").err().unwrap();
+        let e = parse_key_file(&format!("{a}\nRWQnot-a-key\n"), "/k").err().unwrap().to_string();
         assert!(e.starts_with("/k: line 2: `RWQnot-a-key` is not a minisign public key"), "{e}");
     }
 

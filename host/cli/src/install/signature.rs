@@ -165,7 +165,7 @@ pub(super) fn vouch(pulled: &oci::Pulled, keys: &verify::Keys) -> Result<String,
             Ok(key) => {
                 return Ok(format!("a cosign signature of {} by the trusted key of {}", pulled.manifest, key.origin));
             }
-            Err(e) => why.push(e),
+            Err(e) => why.push(e.to_string()),
         },
         Err(e) => why.push(format!("its cosign signatures could not be read: {e}")),
     }
