@@ -359,12 +359,12 @@ fn sigterm_drains_running_calls_and_cancels_what_outlasts_the_bound() {
     let (url, session) = (server.url.clone(), alice.session.clone());
     let short = std::thread::spawn(move || {
         let mut client = Legacy { session, token: ALICE, next: 50 };
-        client.call(&url, "Bash", json!({"command": "sleep 1"})).tool_result()
+        client.call(&url, "Bash", json!({"command": "sleep 1.0731"})).tool_result()
     });
-    std::thread::sleep(Duration::from_millis(400));
+    // It runs; then the server is told to stop.
+    wait_running("sleep 1.0731", Duration::from_secs(20));
     let started = Instant::now();
     server.signal(libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(100));
     let (text, is_error) = short.join().unwrap();
     assert!(!is_error, "{text}");
     // Not ready while draining; then gone, within the bound.
@@ -384,10 +384,10 @@ fn sigterm_drains_running_calls_and_cancels_what_outlasts_the_bound() {
     let (url, session) = (server.url.clone(), alice.session.clone());
     let long = std::thread::spawn(move || {
         let mut client = Legacy { session, token: ALICE, next: 50 };
-        let answer = client.call(&url, "Bash", json!({"command": "sleep 60"}));
+        let answer = client.call(&url, "Bash", json!({"command": "sleep 60.0731"}));
         (answer.status, answer.message)
     });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_running("sleep 60.0731", Duration::from_secs(20));
     let started = Instant::now();
     server.signal(libc::SIGTERM);
     let mut server = server;

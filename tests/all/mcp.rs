@@ -3,7 +3,7 @@
 //! `target/mcp-venv` on first use) over stdio and streamable HTTP, and rmcp's
 //! own client.
 
-use crate::support::{Sandbox, raw_http, toolhost_command};
+use crate::support::{Sandbox, raw_http, toolhost_command, wait_running};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -738,9 +738,10 @@ mod rmcp_client {
             // MCP they are separate requests: the first is not cancelled.
             let slow = client.peer().clone();
             let slow = tokio::spawn(async move {
-                slow.call_tool(call("Bash", serde_json::json!({"command": "sleep 2; echo done"}))).await
+                slow.call_tool(call("Bash", serde_json::json!({"command": "sleep 2.0417; echo done"}))).await
             });
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // It runs before the second call is sent.
+            tokio::task::spawn_blocking(|| wait_running("sleep 2.0417", Duration::from_secs(20))).await.expect("join");
             let failed =
                 client.call_tool(call("Bash", serde_json::json!({"command": "ls /missing"}))).await.expect("call");
             assert_eq!(failed.is_error, Some(true), "{}", text(&failed));
