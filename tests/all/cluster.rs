@@ -300,8 +300,8 @@ fn a_2026_07_28_client_s_handle_and_approval_work_across_instances() {
     modern(&c, ALICE, "Bash", retry).error("unknown or has expired");
 }
 
-/// The handles one identity may hold (toolhost_mcp::handles::MAX_PER_OWNER).
-const MAX_HANDLES: usize = 256;
+/// The handles one identity may hold.
+const MAX_HANDLES: usize = toolhost_mcp::handles::MAX_PER_OWNER;
 
 #[test]
 fn an_identity_s_handles_are_capped_across_the_fleet_and_the_front_keeps_to_its_namespace() {
