@@ -42,8 +42,15 @@ fn main() {
         let embedded = out_dir.join(format!("{name}.wasm"));
         std::fs::write(&embedded, &wasm).expect("copying a built-in component");
         let sha256 = sha256_hex(&wasm);
+        // What the host does for it beyond its contract (its role, its input
+        // repairs), if anything: `plugins/<name>/builtin.yaml`.
+        let declared = root.join("plugins").join(name).join("builtin.yaml");
+        let declared = match declared.exists() {
+            true => format!("include_str!({:?})", declared.display().to_string()),
+            false => "\"\"".to_string(),
+        };
         table.push_str(&format!(
-            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}) }},\n",
+            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}), declared: {declared} }},\n",
             embedded.display().to_string()
         ));
     }

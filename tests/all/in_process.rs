@@ -157,14 +157,14 @@ fn the_library_runs_scripts_and_cancels_them_with_their_calls() {
     let host = host(&sb, |b| b.code_mode(true).mode(toolhost::PermissionMode::BypassPermissions));
     let session = host.ephemeral_session();
     let code = format!("(await tools.Read({{ file_path: {} }})).includes('alpha')", json!(sb.ws("a.txt")));
-    let r = host.call(&session, &tool_use(toolhost::SCRIPT, json!({ "code": code })), &CallOptions::default());
+    let r = host.call(&session, &tool_use("Script", json!({ "code": code })), &CallOptions::default());
     assert_eq!((r.is_error, r.text()), (false, "true".to_string()), "{r:?}");
     // Cancelling the Script call stops the program and the calls it waits on.
     let (cancel, canceller) = cancelled_after(Duration::from_millis(300));
     let started = Instant::now();
     let code = "await Promise.all([tools.Adversary({ action: 'loop' }), tools.Adversary({ action: 'loop' })])";
     let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
-    let r = host.call(&session, &tool_use(toolhost::SCRIPT, json!({ "code": code })), &options);
+    let r = host.call(&session, &tool_use("Script", json!({ "code": code })), &options);
     canceller.join().unwrap();
     assert!(r.is_error && r.text().contains("Script was cancelled"), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly: {:?}", started.elapsed());

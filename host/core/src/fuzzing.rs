@@ -260,7 +260,8 @@ pub fn repair_input(data: &[u8]) {
     let schema = Schema::compile(serde_json::from_str(schema).expect("schema")).expect("compiles");
     let builtin = pick & 0x80 != 0;
     let tool_use = crate::pipeline::call::ToolUse { id: "t".into(), name: name.into(), input };
-    let repair = || crate::pipeline::repair::repair(name, builtin, &schema, &tool_use, "/w").map(|r| r.input);
+    let declared = builtin.then(|| &crate::registry::builtins::declared(&name.to_lowercase()).repairs);
+    let repair = || crate::pipeline::repair::repair(name, declared, &schema, &tool_use, "/w").map(|r| r.input);
     let Some(repaired) = repair() else { return };
     assert!(repaired.is_object(), "a repair made a non-object: {repaired}");
     assert_eq!(repair(), Some(repaired.clone()), "the same input repaired twice differs");

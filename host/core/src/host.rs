@@ -16,9 +16,7 @@ pub use builder::{DEFAULT_INSTANCES, DEFAULT_MEMORY, DEFAULT_TIMEOUT, GrantsSour
 
 use crate::pipeline::{CallOptions, Pipeline, ToolResult, ToolUse};
 use crate::policy::PermissionMode;
-use crate::registry::{
-    CompileSink, LoadError, LoadedTool, Loader, Optimizer, Origin, PluginSet, Problem, ToolsChanged,
-};
+use crate::registry::{CompileSink, LoadError, LoadedTool, Loader, Optimizer, PluginSet, Problem, Role, ToolsChanged};
 use crate::sandbox::Allocator;
 use crate::session::{Session, SessionError, StateStore};
 use std::path::{Path, PathBuf};
@@ -139,21 +137,22 @@ impl Host {
         let registry = pipeline.registry();
         let searching = !pipeline.deferred(&registry).is_empty();
         let mut pool = registry.pool();
-        pool.retain(|t| {
-            rules.denies_tool(&t.spec.name).is_none() && (searching || t.spec.name != crate::registry::TOOL_SEARCH)
-        });
-        // The Script tool's prompt declares the tools its programs can call.
-        let script = pool.iter().position(|t| t.origin == Origin::Builtin && t.spec.name == crate::registry::SCRIPT);
+        pool.retain(|t| rules.denies_tool(&t.spec.name).is_none() && (searching || t.role() != Some(Role::LoadsTools)));
+        // The prompt of the tool that runs programs declares the tools its
+        // programs can call.
+        let script = pool.iter().position(|t| t.role() == Some(Role::RunsPrograms));
         if let Some(i) = script {
             let deferred = pipeline.deferred(&registry);
             let later_one = |name: &str| !deferred_too && deferred.contains(name);
-            let others = || pool.iter().filter(|t| t.spec.name != crate::registry::SCRIPT);
+            let others = || pool.iter().filter(|t| t.role() != Some(Role::RunsPrograms));
             let callable: Vec<&crate::registry::ToolSpec> = others()
-                .filter(|t| t.spec.name != crate::registry::TOOL_SEARCH && !later_one(&t.spec.name))
+                .filter(|t| t.role() != Some(Role::LoadsTools) && !later_one(&t.spec.name))
                 .map(|t| &t.spec)
                 .collect();
             let later: Vec<&str> = others().filter(|t| later_one(&t.spec.name)).map(|t| t.spec.name.as_str()).collect();
-            let prompt = crate::registry::declarations::script_prompt(&pool[i].spec.prompt, &callable, &later);
+            let loader = pool.iter().find(|t| t.role() == Some(Role::LoadsTools));
+            let loader = loader.map_or("the tool that loads deferred tools", |t| t.spec.name.as_str());
+            let prompt = crate::registry::declarations::script_prompt(&pool[i].spec.prompt, &callable, &later, loader);
             let spec = crate::registry::ToolSpec { prompt, ..pool[i].spec.clone() };
             pool[i] = Arc::new(pool[i].with_spec(spec));
         }

@@ -71,8 +71,8 @@ pub use process::{ConfinedProgram, Confinement, child_environment, confine_progr
 /// A WASI command's manifest (`NAME.tool.yaml`): its tool's name and description.
 pub use registry::manifest;
 pub use registry::{
-    CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, SCRIPT, TOOL_SEARCH,
-    ToolSpec, ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
+    CompileProgress, Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, Role, ToolSpec,
+    ToolsChanged, content_hash, portability_problems, prepare_schema_checks,
 };
 pub use sandbox::Allocator;
 pub use scheduler::{

@@ -23,6 +23,7 @@
 pub(crate) mod call;
 mod caller;
 mod concurrency;
+mod instance;
 pub(crate) mod permission;
 pub(crate) mod persisted;
 pub(crate) mod remote;

@@ -3,7 +3,7 @@
 //! shape and grant checks, linking, the tool's description of itself), the
 //! loaded tools by name and alias, and the pool the model is offered.
 
-mod builtins;
+pub(crate) mod builtins;
 mod cache;
 mod compile;
 pub(crate) mod declarations;
@@ -15,6 +15,7 @@ mod plain;
 mod plugins;
 mod pool;
 pub(crate) mod remote;
+pub(crate) mod repairs;
 mod schema;
 mod tool;
 
@@ -26,13 +27,12 @@ pub(crate) use optimize::Optimizer;
 pub use plugins::ToolsChanged;
 pub(crate) use plugins::{PluginSet, diff, is_companion_file, is_component_file};
 pub(crate) use pool::{DEFAULT_DEFER_AFTER, Problem, Registry};
-pub use pool::{SCRIPT, TOOL_SEARCH};
 pub use remote::{
     MAX_REMOTE_DESCRIPTION, MAX_REMOTE_TOOLS, Remote, RemoteCall, RemoteCaller, RemoteSource, RemoteTool,
     RemoteToolError, describe, make_portable, normalize_name, remote_name, server_of,
 };
 pub use schema::{Schema, SchemaError, portability_problems, prepare_schema_checks};
-pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, ToolSpec};
+pub use tool::{Hints, InputRoles, LoadError, LoadedTool, Origin, PathAccess, PathField, Role, ToolSpec};
 
 /// A built-in component's bytes, for unit tests elsewhere in the crate.
 #[cfg(test)]

@@ -168,7 +168,7 @@ impl Session {
         if all.len() != before {
             let text = serde_json::to_string(&all).unwrap_or_default();
             if let Err(e) = self.set(DISCOVERED, &text, None) {
-                tracing::warn!(error = ?e, "could not record the tools ToolSearch loaded");
+                tracing::warn!(error = ?e, "could not record the deferred tools loaded in the session");
             }
         }
     }

@@ -15,7 +15,7 @@ pub fn tools(host: &Host) -> Vec<Tool> {
     let deferred = host.deferred_tools();
     host.pool_in_full()
         .iter()
-        .filter(|t| t.spec().name != toolhost::TOOL_SEARCH)
+        .filter(|t| t.role() != Some(toolhost::Role::LoadsTools))
         .map(|t| {
             let schema = match &t.spec().input_schema {
                 Value::Object(o) => o.clone(),

@@ -320,9 +320,9 @@ impl HostBuilder {
             optimizer: optimizer.as_ref(),
         };
         loader.builtins(&mut registry).map_err(|(name, source)| HostError::Builtin { name, source })?;
-        // The Script built-in only in code mode (else its name is free).
+        // The built-in that runs programs only in code mode (else its name is free).
         if !self.code_mode.or(settings.code_mode).unwrap_or(false) {
-            registry = registry.without_builtin(crate::registry::SCRIPT);
+            registry = registry.without_role(crate::registry::Role::RunsPrograms);
         }
         let mut plugins = PluginSet::default();
         if let Some(dir) = &self.plugins_dir {

@@ -9,7 +9,7 @@ use super::Host;
 use crate::imports::{Finished, InnerCalls, Progress, ProgressSink, Waited};
 use crate::pipeline::{ScriptStart, ToolUse};
 use crate::policy::Approver;
-use crate::registry::SCRIPT;
+use crate::registry::Role;
 use crate::scheduler::{CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, Update};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -75,9 +75,10 @@ impl ScriptRun {
 
 impl InnerCalls for ScriptRun {
     fn start(&self, name: &str, input: &str) -> Result<u32, String> {
-        if name == SCRIPT {
+        if let Some(tool) = self.host.tool(name).filter(|t| t.role() == Some(Role::RunsPrograms)) {
+            let name = &tool.spec.name;
             return Err(format!(
-                "A script cannot call {SCRIPT}: call the tools directly, in this script (use functions and \
+                "A script cannot call {name}: call the tools directly, in this script (use functions and \
                  Promise.all to structure the work)."
             ));
         }

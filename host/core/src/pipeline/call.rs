@@ -4,18 +4,19 @@
 //! start: steps 1 and 2 (find the tool, validate and confine its input),
 //! then its instance and `run::Run` for the rest.
 
+use super::instance::{Next, Setup};
 use super::result::ToolResult;
 use super::run::{Run, fault_result, wit_mode};
-use super::spare::{self, Spares};
-use super::warm::{self, Warm};
+use super::spare::Spares;
+use super::warm::Warm;
 use crate::contract::bindings::CallContext;
 use crate::fsx::{Dirs, normalize};
 use crate::grants::Grants;
 use crate::imports::{CallScope, ProgressSink, ScriptCalls};
 use crate::policy::{Approver, PermissionMode, Policy};
 use crate::process::{BackgroundRegistry, Confinement};
-use crate::registry::{InputRoles, LoadedTool, Origin, PathAccess, Registry, SCRIPT, TOOL_SEARCH};
-use crate::sandbox::{CallLimits, Instance, Sandbox};
+use crate::registry::{InputRoles, LoadedTool, PathAccess, Registry, Role};
+use crate::sandbox::Sandbox;
 use crate::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -158,12 +159,13 @@ impl Pipeline {
         registry.deferred(self.defer_after)
     }
 
-    /// What ToolSearch searches: each deferred tool's name, one-line
-    /// description, search hint, full description and input schema; with
-    /// the Script tool offered, also its declaration for Script programs.
+    /// What the tool that loads deferred tools searches: each deferred
+    /// tool's name, one-line description, search hint, full description and
+    /// input schema; with a tool that runs programs offered, also its
+    /// declaration for those programs.
     pub(super) fn deferred_catalog(&self, registry: &Registry) -> Value {
         let deferred = self.deferred(registry);
-        let script = registry.resolve(SCRIPT).is_some_and(|t| t.origin == Origin::Builtin && t.spec.enabled);
+        let script = registry.playing(Role::RunsPrograms).is_some();
         let tools = registry.pool().into_iter().filter(|t| deferred.contains(&t.spec.name)).map(|t| {
             let mut entry = serde_json::json!({
                 "name": t.spec.name,
@@ -331,8 +333,8 @@ impl Pipeline {
     pub(super) fn repair(&self, tool_use: &ToolUse) -> Option<(ToolUse, Option<String>)> {
         let registry = self.registry();
         let tool = registry.resolve(&tool_use.name)?;
-        let builtin = tool.origin == Origin::Builtin;
-        let repaired = super::repair::repair(&tool.spec.name, builtin, tool.input_schema(), tool_use, &self.cwd_text)?;
+        let repaired =
+            super::repair::repair(&tool.spec.name, tool.repairs(), tool.input_schema(), tool_use, &self.cwd_text)?;
         Some((ToolUse { id: tool_use.id.clone(), name: tool_use.name.clone(), input: repaired.input }, repaired.note))
     }
 
@@ -363,191 +365,70 @@ impl Pipeline {
         instance.guest.is_enabled(&mut instance.store).ok()
     }
 
+    /// Steps 1 and 2 (find the tool, check its input), its instance, then
+    /// the rest of the steps on it ([`Run::steps`]).
     pub(super) fn run(
         &self,
         session: &Arc<Session>,
         tool_use: &ToolUse,
         options: &CallOptions,
         span: &tracing::Span,
-        next: &mut Option<(spare::Key, spare::Make<Instance>)>,
+        next: &mut Next,
     ) -> ToolResult {
         let id = tool_use.id.as_str();
-        // 1. Lookup (disabled tools are not in the pool, so not callable),
-        // in the tools as they are when the call starts: it finishes on
-        // that version whatever a reload does meanwhile.
+        // The tools and the rules as they are when the call starts: it
+        // finishes on them whatever a reload does meanwhile.
         let registry = self.registry();
-        let Some(tool) = registry.resolve(&tool_use.name).filter(|t| t.spec.enabled) else {
-            return ToolResult::error(
-                id,
-                format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),
-            );
-        };
-        let name = tool.spec.name.as_str();
-        // The rules as they are now, for the whole call.
         let rules = self.policy.rules();
-        if let Some(rule) = rules.denies_tool(name) {
-            span.record("decision", "deny (not in the pool)");
-            return ToolResult::error(
-                id,
-                format!(
-                    "<tool_use_error>Error: No such tool available: {name} (the {rule} removes it)</tool_use_error>"
-                ),
-            );
-        }
-        // A deferred tool is called once ToolSearch loaded its definition
-        // (without it, the model guessed its parameters).
-        if self.deferred(&registry).contains(name) && !session.is_discovered(name) {
-            span.record("decision", "deny (deferred, not loaded)");
-            return ToolResult::error(
-                id,
-                format!(
-                    "<tool_use_error>{name} is a deferred tool: its definition has not been loaded in this \
-                     conversation, so its parameters are not known to you. Load it first: call {TOOL_SEARCH} with \
-                     query \"select:{name}\", then call {name} again.</tool_use_error>"
-                ),
-            );
-        }
-        // 2. Schema, and the paths the tool declares: inside the directories
-        // it may use, as written and as resolved.
-        if let Err(message) = tool.input_schema().check(name, &tool_use.input) {
-            return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
-        }
         let results = session.existing_results_dir();
-        if let Err(message) = self.confine(&tool.spec.inputs, &tool_use.input, results.as_deref()) {
-            return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>"));
-        }
-
+        let checked = self
+            .look_up(&registry, &rules, session, &tool_use.name, span)
+            .and_then(|tool| self.check_input(tool, &tool_use.input, results.as_deref()).map(|()| tool));
+        let tool = match checked {
+            Ok(tool) => tool,
+            Err(message) => return ToolResult::error(id, format!("<tool_use_error>{message}</tool_use_error>")),
+        };
         if tool.remote.is_some() {
             return self.run_remote(session, tool, tool_use, options, span);
         }
-        // The Script built-in: its program's calls, and a slot among those
-        // scripts may hold (so the calls they wait on always find one).
-        let is_script = tool.origin == Origin::Builtin && name == SCRIPT;
-        let _script_slot = match is_script.then(|| self.sandbox.admit_script()) {
+        let name = tool.spec.name.as_str();
+        // The tool that runs programs: a slot among those such calls may
+        // hold (so the calls their programs wait on always find one), and
+        // what makes those calls.
+        let runs_programs = tool.role() == Some(Role::RunsPrograms);
+        let _program_slot = match runs_programs.then(|| self.sandbox.admit_script()) {
             Some(None) => {
                 return ToolResult::error(
                     id,
                     format!(
-                        "{SCRIPT} needs at least two instance slots (one for the script, one for the calls it \
+                        "{name} needs at least two instance slots (one for the program, one for the calls it \
                          makes); this host runs with one (--instances)."
                     ),
                 );
             }
-            Some(Some(slot)) => Some(slot),
-            None => None,
+            slot => slot.flatten(),
         };
-        let script: Option<ScriptCalls> = match is_script {
-            true => {
-                let start = super::ScriptStart {
-                    session: Arc::clone(session),
-                    parent: id.to_string(),
-                    progress: options.progress.clone(),
-                    approver: options.approver.clone().or_else(|| self.approver.clone()),
-                    identity: options.identity.clone(),
-                };
-                match self.scripts.get().and_then(|starter| starter(start)) {
-                    Some(calls) => Some(calls),
-                    None => return ToolResult::error(id, format!("{SCRIPT} cannot run: the host is shutting down.")),
-                }
-            }
+        let script = match runs_programs {
+            true => match self.program_calls(session, id, options) {
+                Some(calls) => Some(calls),
+                None => return ToolResult::error(id, format!("{name} cannot run: the host is shutting down.")),
+            },
             false => None,
         };
         let _slot = self.sandbox.admit();
         let _running = self.sandbox.running();
-        let dirs = self.call_dirs(results.clone());
         // What the tool was granted (at load, or by the user since), and its
         // own limits, where it requested and was granted them.
         let since = self.granted_since_start(name);
-        let grants = since.as_deref().unwrap_or(&tool.grants);
-        let limits = grants.limits(self.sandbox.limits());
-        let scope = || {
-            let mut scope = self.scope(tool, id.to_string(), session, Arc::clone(&dirs));
-            scope.progress = options.progress.clone();
-            scope.cancel = options.cancel.clone();
-            scope.confinement = self.confinement;
-            scope.script = script.clone();
-            scope
+        let limits = since.as_deref().unwrap_or(&tool.grants).limits(self.sandbox.limits());
+        let dirs = self.call_dirs(results.clone());
+        let setup =
+            Setup { pipeline: self, registry: &registry, tool, session, id, options, dirs, since, limits, script };
+        let made = setup.instance(span, next).and_then(|(i, warm)| Ok((setup.classify(i, &tool_use.input)?, warm)));
+        let (instance, warm) = match made {
+            Ok(made) => made,
+            Err(message) => return ToolResult::error(id, message),
         };
-        let instantiate = || {
-            tool.pre(&self.sandbox).and_then(|pre| self.sandbox.instantiate(pre, grants, scope(), limits)).map_err(
-                |e| {
-                    tracing::error!(error = %format!("{e:#}"), "could not instantiate");
-                    format!("toolhost could not start {name}: {e}. The host keeps serving; try again.")
-                },
-            )
-        };
-        // A tool that declares `reuse-instance`: the session's warm instance,
-        // if one was kept for these grants and directories.
-        let warm = tool.spec.reuse_instance.then(|| warm::Key::new(session, &registry, name, since.as_ref(), &dirs));
-        let kept = warm.as_ref().and_then(|key| self.warm.take(key, &registry));
-        // Otherwise a fresh instance: the spare made ahead for it, if any.
-        let spare_key = warm.is_none().then(|| spare::Key::new(&registry, name, since.as_ref(), &dirs));
-        let spare = spare_key.as_ref().and_then(|key| self.spares.take(key, &registry));
-        span.record(
-            "instance",
-            match (&kept, &spare) {
-                (Some(_), _) => "warm",
-                (None, Some(_)) => "spare",
-                (None, None) => "fresh",
-            },
-        );
-        // How long making this call's instance took, if it made one.
-        let mut took = None;
-        let mut instance = match kept.or(spare) {
-            Some(mut kept) => {
-                kept.renew(grants, scope(), limits);
-                kept
-            }
-            None => {
-                let began = Instant::now();
-                let made = instantiate();
-                took = Some(began.elapsed());
-                match made {
-                    Ok(i) => i,
-                    Err(message) => return ToolResult::error(id, message),
-                }
-            }
-        };
-        // The next call's fresh instance, ordered once this one ended.
-        if let Some(key) = spare_key
-            && self.spares.wants(name, took)
-            && let Ok(pre) = tool.pre(&self.sandbox)
-        {
-            let (pre, grants) = (pre.clone(), grants.clone());
-            let placeholder = self.scope(tool, String::new(), &self.scratch_session, Arc::clone(&dirs));
-            let running = self.sandbox.running();
-            // Bounded far below a call's deadline: a guest whose start
-            // function spins is stopped there, and its tool gets no more.
-            let making = CallLimits { timeout: limits.timeout.min(spare::MAKING_TIMEOUT), ..limits };
-            let make: spare::Make<Instance> = Box::new(move || {
-                let _running = running;
-                Instance::new(pre.engine(), &pre, &grants, placeholder, making)
-            });
-            *next = Some((key, make));
-        }
-        if let (Some(report), Some(declared)) = (&options.on_concurrency_safe, tool.spec.hints.concurrency_safe) {
-            report(declared);
-        } else if let Some(report) = &options.on_concurrency_safe {
-            // Asked within the same limit as in a separate instance; a tool
-            // stopped there has a broken instance, and the call gets a
-            // fresh one.
-            let call = &mut instance.store.data_mut().call;
-            call.deadline = Some((Instant::now() + CLASSIFY_TIMEOUT.min(limits.timeout), CLASSIFY_TIMEOUT));
-            let text = tool_use.input.to_string();
-            let answer = instance.guest.is_concurrency_safe(&mut instance.store, &text);
-            report(answer.as_ref().is_ok_and(|safe| *safe));
-            match answer {
-                Ok(_) => {
-                    instance.store.data_mut().call.deadline = Some((Instant::now() + limits.timeout, limits.timeout))
-                }
-                Err(_) => {
-                    instance = match instantiate() {
-                        Ok(i) => i,
-                        Err(message) => return ToolResult::error(id, message),
-                    }
-                }
-            }
-        }
         let ctx = CallContext {
             tool_use_id: id.to_string(),
             session_id: session.id().to_string(),
@@ -556,6 +437,7 @@ impl Pipeline {
             read_only_dirs: results.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             mode: wit_mode(self.mode),
         };
+        let loads_tools = tool.role() == Some(Role::LoadsTools);
         let mut run = Run {
             pipeline: self,
             session,
@@ -576,7 +458,7 @@ impl Pipeline {
             approver: options.approver.clone().or_else(|| self.approver.clone()),
             identity: options.identity.clone(),
             parent: options.parent.clone(),
-            catalog: (tool.origin == Origin::Builtin && name == TOOL_SEARCH).then(|| self.deferred_catalog(&registry)),
+            catalog: loads_tools.then(|| self.deferred_catalog(&registry)),
             warm,
             faulted: false,
         };
@@ -589,14 +471,70 @@ impl Pipeline {
         let mut result = outcome.unwrap_or_else(|e| fault_result(name, id, &e, instance));
         let peak = instance.store.data().limits.used as u64;
         result.usage = Some(super::Usage { peak_memory_bytes: peak, ..Default::default() });
-        // What ToolSearch loaded is callable from now on in this session.
-        if run.catalog.is_some() && !result.is_error {
+        // What the tool that loads tools found is callable from now on in
+        // this session.
+        if loads_tools && !result.is_error {
             let matches = result.structured.as_ref().and_then(|s| s["matches"].as_array());
             let names: Vec<String> =
                 matches.into_iter().flatten().filter_map(|n| n.as_str().map(String::from)).collect();
             session.discover(&names);
         }
         run.finish(result)
+    }
+
+    /// Step 1: the enabled tool `name` names (disabled tools are not in the
+    /// pool, so not callable), unless the rules remove it or it is deferred
+    /// and not loaded in this session; else the error result's message.
+    fn look_up<'r>(
+        &self,
+        registry: &'r Registry,
+        rules: &crate::policy::rules::RuleSet,
+        session: &Session,
+        name: &str,
+        span: &tracing::Span,
+    ) -> Result<&'r Arc<LoadedTool>, String> {
+        let Some(tool) = registry.resolve(name).filter(|t| t.spec.enabled) else {
+            return Err(format!("Error: No such tool available: {name}"));
+        };
+        let name = tool.spec.name.as_str();
+        if let Some(rule) = rules.denies_tool(name) {
+            span.record("decision", "deny (not in the pool)");
+            return Err(format!("Error: No such tool available: {name} (the {rule} removes it)"));
+        }
+        // A deferred tool is called once its definition was loaded (without
+        // it, the model guessed its parameters).
+        if self.deferred(registry).contains(name) && !session.is_discovered(name) {
+            span.record("decision", "deny (deferred, not loaded)");
+            let how = match registry.playing(Role::LoadsTools) {
+                Some(loader) => format!("call {} with query \"select:{name}\"", loader.spec.name),
+                None => "load it with the tool that loads deferred tools".to_string(),
+            };
+            return Err(format!(
+                "{name} is a deferred tool: its definition has not been loaded in this conversation, so its \
+                 parameters are not known to you. Load it first: {how}, then call {name} again."
+            ));
+        }
+        Ok(tool)
+    }
+
+    /// Step 2: `input` against the tool's schema, and the paths it declares
+    /// inside the directories it may use, as written and as resolved.
+    fn check_input(&self, tool: &LoadedTool, input: &Value, results: Option<&Path>) -> Result<(), String> {
+        tool.input_schema().check(&tool.spec.name, input).map_err(|e| e.to_string())?;
+        self.confine(&tool.spec.inputs, input, results)
+    }
+
+    /// What makes the calls of the program the call `id` runs, in `session`
+    /// (none once the host is shutting down).
+    fn program_calls(&self, session: &Arc<Session>, id: &str, options: &CallOptions) -> Option<ScriptCalls> {
+        let start = super::ScriptStart {
+            session: Arc::clone(session),
+            parent: id.to_string(),
+            progress: options.progress.clone(),
+            approver: options.approver.clone().or_else(|| self.approver.clone()),
+            identity: options.identity.clone(),
+        };
+        self.scripts.get().and_then(|starter| starter(start))
     }
 
     /// Refuses a path the call names outside the directories the tool may

@@ -11,6 +11,42 @@ pub(crate) struct EmbeddedTool {
     pub sha256: &'static str,
     /// The component.
     pub wasm: &'static [u8],
+    /// Its `builtin.yaml` ([`Declared`]), empty if it has none.
+    pub declared: &'static str,
+}
+
+/// What the host does for a built-in beyond what its component declares
+/// through the contract: `plugins/<name>/builtin.yaml`, built into the
+/// binary beside the component. The core knows built-ins by these
+/// declarations, never by name.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Declared {
+    /// What part it plays in the host, if any.
+    #[serde(default)]
+    pub role: Option<super::Role>,
+    /// The slips in its input repaired before the schema check.
+    #[serde(default)]
+    pub repairs: super::repairs::Repairs,
+}
+
+/// The declarations of the built-in in `crate_dir` (none: nothing declared).
+pub(crate) fn declared(crate_dir: &str) -> &'static Declared {
+    static PARSED: std::sync::LazyLock<std::collections::HashMap<&'static str, Declared>> = std::sync::LazyLock::new(
+        || {
+            let read = |e: &EmbeddedTool| match serde_saphyr::from_str::<Option<Declared>>(e.declared) {
+                Ok(declared) => declared.unwrap_or_default(),
+                // A test reads every one: this build's own files.
+                Err(error) => {
+                    tracing::error!(builtin = e.crate_dir, %error, "its builtin.yaml does not read; it is used without it");
+                    Declared::default()
+                }
+            };
+            EMBEDDED.iter().map(|e| (e.crate_dir, read(e))).collect()
+        },
+    );
+    static NOTHING: std::sync::LazyLock<Declared> = std::sync::LazyLock::new(Declared::default);
+    PARSED.get(crate_dir).unwrap_or(&NOTHING)
 }
 
 pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
@@ -21,7 +57,7 @@ pub(crate) static EMBEDDED: &[EmbeddedTool] = include!(concat!(env!("OUT_DIR"), 
 pub(crate) static DESCRIPTIONS: &str = include_str!("builtins.json");
 
 /// The description of the built-in in `crate_dir`, from [`DESCRIPTIONS`].
-pub(crate) fn description(crate_dir: &str) -> Option<super::cache::Described> {
+pub(super) fn description(crate_dir: &str) -> Option<super::cache::Described> {
     static PARSED: std::sync::LazyLock<std::collections::HashMap<String, serde_json::Value>> =
         std::sync::LazyLock::new(|| serde_json::from_str(DESCRIPTIONS).unwrap_or_default());
     serde_json::from_value(PARSED.get(crate_dir)?.clone()).ok()
@@ -33,4 +69,34 @@ pub(crate) fn description(crate_dir: &str) -> Option<super::cache::Described> {
 /// WebFetch any public host). Built-ins are trusted code of this binary.
 pub(crate) fn granted(requests: &Allowance) -> Allowance {
     requests.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Role;
+
+    #[test]
+    fn every_builtin_yaml_reads() {
+        for embedded in EMBEDDED {
+            if !embedded.declared.is_empty() {
+                serde_saphyr::from_str::<Declared>(embedded.declared)
+                    .unwrap_or_else(|e| panic!("plugins/{}/builtin.yaml: {e}", embedded.crate_dir));
+            }
+        }
+        assert_eq!(declared("script").role, Some(Role::RunsPrograms));
+        assert_eq!(declared("toolsearch").role, Some(Role::LoadsTools));
+        assert_eq!(declared("read").role, None);
+        assert!(!declared("read").repairs.steps.is_empty());
+        assert!(declared("glob").repairs.steps.is_empty() && declared("no such").role.is_none());
+        let roles = EMBEDDED.iter().filter_map(|e| declared(e.crate_dir).role);
+        let mut roles: Vec<Role> = roles.collect();
+        roles.sort_by_key(|r| *r as u8);
+        roles.dedup();
+        assert_eq!(
+            roles.len(),
+            EMBEDDED.iter().filter(|e| declared(e.crate_dir).role.is_some()).count(),
+            "one built-in per role"
+        );
+    }
 }

@@ -22,8 +22,8 @@ pub(crate) const MAX_DECLARATIONS: usize = 256 << 10;
 
 /// The Script tool's prompt: its own text, the declarations of `callable`,
 /// and the names of the `deferred` tools (callable the same way once
-/// ToolSearch has loaded them).
-pub(crate) fn script_prompt(own: &str, callable: &[&ToolSpec], deferred: &[&str]) -> String {
+/// `loader`, the tool that loads them, has).
+pub(crate) fn script_prompt(own: &str, callable: &[&ToolSpec], deferred: &[&str], loader: &str) -> String {
     let mut out = own.trim_end().to_string();
     out.push_str("\n\nThe tools a program can call, as TypeScript declarations:\n\n```ts\ndeclare const tools: {\n");
     let mut undeclared = Vec::new();
@@ -48,8 +48,8 @@ pub(crate) fn script_prompt(own: &str, callable: &[&ToolSpec], deferred: &[&str]
     if !deferred.is_empty() {
         let _ = write!(
             out,
-            "\nDeferred tools, offered by name only: {}. Once ToolSearch has loaded one, a program calls it the same \
-             way, `tools.NAME(input)` with the parameters of its definition (ToolSearch's result gives its \
+            "\nDeferred tools, offered by name only: {}. Once {loader} has loaded one, a program calls it the same \
+             way, `tools.NAME(input)` with the parameters of its definition ({loader}'s result gives its \
              declaration).\n",
             deferred.join(", ")
         );
@@ -369,14 +369,14 @@ mod tests {
         let many: Vec<ToolSpec> =
             (0..100).map(|i| spec(&format!("T{i}"), "x", tool.input_schema.clone(), None)).collect();
         let refs: Vec<&ToolSpec> = many.iter().collect();
-        let prompt = script_prompt("Own.", &refs, &[]);
+        let prompt = script_prompt("Own.", &refs, &[], "ToolSearch");
         assert!(prompt.len() < MAX_DECLARATIONS + 3 * MAX_DECLARATION, "{}", prompt.len());
         assert!(prompt.contains("not declared here for room") && prompt.contains("T99"));
         let long = format!("{} Second sentence.", "word ".repeat(60).trim_end());
         assert_eq!(first_line(&format!("{long} Third.")), format!("{}…", &long[..MAX_DOC]));
         let sentences = "First one is here. ".repeat(20);
         assert!(first_line(&sentences).ends_with("here.") && first_line(&sentences).len() <= MAX_DOC);
-        let prompt = script_prompt("Own.", &[], &["Later"]);
+        let prompt = script_prompt("Own.", &[], &["Later"], "ToolSearch");
         assert!(
             prompt.starts_with("Own.\n\nThe tools") && prompt.contains("Deferred tools") && prompt.contains("Later")
         );

@@ -91,6 +91,7 @@ impl Loader<'_> {
                     }
                 },
             };
+            tool.declared = Some(builtins::declared(embedded.crate_dir));
             // Its requests are granted as a third-party tool's are, on top
             // of what a built-in gets by default.
             let mut granted = builtins::granted(&tool.requests);
@@ -301,8 +302,8 @@ impl Loader<'_> {
                 Capability::Files => grants.files == FileAccess::ReadWrite,
                 Capability::Process => grants.process,
                 Capability::Search => grants.reads_files(),
-                // Calling other tools: the Script built-in only.
-                Capability::Tools => tool.origin == Origin::Builtin && tool.spec.name == super::pool::SCRIPT,
+                // Calling other tools: the built-in that runs programs only.
+                Capability::Tools => tool.role() == Some(super::Role::RunsPrograms),
             };
             if !granted {
                 return Err(LoadError::NotGranted(*cap));

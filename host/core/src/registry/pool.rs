@@ -1,16 +1,9 @@
 //! The registry: every loaded tool by name and alias, and the pool (what the
 //! model is offered, in a byte-stable order).
 
-use super::tool::{LoadedTool, Origin};
+use super::tool::{LoadedTool, Origin, Role};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-
-/// The built-in that loads deferred tools.
-pub const TOOL_SEARCH: &str = "ToolSearch";
-
-/// The built-in that runs a model's program calling the other tools (code
-/// mode); a program may not call it.
-pub const SCRIPT: &str = "Script";
 
 /// Third-party tools offered in full before the rest are deferred, unless
 /// the settings' `deferToolsAfter` says otherwise.
@@ -94,11 +87,11 @@ impl Registry {
     }
 
     /// The tool called `name` (or with that alias).
-    /// The same tools and problems but the built-in `name` (its name then
-    /// free for a plugin).
-    pub(crate) fn without_builtin(self, name: &str) -> Registry {
+    /// The same tools and problems but the built-in playing `role` (its
+    /// name then free for a plugin).
+    pub(crate) fn without_role(self, role: Role) -> Registry {
         let mut registry = Registry { problems: self.problems, ..Registry::default() };
-        for tool in self.tools.into_iter().filter(|t| !(t.origin == Origin::Builtin && t.spec.name == name)) {
+        for tool in self.tools.into_iter().filter(|t| t.role() != Some(role)) {
             let source = format!("builtin:{}", tool.spec.name);
             registry.add_shared(tool, &source);
         }
@@ -107,6 +100,11 @@ impl Registry {
 
     pub(crate) fn resolve(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.names.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The enabled built-in playing `role`, if there is one.
+    pub(crate) fn playing(&self, role: Role) -> Option<&Arc<LoadedTool>> {
+        self.tools.iter().find(|t| t.role() == Some(role) && t.spec.enabled)
     }
 
     /// A registry of the built-ins of this one (what a reload starts from).
@@ -130,7 +128,7 @@ impl Registry {
     /// The tools offered to the model by name only, for ToolSearch to load:
     /// those that ask to be deferred (`should-defer`), and the third-party
     /// tools after the first `after` in pool order; never one that asks to
-    /// be always loaded (`always-load`), nor ToolSearch itself.
+    /// be always loaded (`always-load`), nor the one that loads them.
     pub(crate) fn deferred(&self, after: usize) -> &BTreeSet<String> {
         let (known_after, known) = self.deferred.get_or_init(|| (after, self.work_out_deferred(after)));
         debug_assert_eq!(*known_after, after, "one host defers after one count");
@@ -142,7 +140,7 @@ impl Registry {
         let mut out = BTreeSet::new();
         for tool in self.pool() {
             let spec = &tool.spec;
-            if spec.always_load || spec.name == TOOL_SEARCH {
+            if spec.always_load || tool.role() == Some(Role::LoadsTools) {
                 continue;
             }
             let beyond = tool.origin != Origin::Builtin && {

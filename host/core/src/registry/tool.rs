@@ -23,6 +23,23 @@ pub enum Origin {
     Mcp(String),
 }
 
+/// The part a built-in plays in the host, declared in its `builtin.yaml`
+/// (a third-party tool has none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// It runs a model's program that calls the other tools (code mode): it
+    /// alone may import the tools interface, its prompt declares the tools
+    /// a program can call, it holds a second instance slot for those calls,
+    /// and a program cannot call it.
+    RunsPrograms,
+    /// It loads the deferred tools: offered only while some tool is
+    /// deferred and never deferred itself, it searches the catalog of the
+    /// deferred tools the host gives it, and what it finds becomes callable
+    /// in the session.
+    LoadsTools,
+}
+
 /// What a tool says about itself (the contract's `tool-info`), parsed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
@@ -274,6 +291,8 @@ pub struct LoadedTool {
     pub(crate) quick: bool,
     /// For a tool another program serves (an MCP server's): how to reach it.
     pub(crate) remote: Option<super::remote::Remote>,
+    /// For a built-in: what the host does for it beyond its contract.
+    pub(crate) declared: Option<&'static super::builtins::Declared>,
 }
 
 impl LoadedTool {
@@ -331,6 +350,16 @@ impl LoadedTool {
         self.quick
     }
 
+    /// The part it plays in the host, if it is a built-in with one.
+    pub fn role(&self) -> Option<Role> {
+        self.declared.and_then(|d| d.role)
+    }
+
+    /// The repairs of its input it declares, if it is a built-in.
+    pub(crate) fn repairs(&self) -> Option<&'static super::repairs::Repairs> {
+        self.declared.map(|d| &d.repairs)
+    }
+
     pub(crate) fn new(
         spec: ToolSpec,
         origin: Origin,
@@ -356,6 +385,7 @@ impl LoadedTool {
             command: false,
             quick: false,
             remote: None,
+            declared: None,
         }
     }
 
@@ -377,6 +407,7 @@ impl LoadedTool {
             command: self.command,
             quick: self.quick,
             remote: self.remote.clone(),
+            declared: self.declared,
         }
     }
 

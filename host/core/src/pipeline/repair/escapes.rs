@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 /// source (Script's `code`): there an escape of an ASCII character or of a
 /// line or paragraph separator stays, since decoding `\u0022` inside a
 /// string literal would end the literal (Claude Code's `javaScriptSource`).
-pub(super) fn decode_input(value: &Map<String, Value>, javascript: &[&str]) -> Option<Map<String, Value>> {
+pub(super) fn decode_input(value: &Map<String, Value>, javascript: &[String]) -> Option<Map<String, Value>> {
     let mut changed = false;
     let mut out = Map::with_capacity(value.len());
     for (key, item) in value {
@@ -28,7 +28,7 @@ pub(super) fn decode_input(value: &Map<String, Value>, javascript: &[&str]) -> O
             continue;
         }
         let decoded = match item {
-            Value::String(s) if javascript.contains(&key.as_str()) => decode_string(s, true).map(Value::String),
+            Value::String(s) if javascript.contains(key) => decode_string(s, true).map(Value::String),
             item => decode_value(item),
         };
         changed |= decoded.is_some();
@@ -122,7 +122,8 @@ fn looks_like_windows_path(s: &str) -> bool {
     drive
         || s.char_indices().any(|(i, _)| {
             let before = s[..i].chars().next_back();
-            let starts = before.is_none_or(|c| super::js_whitespace(c) || matches!(c, '"' | '\'' | '='));
+            let starts =
+                before.is_none_or(|c| crate::registry::repairs::js_whitespace(c) || matches!(c, '"' | '\'' | '='));
             starts && unc_at(&s[i..])
         })
 }
@@ -130,7 +131,9 @@ fn looks_like_windows_path(s: &str) -> bool {
 /// Whether `rest` starts with `\\name\` or `\\name/`, no backslash after it.
 fn unc_at(rest: &str) -> bool {
     let Some(after) = rest.strip_prefix("\\\\") else { return false };
-    let name = after.find(|c: char| super::js_whitespace(c) || c == '\\' || c == '/').unwrap_or(after.len());
+    let name = after
+        .find(|c: char| crate::registry::repairs::js_whitespace(c) || c == '\\' || c == '/')
+        .unwrap_or(after.len());
     if name == 0 {
         return false;
     }
@@ -182,7 +185,7 @@ mod tests {
         assert_eq!(decode_input(json!({"a": "x", "n": [1]}).as_object().unwrap(), &[]), None);
         // JavaScript source keeps the escapes whose decoding could change the program.
         let code = json!({"code": r#"const s = "a\u0022b\u2028" + "\u00e9";"#});
-        let out = decode_input(code.as_object().unwrap(), &["code"]).unwrap();
+        let out = decode_input(code.as_object().unwrap(), &["code".to_string()]).unwrap();
         assert_eq!(out["code"], json!(r#"const s = "a\u0022b\u2028" + "é";"#));
     }
 }

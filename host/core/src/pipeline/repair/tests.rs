@@ -5,9 +5,15 @@ fn schema(json: Value) -> Schema {
     Schema::compile(json).unwrap()
 }
 
+/// The repairs the built-in `name` declares (its crate directory is its
+/// name in lower case), or none for a third-party tool.
+fn repairs_of(name: &str, builtin: bool) -> Option<&'static Repairs> {
+    builtin.then(|| &crate::registry::builtins::declared(&name.to_lowercase()).repairs)
+}
+
 fn fix(name: &str, builtin: bool, schema: &Schema, input: Value) -> Option<(Value, Option<String>)> {
     let tool_use = ToolUse { id: "t".into(), name: name.into(), input };
-    repair(name, builtin, schema, &tool_use, "/w").map(|r| (r.input, r.note))
+    repair(name, repairs_of(name, builtin), schema, &tool_use, "/w").map(|r| (r.input, r.note))
 }
 
 fn strict(properties: Value, required: &[&str]) -> Schema {
@@ -227,15 +233,23 @@ fn bash_commands_lose_a_leading_cd_to_the_working_directory() {
         Some(json!(r"find . -exec rm {} \; && cd /w && ls"))
     );
     let tool_use = ToolUse { id: "t".into(), name: "Bash".into(), input: json!({"command": "cd /a b && ls"}) };
-    assert_eq!(repair("Bash", true, &s, &tool_use, "/a b"), None, "a directory that needs quoting is left");
-    assert!(plain_path("/") && plain_path("C:\\Users\\me") && plain_path("/tmp/é"));
-    assert!(
-        !plain_path("rel/dir")
-            && !plain_path("/a$b")
-            && !plain_path("/a#")
-            && !plain_path(&format!("/{}", "a".repeat(1024)))
+    assert_eq!(
+        repair("Bash", repairs_of("Bash", true), &s, &tool_use, "/a b"),
+        None,
+        "a directory that needs quoting is left"
     );
-    assert!(plain_path(&format!("/{}", "a".repeat(1023))));
+    assert!(
+        crate::registry::repairs::plain_path("/")
+            && crate::registry::repairs::plain_path("C:\\Users\\me")
+            && crate::registry::repairs::plain_path("/tmp/é")
+    );
+    assert!(
+        !crate::registry::repairs::plain_path("rel/dir")
+            && !crate::registry::repairs::plain_path("/a$b")
+            && !crate::registry::repairs::plain_path("/a#")
+            && !crate::registry::repairs::plain_path(&format!("/{}", "a".repeat(1024)))
+    );
+    assert!(crate::registry::repairs::plain_path(&format!("/{}", "a".repeat(1023))));
 }
 
 #[test]
