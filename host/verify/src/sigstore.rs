@@ -157,14 +157,16 @@ pub struct TrustRoot {
 
 impl TrustRoot {
     /// Reads a trust root's JSON.
-    pub fn parse(text: &str) -> Result<TrustRoot, String> {
-        let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+    pub fn parse(text: &str) -> Result<TrustRoot, TrustRootError> {
+        let root: Value = serde_json::from_str(text).map_err(|e| TrustRootError::NotJson(e.to_string()))?;
         let media = root["mediaType"].as_str().unwrap_or("");
         if !media.starts_with("application/vnd.dev.sigstore.trustedroot") {
-            return Err(format!("its mediaType is {media:?}, not a Sigstore trusted root's"));
+            return Err(TrustRootError::MediaType(media.to_string()));
         }
-        let bytes = |v: &Value, what: &str| -> Result<Vec<u8>, String> {
-            STANDARD.decode(v.as_str().unwrap_or("")).map_err(|e| format!("{what} is not base64 ({e})"))
+        let bytes = |v: &Value, what: &'static str| -> Result<Vec<u8>, TrustRootError> {
+            STANDARD
+                .decode(v.as_str().unwrap_or(""))
+                .map_err(|e| TrustRootError::NotBase64 { what, why: e.to_string() })
         };
         let mut logs = Vec::new();
         let mut unchecked = Vec::new();
@@ -178,7 +180,8 @@ impl TrustRoot {
                 continue;
             };
             let id: [u8; 32] = Sha256::digest(&der).into();
-            let valid = Window::read(&log["publicKey"]["validFor"]).map_err(|e| format!("the log {url}: {e}"))?;
+            let valid = Window::read(&log["publicKey"]["validFor"])
+                .map_err(|why| TrustRootError::Validity { of: format!("the log {url}"), why })?;
             logs.push(Log { url, id, key, valid });
         }
         let mut authorities = Vec::new();
@@ -191,17 +194,123 @@ impl TrustRoot {
                 .map(|c| bytes(&c["rawBytes"], "a certificate"))
                 .collect::<Result<Vec<_>, _>>()?;
             if chain.is_empty() {
-                return Err(format!("the certificate authority {uri} has no certificates"));
+                return Err(TrustRootError::NoCertificates(uri));
             }
-            let valid = Window::read(&ca["validFor"]).map_err(|e| format!("the authority {uri}: {e}"))?;
+            let valid = Window::read(&ca["validFor"])
+                .map_err(|why| TrustRootError::Validity { of: format!("the authority {uri}"), why })?;
             authorities.push(Authority { uri, chain, valid });
         }
         if logs.is_empty() || authorities.is_empty() {
-            return Err("it names no ECDSA transparency log or no certificate authority".into());
+            return Err(TrustRootError::Incomplete);
         }
         Ok(TrustRoot { authorities, logs, unchecked })
     }
 }
+
+/// Why a trust root's JSON cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrustRootError {
+    /// It is not JSON (why).
+    NotJson(String),
+    /// Its `mediaType` is not a trusted root's (what it is).
+    MediaType(String),
+    /// A key or certificate that is not base64.
+    NotBase64 {
+        /// Which.
+        what: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// A `validFor` that does not read.
+    Validity {
+        /// Whose (a log, an authority).
+        of: String,
+        /// Why.
+        why: String,
+    },
+    /// A certificate authority without certificates (its URI).
+    NoCertificates(String),
+    /// No transparency log this verifier checks, or no certificate authority.
+    Incomplete,
+}
+
+impl std::fmt::Display for TrustRootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrustRootError::NotJson(why) => write!(f, "not JSON ({why})"),
+            TrustRootError::MediaType(media) => write!(f, "its mediaType is {media:?}, not a Sigstore trusted root's"),
+            TrustRootError::NotBase64 { what, why } => write!(f, "{what} is not base64 ({why})"),
+            TrustRootError::Validity { of, why } => write!(f, "{of}: {why}"),
+            TrustRootError::NoCertificates(uri) => write!(f, "the certificate authority {uri} has no certificates"),
+            TrustRootError::Incomplete => f.write_str("it names no ECDSA transparency log or no certificate authority"),
+        }
+    }
+}
+
+impl std::error::Error for TrustRootError {}
+
+/// A signer's identity pattern that is not a regular expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityError {
+    /// The pattern as written.
+    pub pattern: String,
+    /// Why it does not compile.
+    pub why: String,
+}
+
+impl std::fmt::Display for IdentityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not a regular expression ({})", self.pattern, self.why)
+    }
+}
+
+impl std::error::Error for IdentityError {}
+
+/// Why a Sigstore bundle does not vouch for a manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BundleError {
+    /// The digest asked about is not `sha256:` and 64 hex digits.
+    NotDigest(String),
+    /// The bundle is not JSON (why).
+    NotJson(String),
+    /// Its `mediaType` is not a bundle v0.1 to v0.3's (what it is).
+    MediaType(String),
+    /// What it holds does not read, or is for something else: its
+    /// content, certificate or identity (what is wrong).
+    Malformed(String),
+    /// A key-pair bundle signed by none of the trusted cosign keys.
+    UnknownKey,
+    /// Its signature does not verify with its certificate's key.
+    BadSignature,
+    /// A keyless bundle without a transparency log entry.
+    NotLogged,
+    /// Signed keyless, and no trusted signer vouches: why not, for each
+    /// signer and log entry.
+    Refused(Vec<String>),
+}
+
+impl std::fmt::Display for BundleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BundleError::NotDigest(digest) => write!(f, "{digest} is not a SHA-256 digest"),
+            BundleError::NotJson(why) => write!(f, "a bundle is not JSON ({why})"),
+            BundleError::MediaType(media) => {
+                write!(f, "a bundle's mediaType is {media:?}, not a Sigstore bundle v0.1 to v0.3")
+            }
+            BundleError::Malformed(what) => f.write_str(what),
+            BundleError::UnknownKey => {
+                f.write_str("a key-pair bundle was not signed by any of the trusted cosign keys")
+            }
+            BundleError::BadSignature => f.write_str("a bundle's signature does not verify with its certificate's key"),
+            BundleError::NotLogged => {
+                f.write_str("a keyless bundle has no transparency log entry (signed timestamps are not supported)")
+            }
+            BundleError::Refused(why) => f.write_str(&why.join("; ")),
+        }
+    }
+}
+
+impl std::error::Error for BundleError {}
 
 /// Whose keyless signatures count: an OIDC issuer and an identity (exact,
 /// or a regular expression matching it whole), under a trust root.
@@ -223,10 +332,10 @@ pub enum Identity {
 
 impl Identity {
     /// A regular expression that must match an identity whole.
-    pub fn pattern(text: &str) -> Result<Identity, String> {
+    pub fn pattern(text: &str) -> Result<Identity, IdentityError> {
         regex::Regex::new(&format!("^(?:{text})$"))
             .map(Identity::Pattern)
-            .map_err(|e| format!("`{text}` is not a regular expression ({e})"))
+            .map_err(|e| IdentityError { pattern: text.to_string(), why: e.to_string() })
     }
 
     fn matches(&self, identity: &str) -> bool {
@@ -262,22 +371,22 @@ enum Content {
 
 /// Verifies the Sigstore bundle `bundle` (JSON) for the manifest `digest`
 /// (`sha256:HEX`): signed by one of `keys`, or keyless by one of `signers`.
-pub fn verify(bundle: &[u8], digest: &str, keys: &[CosignKey], signers: &[Signer]) -> Result<Verified, String> {
+pub fn verify(bundle: &[u8], digest: &str, keys: &[CosignKey], signers: &[Signer]) -> Result<Verified, BundleError> {
     let want = digest
         .strip_prefix("sha256:")
         .and_then(|hex| decode_hex(hex).ok())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .ok_or_else(|| format!("{digest} is not a SHA-256 digest"))?;
-    let bundle: Value = serde_json::from_slice(bundle).map_err(|e| format!("a bundle is not JSON ({e})"))?;
+        .ok_or_else(|| BundleError::NotDigest(digest.to_string()))?;
+    let bundle: Value = serde_json::from_slice(bundle).map_err(|e| BundleError::NotJson(e.to_string()))?;
     let media = bundle["mediaType"].as_str().unwrap_or("");
     let proof_required = match media {
         "application/vnd.dev.sigstore.bundle+json;version=0.1" => false,
         "application/vnd.dev.sigstore.bundle+json;version=0.2" | "application/vnd.dev.sigstore.bundle.v0.3+json" => {
             true
         }
-        other => return Err(format!("a bundle's mediaType is {other:?}, not a Sigstore bundle v0.1 to v0.3")),
+        other => return Err(BundleError::MediaType(other.to_string())),
     };
-    let (content, signature) = content(&bundle, &want)?;
+    let (content, signature) = content(&bundle, &want).map_err(BundleError::Malformed)?;
     let material = &bundle["verificationMaterial"];
     if material.get("publicKey").is_some() {
         let key = keys
@@ -289,35 +398,37 @@ pub fn verify(bundle: &[u8], digest: &str, keys: &[CosignKey], signers: &[Signer
                     Content::Dsse { signed, .. } => key.verify(signed, &signature),
                 }
             })
-            .ok_or("a key-pair bundle was not signed by any of the trusted cosign keys")?;
+            .ok_or(BundleError::UnknownKey)?;
         return Ok(Verified { who: format!("the trusted key of {}", key.origin) });
     }
+    let malformed = |what: &str| BundleError::Malformed(what.to_string());
     let leaf = match (material["certificate"]["rawBytes"].as_str(), &material["x509CertificateChain"]["certificates"]) {
-        (Some(raw), _) => STANDARD.decode(raw).map_err(|_| "a bundle's certificate is not base64")?,
+        (Some(raw), _) => STANDARD.decode(raw).map_err(|_| malformed("a bundle's certificate is not base64"))?,
         (None, Value::Array(chain)) if !chain.is_empty() => STANDARD
             .decode(chain[0]["rawBytes"].as_str().unwrap_or(""))
-            .map_err(|_| "a bundle's certificate is not base64")?,
-        _ => return Err("a bundle has neither a certificate nor a public key".into()),
+            .map_err(|_| malformed("a bundle's certificate is not base64"))?,
+        _ => return Err(malformed("a bundle has neither a certificate nor a public key")),
     };
-    let certificate =
-        x509_cert::Certificate::from_der(&leaf).map_err(|e| format!("a bundle's certificate does not read ({e})"))?;
+    let certificate = x509_cert::Certificate::from_der(&leaf)
+        .map_err(|e| malformed(&format!("a bundle's certificate does not read ({e})")))?;
     let spki = certificate
         .tbs_certificate()
         .subject_public_key_info()
         .to_der()
-        .map_err(|e| format!("a bundle's certificate has no key ({e})"))?;
-    let key = Key::from_spki(&spki).ok_or("a bundle's certificate holds no ECDSA P-256 or P-384 key")?;
+        .map_err(|e| malformed(&format!("a bundle's certificate has no key ({e})")))?;
+    let key =
+        Key::from_spki(&spki).ok_or_else(|| malformed("a bundle's certificate holds no ECDSA P-256 or P-384 key"))?;
     let signed = match &content {
         Content::Message(d) => key.verify_digest(d, &signature),
         Content::Dsse { signed, .. } => key.verify(signed, &signature),
     };
     if !signed {
-        return Err("a bundle's signature does not verify with its certificate's key".into());
+        return Err(BundleError::BadSignature);
     }
-    let (identity, issuer) = identity_of(&certificate)?;
+    let (identity, issuer) = identity_of(&certificate).map_err(BundleError::Malformed)?;
     let entries = bundle["verificationMaterial"]["tlogEntries"].as_array().cloned().unwrap_or_default();
     if entries.is_empty() {
-        return Err("a keyless bundle has no transparency log entry (signed timestamps are not supported)".into());
+        return Err(BundleError::NotLogged);
     }
     let mut why = Vec::new();
     for signer in signers {
@@ -355,7 +466,7 @@ pub fn verify(bundle: &[u8], digest: &str, keys: &[CosignKey], signers: &[Signer
     if signers.is_empty() {
         why.push(format!("it is signed keyless by {identity} (issuer {issuer}) and no Sigstore signer is trusted"));
     }
-    Err(why.join("; "))
+    Err(BundleError::Refused(why))
 }
 
 /// The bundle's content bound to the manifest `want`, and its signature.

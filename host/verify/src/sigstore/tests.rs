@@ -8,6 +8,10 @@ use serde_json::json;
 const DIGEST: &str = "sha256:3f1a2b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a";
 
 fn check(bundle: &Value, signers: &[Signer]) -> Result<Verified, String> {
+    kind(bundle, signers).map_err(|e| e.to_string())
+}
+
+fn kind(bundle: &Value, signers: &[Signer]) -> Result<Verified, BundleError> {
     verify(&serde_json::to_vec(bundle).unwrap(), DIGEST, &[], signers)
 }
 
@@ -55,6 +59,7 @@ fn who_signed_must_be_a_trusted_identity_and_issuer() {
     other_issuer.issuer = "https://accounts.example".into();
     assert!(check(&bundle, &[other_issuer]).unwrap_err().contains("issuer https://accounts.example"));
     assert!(check(&bundle, &[]).unwrap_err().contains("no Sigstore signer is trusted"));
+    assert!(matches!(kind(&bundle, &[]), Err(BundleError::Refused(why)) if why.len() == 1));
 }
 
 #[test]
@@ -76,6 +81,7 @@ fn the_bundle_must_sign_this_manifest_as_a_signature() {
     statement["subject"][0]["name"] = json!("changed");
     bundle["dsseEnvelope"]["payload"] = json!(b64(&serde_json::to_vec(&statement).unwrap()));
     assert!(check(&bundle, &signer).unwrap_err().contains("does not verify with its certificate's key"));
+    assert_eq!(kind(&bundle, &signer).unwrap_err(), BundleError::BadSignature);
 }
 
 #[test]
@@ -143,6 +149,7 @@ fn the_log_entry_must_be_signed_included_and_about_this_signature() {
     let mut bundle = good;
     bundle["verificationMaterial"]["tlogEntries"] = json!([]);
     assert!(check(&bundle, &signer).unwrap_err().contains("no transparency log entry"));
+    assert_eq!(kind(&bundle, &signer).unwrap_err(), BundleError::NotLogged);
 }
 
 #[test]
@@ -171,16 +178,24 @@ fn a_key_pair_bundle_verifies_with_a_trusted_key_only() {
     assert_eq!(verified.who, "the trusted key of trustedPluginKeys of the test");
     let other = p256::ecdsa::SigningKey::from_slice(&[8; 32]).unwrap();
     let other = CosignKey::parse(&other.verifying_key().to_public_key_pem(Default::default()).unwrap(), "x".into());
-    assert!(verify(&bytes, DIGEST, &[other.unwrap()], &[]).unwrap_err().contains("not signed by any of the trusted"));
+    let refused = verify(&bytes, DIGEST, &[other.unwrap()], &[]).unwrap_err();
+    assert_eq!(refused, BundleError::UnknownKey);
+    assert!(refused.to_string().contains("not signed by any of the trusted"));
+    assert!(matches!(verify(b"{", DIGEST, &[], &[]), Err(BundleError::NotJson(_))));
+    assert!(matches!(verify(&bytes, "sha256:xyz", &[], &[]), Err(BundleError::NotDigest(_))));
 }
 
 #[test]
 fn trust_roots_that_do_not_read_are_refused_with_the_reason() {
-    assert!(TrustRoot::parse("{}").unwrap_err().contains("not a Sigstore trusted root"));
+    assert!(TrustRoot::parse("{}").unwrap_err().to_string().contains("not a Sigstore trusted root"));
+    assert!(matches!(TrustRoot::parse("[").unwrap_err(), TrustRootError::NotJson(_)));
+    let bad = Identity::pattern("(").unwrap_err();
+    assert!(bad.pattern == "(" && bad.to_string().starts_with("`(` is not a regular expression"));
     let world = World::new();
     let mut root: Value = serde_json::from_str(&world.trust_root()).unwrap();
     root["certificateAuthorities"][0]["validFor"]["start"] = json!("yesterday");
-    assert!(TrustRoot::parse(&root.to_string()).unwrap_err().contains("not an RFC 3339 time"));
+    assert!(TrustRoot::parse(&root.to_string()).unwrap_err().to_string().contains("not an RFC 3339 time"));
     root["certificateAuthorities"] = json!([]);
-    assert!(TrustRoot::parse(&root.to_string()).unwrap_err().contains("no certificate authority"));
+    assert!(TrustRoot::parse(&root.to_string()).unwrap_err().to_string().contains("no certificate authority"));
+    assert_eq!(TrustRoot::parse(&root.to_string()).unwrap_err(), TrustRootError::Incomplete);
 }
