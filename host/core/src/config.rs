@@ -25,13 +25,19 @@
 //! the audit log) the strongest layer that sets one wins. Directories and
 //! hooks add up.
 
-use super::PermissionMode;
-use super::hooks::HooksConfig;
-use super::rules::{Behavior, Rule, RuleEntry};
-use super::servers::ConfiguredServer;
+pub(crate) mod hooks;
+mod mode;
+pub(crate) mod rule;
+pub(crate) mod servers;
+mod trust;
+
 use crate::fsx::expand;
 use crate::grants::Allowance;
+use hooks::HooksConfig;
+pub use mode::PermissionMode;
+use rule::{Behavior, Rule, RuleEntry};
 use serde::Deserialize;
+use servers::ConfiguredServer;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,9 +64,9 @@ impl fmt::Display for Layer {
     }
 }
 
-pub use super::trust::{TrustStore, powers};
 /// A settings file that cannot be read, parsed or written.
 pub use crate::fsx::SettingsFileError as SettingsError;
+pub use trust::{TrustStore, powers};
 
 /// Where settings come from. [`Sources::standard`] fills in the usual files.
 #[derive(Clone, Debug, Default)]
@@ -157,7 +163,7 @@ pub struct Settings {
     pub state_store: Option<String>,
     /// `mcpServers` by name: the strongest layer's entry for each name
     /// (managed, command line, local, project and `.mcp.json`, user).
-    pub mcp_servers: std::collections::BTreeMap<String, super::servers::ConfiguredServer>,
+    pub mcp_servers: std::collections::BTreeMap<String, servers::ConfiguredServer>,
 }
 
 /// One entry of `trustedPluginSigners`: whose Sigstore keyless signatures
@@ -215,7 +221,7 @@ pub(super) struct FileShape {
     #[serde(default)]
     pub(super) state_store: Option<String>,
     #[serde(default)]
-    pub(super) mcp_servers: std::collections::BTreeMap<String, super::servers::ServerShape>,
+    pub(super) mcp_servers: std::collections::BTreeMap<String, servers::ServerShape>,
 }
 
 #[derive(Deserialize, Default)]
@@ -337,7 +343,7 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
                 .map_err(|e| invalid(format!("{}: permissions.defaultMode: {e}", at_line(&text, mode))))?;
         }
         if let Some(hooks) = &shape.hooks {
-            super::hooks::Hooks::compile(&[(hooks.clone(), String::new())])
+            hooks::Hooks::compile(&[(hooks.clone(), String::new())])
                 .map_err(|e| invalid(e.to_string().trim_start_matches(": ").to_string()))?;
         }
         // Files that come with the workspace may only restrict until the user

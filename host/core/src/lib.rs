@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod config;
 mod contract;
 mod epoch;
 mod fsx;
@@ -53,6 +54,7 @@ pub mod secrets;
 mod session;
 mod shell;
 
+pub use config::{Settings, Sources};
 pub use contract::{
     CONTRACT, Capability, Form, MissingImport, RELEASED, RequestsError, Shape, ShapeError, Version, stamp_requests,
 };
@@ -64,8 +66,7 @@ pub use host::{
 pub use host::{MAX_SCRIPT_CALLS, run_batch};
 pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
-pub use policy::rules::Behavior;
-pub use policy::settings::{Settings, Sources};
+pub use config::rule::Behavior;
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
 /// A WASI command's manifest (`NAME.tool.yaml`): its tool's name and description.
@@ -86,11 +87,11 @@ pub use session::{
 /// Settings files and trust: where settings come from, what they say, and
 /// which workspace files the user trusted.
 pub mod settings {
+    pub use crate::config::hooks::{HookConfigError, HookProblem, HooksConfig};
+    pub use crate::config::rule::{ContentError, RuleError};
+    pub use crate::config::servers::{ConfiguredServer, McpServer};
+    pub use crate::config::{Settings, SettingsError, Sources, TrustStore, TrustedSigner, load, powers};
     pub use crate::policy::PolicyError;
-    pub use crate::policy::hooks::{HookConfigError, HookProblem, HooksConfig};
-    pub use crate::policy::rules::{ContentError, RuleError};
-    pub use crate::policy::servers::{ConfiguredServer, McpServer};
-    pub use crate::policy::settings::{Settings, SettingsError, Sources, TrustStore, TrustedSigner, load, powers};
 }
 
 /// Tools other programs serve (MCP servers'): what a front supplies for the
@@ -110,8 +111,10 @@ pub mod remote {
 pub mod internals {
     pub use crate::contract::requests::read as read_requests;
     pub use crate::contract::scan::{check as check_outline, outline};
-    pub use crate::policy::hooks::{HookDecision, HookEvent, outcome_of_exits};
-    pub use crate::policy::rules::{Catalog, ContentKind, Places, Rule, RuleEntry, RuleSet, Subject};
+    pub use crate::config::hooks::HookEvent;
+    pub use crate::config::rule::{Rule, RuleEntry};
+    pub use crate::policy::hooks::{HookDecision, outcome_of_exits};
+    pub use crate::policy::rules::{Catalog, ContentKind, Places, RuleSet, Subject};
     pub use crate::policy::{Decision, Facts, ToolCheck, decide};
     pub use crate::registry::declarations::{MAX_DECLARATION, declaration_of};
     pub use crate::registry::{Schema, SchemaError};
@@ -154,6 +157,7 @@ mod layering {
         "imports",
         "sandbox",
         "registry",
+        "config",
         "policy",
         "pipeline",
         "scheduler",

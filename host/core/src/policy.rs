@@ -8,15 +8,13 @@ mod audit;
 mod decision;
 pub(crate) mod hooks;
 pub(crate) mod rules;
-pub(crate) mod servers;
-pub(crate) mod settings;
-mod trust;
 
 pub use ask::{Answer, Approver, AskRequest};
 pub(crate) use audit::AuditRecord;
 pub use decision::{Decision, Facts, PermissionMode, ToolCheck, decide};
 pub(crate) use decision::{Source, sensitive_write};
 
+use crate::config::{self as settings, Settings, SettingsError};
 use crate::imports::CallRules;
 use crate::process::{CommandRules, CommandVerdict};
 use crate::registry::InputRoles;
@@ -24,7 +22,6 @@ use crate::shell::Parsed;
 use audit::Audit;
 use hooks::{HookConfigError, Hooks};
 use rules::{Behavior, Catalog, Places, Rule, RuleEntry, RuleError, RuleSet, Subject};
-use settings::{Settings, SettingsError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 

@@ -1,9 +1,13 @@
-//! The `hooks` objects of settings files, as written, and what is wrong
-//! with one that cannot be used.
+//! The `hooks` objects of settings files, as written, what is wrong with
+//! one that cannot be used, and all of them compiled ([`Hooks`]: matchers
+//! built, which hooks of an event match a tool). Running them is the
+//! policy's (`policy/hooks.rs`).
 
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
 
 /// Seconds a hook may run when its configuration names no `timeout`.
 pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
@@ -33,7 +37,7 @@ pub struct HooksConfig {
 }
 
 /// Claude Code's hook events that toolhost does not have.
-pub(super) const FOREIGN_EVENTS: &[&str] = &[
+const FOREIGN_EVENTS: &[&str] = &[
     "PermissionRequest",
     "UserPromptSubmit",
     "Notification",
@@ -162,4 +166,140 @@ pub enum HookProblem {
     #[error("timeout must be a positive number of seconds up to {MAX_TIMEOUT_SECS}, not {0}")]
     /// A timeout that is not a positive number of seconds up to a day.
     Timeout(f64),
+}
+
+/// Characters of a command kept when naming a hook in messages.
+pub(crate) const LABEL_MAX: usize = 80;
+
+/// Hooks compiled once (matchers built), from all settings files together.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Hooks {
+    /// Groups per event, indexed by [`HookEvent::index`], in configuration order.
+    events: [Vec<Group>; 3],
+}
+
+#[derive(Clone, Debug)]
+struct Group {
+    /// `None` matches every tool.
+    matcher: Option<Regex>,
+    hooks: Vec<Hook>,
+}
+
+impl Group {
+    fn matches(&self, tool: &str) -> bool {
+        self.matcher.as_ref().is_none_or(|m| m.is_match(tool))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Hook {
+    pub(crate) command: String,
+    /// The command clipped, for messages.
+    pub(crate) label: String,
+    pub(crate) timeout: Duration,
+    /// The timeout as configured, for messages.
+    pub(crate) timeout_secs: f64,
+}
+
+impl Hooks {
+    /// Whether no hook is configured at all.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.iter().all(Vec::is_empty)
+    }
+
+    /// Compiles the `hooks` objects of every settings file; `origin` names
+    /// where each came from (a settings file path) and appears in errors.
+    ///
+    /// Errors: an invalid matcher regex, a hook `type` other than `"command"`,
+    /// an empty command, or a timeout that is not a positive number of
+    /// seconds up to [`MAX_TIMEOUT_SECS`].
+    pub(crate) fn compile(configs: &[(HooksConfig, String)]) -> Result<Hooks, HookConfigError> {
+        let mut compiled = Hooks::default();
+        for (config, origin) in configs {
+            for event in config.other.keys() {
+                if FOREIGN_EVENTS.contains(&event.as_str()) {
+                    tracing::warn!(origin, event, "toolhost has no such hook event; these hooks never run");
+                } else {
+                    return Err(HookConfigError::UnknownEvent { origin: origin.clone(), event: event.clone() });
+                }
+            }
+            for event in HookEvent::ALL {
+                for (g, group) in config.groups(event).iter().enumerate() {
+                    let at = format!("{origin}: hooks.{event}[{g}]");
+                    let matcher = compile_matcher(group.matcher.as_deref()).map_err(|e| HookConfigError::Matcher {
+                        at: at.clone(),
+                        matcher: group.matcher.clone().unwrap_or_default(),
+                        reason: e.to_string(),
+                    })?;
+                    let mut hooks = Vec::with_capacity(group.hooks.len());
+                    for (h, hook) in group.hooks.iter().enumerate() {
+                        hooks.push(
+                            compile_hook(hook)
+                                .map_err(|problem| HookConfigError::Hook { at: format!("{at}.hooks[{h}]"), problem })?,
+                        );
+                    }
+                    if !hooks.is_empty() {
+                        compiled.events[event.index()].push(Group { matcher, hooks });
+                    }
+                }
+            }
+        }
+        Ok(compiled)
+    }
+
+    /// Whether any hook of `event` matches `tool` (so the pipeline can skip
+    /// building the event when none does).
+    pub(crate) fn any(&self, event: HookEvent, tool: &str) -> bool {
+        self.events[event.index()].iter().any(|g| g.matches(tool))
+    }
+
+    /// The hooks of `event` that match `tool`, in configuration order, each
+    /// command once (the first occurrence wins).
+    pub(crate) fn matching(&self, event: HookEvent, tool: &str) -> Vec<&Hook> {
+        let mut hooks: Vec<&Hook> = Vec::new();
+        for group in self.events[event.index()].iter().filter(|g| g.matches(tool)) {
+            for hook in &group.hooks {
+                if !hooks.iter().any(|h| h.command == hook.command) {
+                    hooks.push(hook);
+                }
+            }
+        }
+        hooks
+    }
+}
+
+/// Builds a matcher anchored on the whole tool name; `None` matches all.
+fn compile_matcher(matcher: Option<&str>) -> Result<Option<Regex>, regex::Error> {
+    match matcher {
+        None | Some("" | "*") => Ok(None),
+        Some(m) => {
+            // Parsed alone first, so that `a)|(b` cannot escape the anchors.
+            Regex::new(m)?;
+            Regex::new(&format!("^(?:{m})$")).map(Some)
+        }
+    }
+}
+
+fn compile_hook(hook: &HookCommand) -> Result<Hook, HookProblem> {
+    if hook.r#type != "command" {
+        return Err(HookProblem::UnsupportedType(hook.r#type.clone()));
+    }
+    if hook.command.trim().is_empty() {
+        return Err(HookProblem::EmptyCommand);
+    }
+    let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let timeout = Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|t| !t.is_zero() && secs <= MAX_TIMEOUT_SECS)
+        .ok_or(HookProblem::Timeout(secs))?;
+    Ok(Hook { command: hook.command.clone(), label: clip(&hook.command, LABEL_MAX), timeout, timeout_secs: secs })
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }

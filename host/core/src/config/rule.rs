@@ -1,4 +1,6 @@
-//! A rule's text, read as Claude Code 2.1.328 reads it (`EM`, `Dr` and
+//! A permission rule as settings write it: which list it is in
+//! ([`Behavior`]), where it came from ([`RuleEntry`]), and its text, read as
+//! Claude Code 2.1.328 reads it (`EM`, `Dr` and
 //! `PBe` in its package; see `host/core/src/policy/testdata/README.md`):
 //! `Tool` or `Tool(content)`, the content running from the first unescaped
 //! `(` to the last unescaped `)`, which must end the rule. Inside, a
@@ -24,6 +26,78 @@
 //!   declares, not here.
 
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which list a rule is in. Strength: deny > ask > allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Behavior {
+    /// The call runs without asking.
+    Allow,
+    /// The user is asked.
+    Ask,
+    /// The call is refused.
+    Deny,
+}
+
+impl Behavior {
+    /// Every behavior, in the order rules are listed in settings.
+    pub const ALL: [Behavior; 3] = [Behavior::Allow, Behavior::Ask, Behavior::Deny];
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Behavior::Allow => 0,
+            Behavior::Ask => 1,
+            Behavior::Deny => 2,
+        }
+    }
+
+    /// The name of the list in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behavior::Allow => "allow",
+            Behavior::Ask => "ask",
+            Behavior::Deny => "deny",
+        }
+    }
+}
+
+/// What is wrong with a rule's content.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    /// A command rule's `:*` with nothing before it.
+    #[error("Prefix cannot be empty before :*. Specify a command prefix before :*. Examples: Bash(npm *), Bash(git *)")]
+    EmptyPrefix,
+    /// A command wildcard no regular expression can stand for.
+    #[error("not a pattern toolhost can match: {0}")]
+    Pattern(String),
+    /// A path rule starts with `~`, and there is no home directory.
+    #[error("`~` is used but the home directory is unknown")]
+    NoHome,
+    /// A path rule that is not a glob.
+    #[error("not a valid path pattern: {0}")]
+    Glob(String),
+}
+
+/// A rule in a list, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleEntry {
+    /// The rule.
+    pub rule: Rule,
+    /// What it does to a call it matches.
+    pub behavior: Behavior,
+    /// Where it was written: a settings file's path, or `command line`.
+    pub origin: Arc<str>,
+    /// The directory `/p` path patterns are relative to (the settings
+    /// file's directory); `None`: the working directory.
+    pub base: Option<PathBuf>,
+}
+
+impl fmt::Display for RuleEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} rule `{}` ({})", self.behavior.as_str(), self.rule, self.origin)
+    }
+}
 
 /// One rule as written: a tool name and optional content.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -105,7 +179,7 @@ pub enum RuleError {
         /// The rule, and where it was written.
         entry: String,
         /// What is wrong with its content.
-        problem: super::ContentError,
+        problem: ContentError,
     },
     /// The path rules, each valid, are too many or too large to match together.
     #[error("path rules: {0}")]
@@ -161,9 +235,9 @@ impl Rule {
     /// [`Rule::parse`], and the check of the list it is in: an allow rule
     /// may not widen by a wildcard tool name, but for the tools of one MCP
     /// server (`mcp__SERVER__PATTERN`), as 2.1.328 checks it.
-    pub fn parse_in(text: &str, behavior: super::Behavior) -> Result<Rule, RuleError> {
+    pub fn parse_in(text: &str, behavior: Behavior) -> Result<Rule, RuleError> {
         let rule = Rule::parse(text)?;
-        if behavior == super::Behavior::Allow && rule.tool.contains('*') {
+        if behavior == Behavior::Allow && rule.tool.contains('*') {
             // The server is what follows `mcp__` up to the next `__`.
             let server = rule.tool.strip_prefix("mcp__").map(|rest| rest.split("__").next().unwrap_or(rest));
             if !server.is_some_and(|s| !s.is_empty() && !s.contains('*')) {
@@ -176,7 +250,7 @@ impl Rule {
 
 /// Whether `name` matches `pattern`, where `*` stands for any text (none
 /// included) and every other character for itself.
-pub(super) fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
+pub(crate) fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
     let mut parts = pattern.split('*');
     let first = parts.next().unwrap_or("");
     let Some(rest) = name.strip_prefix(first) else { return false };
@@ -330,7 +404,7 @@ mod tests {
     /// prints back to itself.
     #[test]
     fn claude_code_corpus() {
-        let corpus: Value = serde_json::from_str(include_str!("../testdata/claude-code-rules.json")).unwrap();
+        let corpus: Value = serde_json::from_str(include_str!("../policy/testdata/claude-code-rules.json")).unwrap();
         let reasons = corpus["kept"].as_object().expect("`kept`: the reasons");
         let rules = corpus["rules"].as_array().expect("`rules`");
         assert!(rules.len() >= 150, "{} rules", rules.len());
@@ -354,7 +428,7 @@ mod tests {
                 }
             }
             // What Claude Code refuses in allow lists, toolhost refuses there.
-            if theirs.get("allow_error").is_some() && Rule::parse_in(text, super::super::Behavior::Allow).is_ok() {
+            if theirs.get("allow_error").is_some() && Rule::parse_in(text, Behavior::Allow).is_ok() {
                 problems.push(format!("{text:?}: Claude Code refuses it in allow lists, toolhost takes it"));
             }
             if let Ok(rule) = Rule::parse(text) {

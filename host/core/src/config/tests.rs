@@ -1,5 +1,5 @@
+use super::servers::McpServer;
 use super::*;
-use crate::policy::servers::McpServer;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

@@ -3,7 +3,7 @@
 //! files the user trusted as they were (`TrustStore`, by content hash).
 
 use super::hooks::HookEvent;
-use super::settings::{FileShape, SettingsError};
+use super::{FileShape, SettingsError};
 use serde::Deserialize;
 use std::path::Path;
 

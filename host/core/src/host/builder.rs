@@ -1,10 +1,10 @@
 //! Building a host: the limits, the directories, the settings, the engine,
 //! the built-ins and the plugins, in that order.
 
+use crate::config::Settings;
 use crate::fsx::{self, Dirs};
 use crate::pipeline::{Parts, Pipeline};
 use crate::policy::rules::Places;
-use crate::policy::settings::Settings;
 use crate::policy::{Approver, PermissionMode, Policy, PolicyError};
 use crate::process::{BackgroundRegistry, Confinement};
 use crate::registry::{CompileSink, LoadError, Loader, Optimizer, PluginSet, QUICK_ABOVE, Registry};
@@ -260,7 +260,7 @@ impl HostBuilder {
     }
 
     /// Permission rules, hooks, the audit log, the mode and more working
-    /// directories, from settings files (see [`crate::policy::settings::load`]).
+    /// directories, from settings files (see [`crate::config::load`]).
     /// The settings' mode, when they set one, wins over [`HostBuilder::mode`].
     /// Default: no settings.
     pub fn settings(mut self, settings: Settings) -> Self {

@@ -33,70 +33,19 @@ use crate::shell::{self, Effect, Parsed, SimpleCommand};
 use globset::{GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 mod commands;
 mod paths;
 mod suggest;
-mod syntax;
 
+use crate::config::rule::tool_pattern_matches;
+pub(crate) use crate::config::rule::Behavior;
+pub(crate) use crate::config::rule::Rule;
+pub(crate) use crate::config::rule::{ContentError, RuleEntry, RuleError};
 use commands::*;
 use paths::*;
 pub(crate) use suggest::suggest;
-pub use syntax::Rule;
-pub use syntax::RuleError;
-
-/// Which list a rule is in. Strength: deny > ask > allow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Behavior {
-    /// The call runs without asking.
-    Allow,
-    /// The user is asked.
-    Ask,
-    /// The call is refused.
-    Deny,
-}
-
-impl Behavior {
-    /// Every behavior, in the order rules are listed in settings.
-    pub const ALL: [Behavior; 3] = [Behavior::Allow, Behavior::Ask, Behavior::Deny];
-
-    fn index(self) -> usize {
-        match self {
-            Behavior::Allow => 0,
-            Behavior::Ask => 1,
-            Behavior::Deny => 2,
-        }
-    }
-
-    /// The name of the list in settings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Behavior::Allow => "allow",
-            Behavior::Ask => "ask",
-            Behavior::Deny => "deny",
-        }
-    }
-}
-
-/// What is wrong with a rule's content.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ContentError {
-    /// A command rule's `:*` with nothing before it.
-    #[error("Prefix cannot be empty before :*. Specify a command prefix before :*. Examples: Bash(npm *), Bash(git *)")]
-    EmptyPrefix,
-    /// A command wildcard no regular expression can stand for.
-    #[error("not a pattern toolhost can match: {0}")]
-    Pattern(String),
-    /// A path rule starts with `~`, and there is no home directory.
-    #[error("`~` is used but the home directory is unknown")]
-    NoHome,
-    /// A path rule that is not a glob.
-    #[error("not a valid path pattern: {0}")]
-    Glob(String),
-}
 
 /// What a rule's content means for a tool: what the tool declares its input
 /// to be (see the module docs).
@@ -176,26 +125,6 @@ impl FromIterator<(String, ContentKind)> for Catalog {
 impl<const N: usize> From<[(String, ContentKind); N]> for Catalog {
     fn from(tools: [(String, ContentKind); N]) -> Catalog {
         tools.into_iter().collect()
-    }
-}
-
-/// A rule in a list, with where it came from.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RuleEntry {
-    /// The rule.
-    pub rule: Rule,
-    /// What it does to a call it matches.
-    pub behavior: Behavior,
-    /// Where it was written: a settings file's path, or `command line`.
-    pub origin: Arc<str>,
-    /// The directory `/p` path patterns are relative to (the settings
-    /// file's directory); `None`: the working directory.
-    pub base: Option<PathBuf>,
-}
-
-impl fmt::Display for RuleEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} rule `{}` ({})", self.behavior.as_str(), self.rule, self.origin)
     }
 }
 
@@ -308,7 +237,7 @@ fn whole(list: &List, tool: &str) -> Option<usize> {
     let by_server = server.and_then(|s| list.whole.get(&format!("mcp__{s}")).copied());
     // (A pattern that names a server literally, the only kind an allow list
     // takes, starts `mcp__SERVER__`: only that server's tools match it.)
-    let by_pattern = list.patterns.iter().find(|(p, _)| syntax::tool_pattern_matches(p, tool)).map(|(_, i)| *i);
+    let by_pattern = list.patterns.iter().find(|(p, _)| tool_pattern_matches(p, tool)).map(|(_, i)| *i);
     earliest(earliest(by_name, by_server), by_pattern)
 }
 

@@ -3,7 +3,8 @@
 //! outcome: fail-closed before a call, a note for the model after one.
 
 use super::Hook;
-use super::config::HookEvent;
+use super::HookEvent;
+pub(super) use crate::config::hooks::clip;
 use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -315,12 +316,4 @@ pub(super) fn stderr_tail(stderr: &[u8]) -> String {
         tail
     };
     format!(" (stderr: {tail})")
-}
-
-/// `text` cut to `max` characters, with `…` when cut.
-pub(super) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }

@@ -3,7 +3,7 @@
 //! group killed at its timeout.
 
 use super::Hook;
-use super::config::HookEvent;
+use super::HookEvent;
 use super::output::{Exit, Reply, failure_reply, interpret, stderr_tail};
 use crate::process::{Child, Status, Stream};
 use std::process::Command;

@@ -1,5 +1,6 @@
-use super::config::MatcherGroup;
 use super::*;
+use crate::config::hooks::{HookCommand, HooksConfig, LABEL_MAX, MatcherGroup};
+use output::clip;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;

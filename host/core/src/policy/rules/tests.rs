@@ -1,4 +1,5 @@
 use super::*;
+use std::sync::Arc;
 
 /// Rule texts from every combination of a tool name, spacing and up to
 /// three pieces of content (parentheses, escapes, globs, prefixes,
@@ -181,7 +182,7 @@ fn wildcard_tool_names_deny_and_ask_anywhere_and_allow_within_a_server() {
         ("Read", "Read", true),
         ("Read", "ReadX", false),
     ] {
-        assert_eq!(syntax::tool_pattern_matches(pattern, name), matches, "{pattern} ~ {name}");
+        assert_eq!(tool_pattern_matches(pattern, name), matches, "{pattern} ~ {name}");
     }
 }
 
