@@ -54,6 +54,7 @@ pub mod secrets;
 mod session;
 mod shell;
 
+pub use config::rule::Behavior;
 pub use config::{Settings, Sources};
 pub use contract::{
     CONTRACT, Capability, Form, MissingImport, RELEASED, RequestsError, Shape, ShapeError, Version, stamp_requests,
@@ -66,7 +67,6 @@ pub use host::{
 pub use host::{MAX_SCRIPT_CALLS, run_batch};
 pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
-pub use config::rule::Behavior;
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
 /// A WASI command's manifest (`NAME.tool.yaml`): its tool's name and description.
@@ -109,10 +109,10 @@ pub mod remote {
 /// of the API: it changes with the code.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::contract::requests::read as read_requests;
-    pub use crate::contract::scan::{check as check_outline, outline};
     pub use crate::config::hooks::HookEvent;
     pub use crate::config::rule::{Rule, RuleEntry};
+    pub use crate::contract::requests::read as read_requests;
+    pub use crate::contract::scan::{check as check_outline, outline};
     pub use crate::policy::hooks::{HookDecision, outcome_of_exits};
     pub use crate::policy::rules::{Catalog, ContentKind, Places, RuleSet, Subject};
     pub use crate::policy::{Decision, Facts, ToolCheck, decide};

@@ -39,9 +39,9 @@ mod commands;
 mod paths;
 mod suggest;
 
-use crate::config::rule::tool_pattern_matches;
 pub(crate) use crate::config::rule::Behavior;
 pub(crate) use crate::config::rule::Rule;
+use crate::config::rule::tool_pattern_matches;
 pub(crate) use crate::config::rule::{ContentError, RuleEntry, RuleError};
 use commands::*;
 use paths::*;
