@@ -129,14 +129,21 @@ fn a_watching_host_reloads_and_running_calls_finish_on_their_version() {
 
     // A call runs while its component is removed: it finishes, on the
     // version it started with; the next call finds no such tool.
+    let (began, started) = mpsc::channel();
     let running = {
         let host = host.clone();
         std::thread::spawn(move || {
-            let input = json!({"label": "long", "ms": 1500, "safe": true});
-            host.call(&host.ephemeral_session(), &tool_use("Sleeper", input), &CallOptions::default())
+            let input = json!({"label": "long", "ms": 1500, "safe": true, "progress_ms": 100});
+            let began = std::sync::Mutex::new(began);
+            let progress: toolhost::ProgressSink = std::sync::Arc::new(move |_| {
+                let _ = began.lock().unwrap().send(());
+            });
+            let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
+            host.call(&host.ephemeral_session(), &tool_use("Sleeper", input), &options)
         })
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // Its first progress message: the call runs.
+    started.recv_timeout(Duration::from_secs(30)).expect("the call reports progress");
     std::fs::remove_file(sb.plugins.join("sleeper.wasm")).unwrap();
     let change = next(&changes, "removing sleeper.wasm");
     assert_eq!(change.removed, ["Sleeper"]);
@@ -221,15 +228,23 @@ fn run_no_watch_loads_once() {
     let sb = Sandbox::new();
     let mut child = spawn_piped(&sb, &["run", "--no-watch"]);
     let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
     writeln!(stdin, "{}", json!({"type": "tool_use", "id": "a", "name": "Read", "input": {"file_path": "/nope"}}))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    stdin.flush().unwrap();
+    // The host is up and serving once the first call is answered.
+    let mut text = String::new();
+    while !text.contains("tool_result") {
+        assert!(stdout.read_line(&mut text).unwrap() > 0, "the stream ended: {text}");
+    }
     std::fs::copy(ECHO, sb.plugins.join("echo.wasm")).unwrap();
+    // Time a watcher would have taken to see the new file (it reloads after
+    // 150 ms of quiet): nothing may come of it.
     std::thread::sleep(Duration::from_millis(1000));
     writeln!(stdin, "{}", json!({"type": "tool_use", "id": "b", "name": "Echo", "input": {"text": "x"}})).unwrap();
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+    assert!(child.wait().unwrap().success());
     assert!(!text.contains("tools_changed"), "{text}");
     assert!(text.contains("No such tool available: Echo"), "{text}");
 }
