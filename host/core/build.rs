@@ -42,20 +42,26 @@ fn main() {
         let embedded = out_dir.join(format!("{name}.wasm"));
         std::fs::write(&embedded, &wasm).expect("copying a built-in component");
         let sha256 = sha256_hex(&wasm);
-        // What the host does for it beyond its contract (its role, its input
-        // repairs), if anything: `plugins/<name>/builtin.yaml`.
-        let declared = root.join("plugins").join(name).join("builtin.yaml");
-        let declared = match declared.exists() {
-            true => format!("include_str!({:?})", declared.display().to_string()),
-            false => "\"\"".to_string(),
-        };
         table.push_str(&format!(
-            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}), declared: {declared} }},\n",
+            "    EmbeddedTool {{ crate_dir: {name:?}, sha256: {sha256:?}, wasm: include_bytes!({:?}) }},\n",
             embedded.display().to_string()
         ));
     }
     table.push_str("]\n");
     std::fs::write(out_dir.join("builtins.rs"), table).expect("writing builtins.rs");
+
+    // What the host does for each built-in beyond its contract (its role,
+    // its input repairs): `plugins/<name>/builtin.yaml`, of every built-in
+    // whatever the features (the declarations are text, and tests read them).
+    let mut declared = String::from("&[\n");
+    for name in BUILTINS.iter().chain(HTTP_BUILTINS) {
+        let file = root.join("plugins").join(name).join("builtin.yaml");
+        if file.exists() {
+            declared.push_str(&format!("    ({name:?}, include_str!({:?})),\n", file.display().to_string()));
+        }
+    }
+    declared.push_str("]\n");
+    std::fs::write(out_dir.join("declared.rs"), declared).expect("writing declared.rs");
 
     let parser = build_shell::build(&root);
     let wasm = std::fs::read(&parser).unwrap_or_else(|e| panic!("reading {}: {e}", parser.display()));

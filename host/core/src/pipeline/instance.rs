@@ -137,7 +137,7 @@ impl Setup<'_> {
             return Ok(instance);
         }
         let limit = super::CLASSIFY_TIMEOUT.min(self.limits.timeout);
-        instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
+        instance.store.data_mut().call.deadline = Some((Instant::now() + limit, super::CLASSIFY_TIMEOUT));
         let answer = instance.guest.is_concurrency_safe(&mut instance.store, &input.to_string());
         report(answer.as_ref().is_ok_and(|safe| *safe));
         match answer {

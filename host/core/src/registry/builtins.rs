@@ -11,9 +11,11 @@ pub(crate) struct EmbeddedTool {
     pub sha256: &'static str,
     /// The component.
     pub wasm: &'static [u8],
-    /// Its `builtin.yaml` ([`Declared`]), empty if it has none.
-    pub declared: &'static str,
 }
+
+/// Each built-in's `builtin.yaml` ([`Declared`]), by crate directory: those
+/// that have one, whether or not this build embeds the built-in.
+static DECLARED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/declared.rs"));
 
 /// What the host does for a built-in beyond what its component declares
 /// through the contract: `plugins/<name>/builtin.yaml`, built into the
@@ -30,19 +32,26 @@ pub(crate) struct Declared {
     pub repairs: super::repairs::Repairs,
 }
 
+impl Declared {
+    /// A `builtin.yaml`'s text read (empty: nothing declared).
+    fn read(text: &str) -> Result<Declared, serde_saphyr::Error> {
+        serde_saphyr::from_str::<Option<Declared>>(text).map(Option::unwrap_or_default)
+    }
+}
+
 /// The declarations of the built-in in `crate_dir` (none: nothing declared).
 pub(crate) fn declared(crate_dir: &str) -> &'static Declared {
     static PARSED: std::sync::LazyLock<std::collections::HashMap<&'static str, Declared>> = std::sync::LazyLock::new(
         || {
-            let read = |e: &EmbeddedTool| match serde_saphyr::from_str::<Option<Declared>>(e.declared) {
-                Ok(declared) => declared.unwrap_or_default(),
+            let read = |&(crate_dir, text): &(&'static str, &str)| match Declared::read(text) {
+                Ok(declared) => (crate_dir, declared),
                 // A test reads every one: this build's own files.
                 Err(error) => {
-                    tracing::error!(builtin = e.crate_dir, %error, "its builtin.yaml does not read; it is used without it");
-                    Declared::default()
+                    tracing::error!(builtin = crate_dir, %error, "its builtin.yaml does not read; it is used without it");
+                    (crate_dir, Declared::default())
                 }
             };
-            EMBEDDED.iter().map(|e| (e.crate_dir, read(e))).collect()
+            DECLARED.iter().map(read).collect()
         },
     );
     static NOTHING: std::sync::LazyLock<Declared> = std::sync::LazyLock::new(Declared::default);
@@ -78,25 +87,18 @@ mod tests {
 
     #[test]
     fn every_builtin_yaml_reads() {
-        for embedded in EMBEDDED {
-            if !embedded.declared.is_empty() {
-                serde_saphyr::from_str::<Declared>(embedded.declared)
-                    .unwrap_or_else(|e| panic!("plugins/{}/builtin.yaml: {e}", embedded.crate_dir));
-            }
+        for (crate_dir, text) in DECLARED {
+            Declared::read(text).unwrap_or_else(|e| panic!("plugins/{crate_dir}/builtin.yaml: {e}"));
         }
+        assert!(DECLARED.iter().any(|(dir, _)| *dir == "webfetch"), "declared whatever the features");
         assert_eq!(declared("script").role, Some(Role::RunsPrograms));
         assert_eq!(declared("toolsearch").role, Some(Role::LoadsTools));
         assert_eq!(declared("read").role, None);
         assert!(!declared("read").repairs.steps.is_empty());
         assert!(declared("glob").repairs.steps.is_empty() && declared("no such").role.is_none());
-        let roles = EMBEDDED.iter().filter_map(|e| declared(e.crate_dir).role);
-        let mut roles: Vec<Role> = roles.collect();
-        roles.sort_by_key(|r| *r as u8);
-        roles.dedup();
-        assert_eq!(
-            roles.len(),
-            EMBEDDED.iter().filter(|e| declared(e.crate_dir).role.is_some()).count(),
-            "one built-in per role"
-        );
+        for role in [Role::RunsPrograms, Role::LoadsTools] {
+            let playing = DECLARED.iter().filter(|(dir, _)| declared(dir).role == Some(role)).count();
+            assert_eq!(playing, 1, "one built-in plays {role:?}");
+        }
     }
 }

@@ -191,7 +191,7 @@ impl Repairs {
     pub(crate) fn apply(&self, input: &Map<String, Value>, cwd: &str) -> Option<Applied> {
         // Without any field a step reads, the input (a whole file, say) is
         // not copied.
-        if !self.steps.iter().any(|s| s.reads().any(|k| input.contains_key(k))) {
+        if !self.steps.iter().any(|s| s.reads().iter().any(|k| input.contains_key(k))) {
             return None;
         }
         let mut o = input.clone();
@@ -215,12 +215,12 @@ impl Repairs {
 
 impl Step {
     /// The fields whose presence lets this step change anything.
-    fn reads(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+    fn reads(&self) -> &[String] {
         match self {
-            Step::Unwrap(fields) => Box::new(fields.iter().map(String::as_str)),
-            Step::Drop(d) => Box::new(std::iter::once(d.field.as_str())),
-            Step::Move(m) => Box::new(std::iter::once(m.from.as_str())),
-            Step::Normalize(n) => Box::new(std::iter::once(n.field.as_str())),
+            Step::Unwrap(fields) => fields,
+            Step::Drop(d) => std::slice::from_ref(&d.field),
+            Step::Move(m) => std::slice::from_ref(&m.from),
+            Step::Normalize(n) => std::slice::from_ref(&n.field),
         }
     }
 
