@@ -9,7 +9,6 @@ use serde_json::Value;
 use std::process::{Command, Stdio};
 use toolhost_tests::redis::RedisServer;
 
-const VALIDATOR: &str = "kubernetes-validate==1.37.0";
 /// The oldest Kubernetes the manifests are for.
 const KUBERNETES: &str = "1.33.0";
 
@@ -25,7 +24,8 @@ fn rendered() -> String {
 
 /// The validator's Python (it brings PyYAML too).
 fn python() -> std::path::PathBuf {
-    toolhost_tests::toolchain::venv(&toolhost_tests::repo_root().join("target/kubernetes-validate"), VALIDATOR)
+    use toolhost_tests::{pins, toolchain};
+    toolchain::installed(&pins::KUBERNETES_VALIDATE).join("bin").join("python")
 }
 
 #[test]

@@ -7,8 +7,9 @@ use crate::support::{Sandbox, raw_http, toolhost_command, wait_running};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
+use toolhost_tests::pins::{self, Pin};
+use toolhost_tests::toolchain;
 
 /// The SDK lines tested: the current one and the one most clients still use.
 #[derive(Clone, Copy, Debug)]
@@ -18,17 +19,10 @@ enum Line {
 }
 
 impl Line {
-    fn requirement(self) -> &'static str {
+    fn pin(self) -> Pin {
         match self {
-            Line::V2 => "mcp>=2.3,<3",
-            Line::V1 => "mcp>=1.20,<2",
-        }
-    }
-
-    fn dir(self) -> &'static str {
-        match self {
-            Line::V2 => "mcp2",
-            Line::V1 => "mcp1",
+            Line::V2 => pins::MCP_PYTHON_2,
+            Line::V1 => pins::MCP_PYTHON_1,
         }
     }
 }
@@ -36,17 +30,7 @@ impl Line {
 /// The Python of a virtual environment with the SDK line installed (made
 /// once per checkout).
 fn python(line: Line) -> PathBuf {
-    static V2: OnceLock<PathBuf> = OnceLock::new();
-    static V1: OnceLock<PathBuf> = OnceLock::new();
-    let cell = match line {
-        Line::V2 => &V2,
-        Line::V1 => &V1,
-    };
-    cell.get_or_init(|| {
-        let venv = toolhost_tests::repo_root().join("target").join("mcp-venv").join(line.dir());
-        toolhost_tests::toolchain::venv(&venv, line.requirement())
-    })
-    .clone()
+    toolchain::installed(&line.pin()).join("bin").join("python")
 }
 
 fn client_script() -> PathBuf {
@@ -363,14 +347,10 @@ fn python_sdk_1_over_http() {
     main_over_http(Line::V1, Mode::Legacy);
 }
 
-/// The TypeScript SDK's v2 client, installed with npm under `target/`.
-const TS_CLIENT: &str = "@modelcontextprotocol/client@2.4.0";
-
 /// Runs `client.mjs` (copied beside the installed SDK, where Node finds it)
 /// with `config` and checks every check passed.
 fn ts_scenario(sb: &Sandbox, config: &serde_json::Value) {
-    let prefix = toolhost_tests::repo_root().join("target").join("mcp-node");
-    let modules = toolhost_tests::toolchain::npm(&prefix, TS_CLIENT);
+    let modules = toolchain::installed(&pins::MCP_TS_CLIENT);
     // One copy per call: tests run at once in this process.
     static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let copy = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

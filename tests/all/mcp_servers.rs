@@ -7,20 +7,12 @@
 use crate::support::{Sandbox, call, content_text, p, run_stream, toolhost};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-
-/// The server-filesystem release the tests run (as the peers benchmark does).
-const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+use toolhost_tests::{pins, toolchain};
 
 /// The Python of a virtual environment with the SDK's 1.x line (the line
 /// most servers are written with).
 fn python() -> PathBuf {
-    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let venv = toolhost_tests::repo_root().join("target").join("mcp-venv").join("mcp1");
-            toolhost_tests::toolchain::venv(&venv, "mcp>=1.20,<2")
-        })
-        .clone()
+    toolchain::installed(&pins::MCP_PYTHON_1).join("bin").join("python")
 }
 
 fn probe_server() -> Value {
@@ -193,8 +185,7 @@ fn served_tools_follow_the_servers_list_changes() {
 #[test]
 fn server_filesystem_from_npm_reads_and_writes_inside_the_workspace() {
     let sb = Sandbox::new();
-    let prefix = toolhost_tests::repo_root().join("target").join("mcp-servers-node");
-    let modules = toolhost_tests::toolchain::npm(&prefix, SERVER_FILESYSTEM);
+    let modules = toolchain::installed(&pins::MCP_SERVER_FILESYSTEM);
     let index = modules.join("@modelcontextprotocol/server-filesystem/dist/index.js");
     std::fs::write(sb.workspace.join("notes.txt"), "first line\n").unwrap();
     let settings = servers(json!({"fs": {"command": "node", "args": [p(&index), p(&sb.workspace)]}}));

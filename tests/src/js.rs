@@ -4,16 +4,13 @@
 //! pinned and installed from npm under `target/js-tools` on first use, once
 //! per change of the tool's sources (kept under `target/js-build`).
 
+use crate::pins::{self, Pin};
 use crate::toolchain;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The componentize-qjs the tests build with (and `toolhost new` pins).
-pub const COMPONENTIZE_QJS: &str = "0.4.5";
-/// The componentize-js the tests build with.
-pub const COMPONENTIZE_JS: &str = "0.23.0";
-/// The jco the tests build with (`jco componentize --backend quickjs`).
-pub const JCO: &str = "1.35.0";
+pub const COMPONENTIZE_QJS: &str = pins::COMPONENTIZE_QJS.version;
 
 /// The JavaScript engine a tool is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,28 +30,23 @@ pub enum Engine {
 }
 
 impl Engine {
-    fn package(self) -> String {
+    fn pin(self) -> Pin {
         match self {
-            Engine::QuickJs | Engine::QuickJsAsync => format!("componentize-qjs@{COMPONENTIZE_QJS}"),
-            Engine::SpiderMonkey => format!("@bytecodealliance/componentize-js@{COMPONENTIZE_JS}"),
-            Engine::Jco => format!("@bytecodealliance/jco@{JCO}"),
+            Engine::QuickJs | Engine::QuickJsAsync => pins::COMPONENTIZE_QJS,
+            Engine::SpiderMonkey => pins::COMPONENTIZE_JS,
+            Engine::Jco => pins::JCO,
         }
     }
 
-    fn dir(self) -> &'static str {
-        match self {
-            Engine::QuickJs | Engine::QuickJsAsync => "qjs",
-            Engine::SpiderMonkey => "spidermonkey",
-            Engine::Jco => "jco",
-        }
+    fn package(self) -> String {
+        self.pin().requirement()
     }
 }
 
 /// The installed `node_modules` of `engine`'s componentizer. Panics, saying
 /// how to install it, when that fails.
 pub fn componentizer(engine: Engine) -> PathBuf {
-    let prefix = crate::repo_root().join("target").join("js-tools").join(engine.dir());
-    toolchain::npm(&prefix, &engine.package())
+    toolchain::installed(&engine.pin())
 }
 
 /// The component built from the JavaScript tool in `dir` (its `app.js`,

@@ -11,6 +11,7 @@ include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 pub mod haproxy;
 pub mod js;
 pub mod keyring;
+pub mod pins;
 pub mod python;
 pub mod redis;
 pub mod registry;

@@ -3,20 +3,18 @@
 //! against `wit/` with the helper in `sdk/python`, once per change of its
 //! sources (kept under `target/py-build`).
 
-use crate::toolchain;
+use crate::{pins, toolchain};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The componentize-py the tests build with (and `toolhost new` pins).
-pub const COMPONENTIZE_PY: &str = "0.25.1";
+pub const COMPONENTIZE_PY: &str = pins::COMPONENTIZE_PY.version;
 
 /// The `componentize-py` program, installed on first use. Panics, saying
 /// how to install it, when that fails: a Python test never passes without
 /// Python.
 pub fn componentize_py() -> PathBuf {
-    let venv = crate::repo_root().join("target").join("py-venv");
-    toolchain::venv(&venv, &format!("componentize-py=={COMPONENTIZE_PY}"));
-    venv.join("bin").join("componentize-py")
+    toolchain::installed(&pins::COMPONENTIZE_PY).join("bin").join("componentize-py")
 }
 
 /// The component built from the Python tool in `dir` (its `app.py` and any

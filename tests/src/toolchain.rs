@@ -1,87 +1,121 @@
-//! Toolchains the tests install for themselves, pinned, on first use (a
-//! Python virtual environment from PyPI, npm packages), and builds of tool
-//! directories kept under `target/`, named by a hash of everything they were
-//! built from, so each is built once until its sources change.
+//! Toolchains the tests install for themselves (the pins are in
+//! [`crate::pins`]: a Python virtual environment from PyPI, an npm prefix),
+//! and builds of tool directories kept under `target/`, named by a hash of
+//! everything they were built from, so each is built once until its sources
+//! change.
 //!
 //! A toolchain that cannot be installed panics, saying how to install it: a
 //! test never passes without the toolchain it needs.
 
+use crate::pins::{Pin, Source};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-/// One install at a time in this process (the environments are shared).
-static INSTALLING: Mutex<()> = Mutex::new(());
 /// One build at a time in this process (the build directories are shared);
 /// other processes' builds land by rename.
 static BUILDING: Mutex<()> = Mutex::new(());
 
-/// The Python of the virtual environment `dir` with `requirement` installed
-/// by pip (made once per checkout; made again when the requirement changes).
-pub fn venv(dir: &Path, requirement: &str) -> PathBuf {
-    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
-    let python = dir.join("bin").join("python");
-    let marker = dir.join(".installed");
-    if python.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == requirement) {
-        return python;
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    let made = Command::new("python3").arg("-m").arg("venv").arg(dir).status();
-    assert!(
-        made.is_ok_and(|s| s.success()),
-        "python3 -m venv {} failed: these tests need Python 3.10 or later with venv and pip \
-         (Debian: apt install python3-venv python3-pip)",
-        dir.display()
-    );
-    let pip = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement])
-        .output()
-        .expect("run pip");
-    assert!(
-        pip.status.success(),
-        "pip install {requirement} failed (these tests need it from PyPI; to run them offline, install it by \
-         hand into {} and write `{requirement}` into {}):\n{}",
-        dir.display(),
-        marker.display(),
-        String::from_utf8_lossy(&pip.stderr)
-    );
-    std::fs::write(&marker, requirement).expect("write the venv's marker");
-    python
+/// Runs `install` holding the lock of `dir`: one install of a directory at a
+/// time in this process; installs of different directories at once.
+fn installing<T>(dir: &Path, install: impl FnOnce() -> T) -> T {
+    static LOCKS: Mutex<Option<HashMap<PathBuf, Arc<Mutex<()>>>>> = Mutex::new(None);
+    let lock = {
+        let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(locks.get_or_insert_with(HashMap::new).entry(dir.to_path_buf()).or_default())
+    };
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    install()
 }
 
-/// The `node_modules` of the npm prefix `dir` with `package` (`name@version`)
-/// installed (once per checkout; again when the pin changes).
-pub fn npm(dir: &Path, package: &str) -> PathBuf {
-    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
-    let modules = dir.join("node_modules");
-    let marker = dir.join(".installed");
-    if modules.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == package) {
-        return modules;
+/// `pin` installed under `target/`: a virtual environment's directory, or
+/// an npm prefix's `node_modules`. Panics, saying how to install it, when
+/// that fails.
+pub fn installed(pin: &Pin) -> PathBuf {
+    install(pin).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// `pin` installed under `target/` (once per checkout; again when the pin
+/// changes), or why it could not be.
+pub fn install(pin: &Pin) -> Result<PathBuf, String> {
+    let dir = crate::repo_root().join("target").join(pin.dir);
+    let requirement = pin.requirement();
+    installing(&dir, || -> Result<PathBuf, String> {
+        let marker = dir.join(".installed");
+        let done = match pin.source {
+            Source::PyPi => dir.join("bin").join("python"),
+            Source::Npm => dir.join("node_modules"),
+        };
+        if done.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == requirement) {
+            return Ok(dir_of(pin, &dir));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        match pin.source {
+            Source::PyPi => make_venv(&dir, &requirement)?,
+            Source::Npm => npm_install(&dir, &requirement)?,
+        }
+        std::fs::write(&marker, &requirement).map_err(|e| format!("writing {}: {e}", marker.display()))?;
+        Ok(dir_of(pin, &dir))
+    })
+    .map_err(|why: String| {
+        format!(
+            "{why}\n(to run the tests offline, install {requirement} by hand into {} where it works and write \
+             `{requirement}` into its .installed)",
+            dir.display()
+        )
+    })
+}
+
+/// What [`install`] answers for `pin` installed in `dir`.
+fn dir_of(pin: &Pin, dir: &Path) -> PathBuf {
+    match pin.source {
+        Source::PyPi => dir.to_path_buf(),
+        Source::Npm => dir.join("node_modules"),
     }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).expect("npm prefix");
+}
+
+/// A virtual environment in `dir` with `requirement` installed by pip.
+fn make_venv(dir: &Path, requirement: &str) -> Result<(), String> {
+    let made = Command::new("python3").arg("-m").arg("venv").arg(dir).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return Err(format!(
+            "python3 -m venv {} failed: these tests need Python 3.10 or later with venv and pip \
+             (Debian: apt install python3-venv python3-pip)",
+            dir.display()
+        ));
+    }
+    let pip = Command::new(dir.join("bin").join("python"))
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement])
+        .output()
+        .map_err(|e| format!("could not run pip: {e}"))?;
+    if !pip.status.success() {
+        return Err(format!(
+            "pip install {requirement} failed (these tests need it from PyPI):\n{}",
+            String::from_utf8_lossy(&pip.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// An npm prefix `dir` with `package` (`name@version`) installed.
+fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
         .arg(dir)
         .arg(package)
         .output();
-    let failed = match &out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(String::from_utf8_lossy(&o.stderr).into_owned()),
-        Err(e) => Some(format!("could not run npm: {e}")),
-    };
-    if let Some(why) = failed {
-        panic!(
-            "npm install {package} failed: these tests need Node.js 18 or later with npm (Debian: apt install \
-             nodejs npm) and the package from the npm registry; to run them offline, run `npm install --prefix {} \
-             {package}` where it works and write `{package}` into {}:\n{why}",
-            dir.display(),
-            marker.display()
-        );
+    match &out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "npm install {package} failed (these tests need Node.js 18 or later with npm, Debian: apt install \
+             nodejs npm, and the package from the npm registry):\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        )),
+        Err(e) => Err(format!("could not run npm (these tests need Node.js 18 or later with npm): {e}")),
     }
-    std::fs::write(&marker, package).expect("write the npm prefix's marker");
-    modules
 }
 
 /// The component `kind/NAME-HASH.wasm` under `target/`, built by `build`

@@ -11,8 +11,8 @@
 //! what this machine charges for a stdio exchange whatever the server does.
 //! Three rounds, alternating the servers, each with a fresh server
 //! process; the median of the rounds and their spread (min–max). The
-//! reference server is installed with npm into `target/tools/npm` on first
-//! use; if that fails its columns stay empty.
+//! reference server is installed with npm on first use, where the tests
+//! install it; if that fails its columns stay empty.
 //!
 //! `process`: whole `toolhost call` processes against the native tool doing
 //! the same work: Grep against `rg`, Read against `cat -n | sed`, Bash
@@ -46,10 +46,9 @@ use std::time::{Duration, Instant};
 
 const TOOLHOST: &str = env!("CARGO_BIN_EXE_toolhost");
 
-/// The reference server, pinned: its newest version when this benchmark was
-/// written.
-const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-const SERVER_FILESYSTEM_VERSION: &str = "2026.8.31";
+/// The reference server, pinned (the version the tests run).
+const SERVER_FILESYSTEM: toolhost_tests::pins::Pin = toolhost_tests::pins::MCP_SERVER_FILESYSTEM;
+const SERVER_FILESYSTEM_VERSION: &str = SERVER_FILESYSTEM.version;
 
 const ROUNDS: usize = 3;
 /// One call at a time: untimed calls, then timed ones.

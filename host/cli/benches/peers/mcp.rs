@@ -15,37 +15,15 @@ pub(super) fn small_file() -> PathBuf {
     file
 }
 
-/// The reference server's entry point, installed with npm into
-/// `target/tools/npm` unless it is there already at the pinned version; or
-/// why it cannot be run.
+/// The reference server's entry point, installed with npm where the tests
+/// install it (once); or why it cannot be run.
 pub(super) fn server_filesystem() -> Result<PathBuf, String> {
     let node = Command::new("node").arg("--version").output();
     if !node.as_ref().is_ok_and(|o| o.status.success()) {
         return Err(format!("node cannot be run: {node:?}"));
     }
-    let prefix = toolhost_tests::repo_root().join("target").join("tools").join("npm");
-    let package = prefix.join("node_modules").join(SERVER_FILESYSTEM);
-    let installed = std::fs::read_to_string(package.join("package.json"))
-        .ok()
-        .and_then(|p| serde_json::from_str::<Value>(&p).ok())
-        .is_some_and(|p| p["version"] == SERVER_FILESYSTEM_VERSION);
-    if !installed {
-        eprintln!("installing {SERVER_FILESYSTEM}@{SERVER_FILESYSTEM_VERSION} into {}...", prefix.display());
-        let out = Command::new("npm")
-            .arg("install")
-            .arg("--prefix")
-            .arg(&prefix)
-            .arg(format!("{SERVER_FILESYSTEM}@{SERVER_FILESYSTEM_VERSION}"))
-            .output()
-            .map_err(|e| format!("npm cannot be run: {e}"))?;
-        if !out.status.success() {
-            // npm's first lines say what failed; the rest is its stack.
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let first: Vec<&str> = stderr.lines().take(4).collect();
-            return Err(format!("npm install failed ({}): {}", out.status, first.join(" / ")));
-        }
-    }
-    Ok(package.join("dist").join("index.js"))
+    let modules = toolhost_tests::toolchain::install(&SERVER_FILESYSTEM)?;
+    Ok(modules.join(SERVER_FILESYSTEM.package).join("dist").join("index.js"))
 }
 
 /// A server under test: how to start it, and which of its tools reads a file
