@@ -269,7 +269,7 @@ impl Installer<'_> {
     pub fn install(&self, source: &str, pinned: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
         match oci::parse(source) {
             None => self.install_file(Path::new(source), pinned, yes),
-            Some(Err(why)) => refuse(source, why),
+            Some(Err(why)) => refuse(source, why.to_string()),
             Some(Ok(reference)) => self.install_oci(source, &reference, pinned, yes, None),
         }
     }
@@ -340,7 +340,7 @@ impl Installer<'_> {
         println!("source:          {source}");
         let pulled = match oci::pull(source, reference, self.pull_timeout) {
             Ok(pulled) => pulled,
-            Err(why) => return refuse(source, why),
+            Err(why) => return refuse(source, why.to_string()),
         };
         println!("manifest:        {} (pulled with {})", pulled.manifest, pulled.credentials);
         if let Some(previous) = &previous

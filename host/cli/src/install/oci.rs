@@ -16,8 +16,11 @@
 //! they arrive; the whole pull ends by its deadline (`--pull-timeout`,
 //! [`PULL_TIMEOUT`] unless set), and its progress is shown on stderr.
 
+mod error;
 mod progress;
 mod registry;
+
+pub use error::{PullError, ReferenceError};
 
 use oci_client::Reference;
 use oci_client::manifest::{OciDescriptor, OciImageIndex, OciManifest};
@@ -67,39 +70,37 @@ pub struct Pulled {
 
 /// The reference in `source` when it is an `oci://` one: `None` for a
 /// file, else the reference or why it does not parse.
-pub fn parse(source: &str) -> Option<Result<Reference, String>> {
+pub fn parse(source: &str) -> Option<Result<Reference, ReferenceError>> {
     let rest = source.strip_prefix(SCHEME)?;
     Some(match rest.parse::<Reference>() {
         // A reference without a registry would mean docker.io: say it.
         Ok(_) if !rest.split('/').next().is_some_and(|first| first.contains(['.', ':']) || first == "localhost") => {
-            Err(format!(
-                "`{source}` names no registry: write oci://REGISTRY/REPOSITORY:TAG (e.g. oci://ghcr.io/OWNER/TOOL:1.0)"
-            ))
+            Err(ReferenceError::NoRegistry { source: source.to_string() })
         }
         Ok(reference) => Ok(reference),
-        Err(e) => Err(format!(
-            "`{source}` is not an OCI reference ({e}): write oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:DIGEST"
-        )),
+        Err(e) => Err(ReferenceError::Malformed { source: source.to_string(), why: e.to_string() }),
     })
 }
 
 /// Pulls the component `reference` names within `timeout`, or says why it
 /// cannot.
-pub fn pull(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, String> {
+pub fn pull(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, PullError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the network client: {e}"))?;
+        .map_err(|e| PullError::Client(format!("cannot start the network client: {e}")))?;
     runtime.block_on(pull_async(source, reference, timeout))
 }
 
-async fn pull_async(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, String> {
+async fn pull_async(source: &str, reference: &Reference, timeout: Duration) -> Result<Pulled, PullError> {
     // ring, as the host's other TLS client has it; already set is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let registry = reference.resolve_registry().to_string();
-    let (auth, credentials) = credentials(&registry)?;
-    let mut repository = Repository::new(&registry, reference.repository(), loopback(&registry), auth, timeout)?;
-    let failed = |e: String| format!("pulling from {registry} failed ({credentials}): {e}");
+    let (auth, credentials) = credentials(&registry).map_err(PullError::Credentials)?;
+    let mut repository = Repository::new(&registry, reference.repository(), loopback(&registry), auth, timeout)
+        .map_err(PullError::Client)?;
+    let failed =
+        |why: String| PullError::Registry { registry: registry.clone(), credentials: credentials.clone(), why };
     let asked = reference.digest().or(reference.tag()).unwrap_or("latest");
     let (manifest, digest) = repository
         .manifest(asked, MANIFESTS)
@@ -109,23 +110,20 @@ async fn pull_async(source: &str, reference: &Reference, timeout: Duration) -> R
     if let Some(pinned) = reference.digest()
         && pinned != digest
     {
-        return Err(format!("the registry answered a manifest of digest {digest}, not the {pinned} asked for"));
+        return Err(PullError::OtherDigest { answered: digest, pinned: pinned.to_string() });
     }
     let manifest: OciManifest =
         serde_json::from_slice(&manifest).map_err(|e| failed(format!("the manifest is not one ({e})")))?;
     let image = match manifest {
         OciManifest::Image(image) => image,
         OciManifest::ImageIndex(_) => {
-            return Err(format!(
-                "{source} is an image index (a list of images for several platforms), not a wasm component's manifest"
-            ));
+            return Err(PullError::ImageIndex { source: source.to_string() });
         }
     };
-    let layer = wasm_layer(&image.layers)?;
-    let size =
-        u64::try_from(layer.size).map_err(|_| format!("the component's layer has a negative size ({})", layer.size))?;
+    let layer = wasm_layer(&image.layers).map_err(PullError::Layers)?;
+    let size = u64::try_from(layer.size).map_err(|_| PullError::NegativeSize(layer.size))?;
     if size > MAX_COMPONENT {
-        return Err(format!("the component is {size} bytes, more than the {MAX_COMPONENT} toolhost pulls"));
+        return Err(PullError::TooLarge { size, max: MAX_COMPONENT });
     }
     let mut progress = Progress::new();
     let bytes = repository
@@ -279,8 +277,12 @@ mod tests {
         assert_eq!(r.registry(), "127.0.0.1:5000");
         assert!(r.digest().is_some_and(|d| d.starts_with("sha256:0123")));
         assert!(parse("oci://localhost/echo:1").unwrap().is_ok());
-        assert!(parse("oci://owner/tool:1").unwrap().unwrap_err().contains("names no registry"));
-        assert!(parse("oci://ghcr.io/Bad Name").unwrap().unwrap_err().contains("not an OCI reference"));
+        let no_registry = parse("oci://owner/tool:1").unwrap().unwrap_err();
+        assert_eq!(no_registry, ReferenceError::NoRegistry { source: "oci://owner/tool:1".into() });
+        assert!(no_registry.to_string().contains("names no registry"), "{no_registry}");
+        let malformed = parse("oci://ghcr.io/Bad Name").unwrap().unwrap_err();
+        assert!(matches!(malformed, ReferenceError::Malformed { .. }), "{malformed:?}");
+        assert!(malformed.to_string().contains("not an OCI reference"), "{malformed}");
         assert!(parse("tool.wasm").is_none());
     }
 
