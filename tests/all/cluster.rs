@@ -87,6 +87,7 @@ impl Answer {
     fn tool_result(&self) -> (String, bool) {
         assert_eq!(self.status, 200, "{}\n{}", self.head, self.message);
         let result = &self.message["result"];
+        assert!(result.is_object(), "no result in the answer (cut short?): {}\n{}", self.head, self.message);
         let text = result["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str());
         (text.collect::<Vec<_>>().join("\n"), result["isError"].as_bool().unwrap_or(false))
     }

@@ -21,24 +21,34 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
-    /// Starts one and waits until it answers `PING`.
+    /// Starts one and waits until it answers, as itself: a server that lost
+    /// its port to another process exits, and is started again on another.
     pub fn start() -> RedisServer {
-        let dir = tempfile::tempdir().expect("a directory for redis-server");
-        let port = free_port();
-        let process = Process::start(
-            Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .current_dir(dir.path()),
-            "redis-server",
-        );
-        let server = RedisServer { process, port, _dir: dir };
-        wait_until(
-            &format!("redis-server on port {port} did not answer PING"),
-            Duration::from_secs(10),
-            Duration::from_millis(20),
-            || server.answers(),
-        );
-        server
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().expect("a directory for redis-server");
+            let port = free_port();
+            let process = Process::start(
+                Command::new("redis-server")
+                    .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                    .current_dir(dir.path()),
+                "redis-server",
+            );
+            let mut server = RedisServer { process, port, _dir: dir };
+            let mut ours = false;
+            wait_until(
+                &format!("redis-server on port {port} did not answer"),
+                Duration::from_secs(10),
+                Duration::from_millis(20),
+                || {
+                    ours = server.answers_as_itself();
+                    ours || server.process.exited()
+                },
+            );
+            if ours {
+                return server;
+            }
+        }
+        panic!("redis-server could not keep a free port in five tries");
     }
 
     /// Its URL, database `db`.
@@ -46,11 +56,28 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/{db}", self.port)
     }
 
-    fn answers(&self) -> bool {
+    /// Whether the server on its port answers and is this one (its
+    /// `INFO server` names this process).
+    fn answers_as_itself(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut answer = [0u8; 7];
-        stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut answer).is_ok() && &answer == b"+PONG\r\n"
+        if stream.write_all(b"INFO server\r\n").is_err() {
+            return false;
+        }
+        // A bulk string: `$LEN`, then the text; the process id is in it.
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let want = format!("process_id:{}\r\n", self.process.pid());
+        while let Ok(n @ 1..) = stream.read(&mut chunk) {
+            answer.extend_from_slice(&chunk[..n]);
+            if String::from_utf8_lossy(&answer).contains(&want) {
+                return true;
+            }
+            if answer.len() > 1 << 16 {
+                break;
+            }
+        }
+        false
     }
 
     /// Stops the server at once (SIGKILL), as a crash would.

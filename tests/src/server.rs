@@ -7,9 +7,20 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free port on 127.0.0.1: bound, read, released; the server takes it next.
+/// A free port on 127.0.0.1: bound, read, released; the server takes it
+/// next. Never one this process handed out before: two tests starting
+/// servers at once could otherwise be given the same just-released port,
+/// and one test would talk to the other's server.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A server process, killed (SIGKILL) when dropped.
@@ -38,6 +49,16 @@ impl Process {
         let mut stdin = process.child.stdin.take().expect("piped stdin");
         stdin.write_all(input).expect("write to the server's stdin");
         process
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it has exited (a server that could not bind its port does).
+    pub fn exited(&mut self) -> bool {
+        self.child.try_wait().is_ok_and(|status| status.is_some())
     }
 
     /// Stops it at once, as a crash would.
