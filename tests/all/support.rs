@@ -330,9 +330,9 @@ pub fn raw_http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -
     let authority = url.trim_start_matches("http://").split('/').next().expect("authority");
     let path = &url["http://".len() + authority.len()..];
     let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    // A bound on a hang, not on speed: a call's first use of a built-in
-    // compiles it, and a fresh clone's first run does that beside builds
-    // of the tests' own tools (one took more than 10 s there).
+    // A bound on a hang, not on speed: a fresh clone's first run compiles
+    // built-ins and builds the tests' own tools beside the calls, and in a
+    // slow hour one call there took more than 10 s.
     stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
