@@ -176,6 +176,13 @@ pub fn settings(data: &[u8]) {
             assert_eq!(Rule::parse(&e.rule.to_string()).as_ref(), Ok(&e.rule));
         }
         assert_ne!(settings.max_tool_concurrency, Some(0));
+        // A quota that is kept limits something, and can be met.
+        for (q, _) in &settings.quotas {
+            assert!(q.calls_per_minute.or(q.calls_in_flight).is_some() || q.cpu_seconds_per_hour.is_some(), "{q:?}");
+            assert!(q.calls_per_minute != Some(0) && q.calls_in_flight != Some(0), "{q:?}");
+            assert!(q.cpu_seconds_per_hour.is_none_or(|s| s.is_finite() && s > 0.0), "{q:?}");
+            assert!(!q.identity.is_empty() && q.tool.as_deref() != Some(""), "{q:?}");
+        }
     }
 }
 

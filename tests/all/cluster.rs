@@ -352,6 +352,66 @@ fn redis_keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
 }
 
 #[test]
+fn an_identity_over_its_quota_is_refused_by_every_instance_while_another_is_served() {
+    let redis = RedisServer::start();
+    let url = redis.url(0);
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let audit = sb.root.join("audit.jsonl");
+    let settings = json!({"auditLog": p(&audit), "quotas": [
+        {"identity": "alice", "callsPerMinute": 4},
+        {"identity": "*", "tool": "Bash", "callsInFlight": 1},
+    ]})
+    .to_string();
+    let fleet = ["a", "b", "c"].map(|n| Instance::start(&sb, n, Some(&url), &["--settings", &settings]));
+    let read = |at: &Instance, token: &str| modern(at, token, "Read", json!({"arguments": {"file_path": p(&file)}}));
+    // Alice's four calls a minute, spread over the fleet; then every
+    // instance refuses her, up front, while bob is served.
+    for i in 0..4 {
+        read(&fleet[i % 3], ALICE).ok();
+    }
+    for at in &fleet {
+        let refused = read(at, ALICE);
+        assert_eq!(refused.status, 429, "{}: {}\n{}", at.name, refused.head, refused.message);
+        let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+        assert!((1..=60).contains(&retry), "Retry-After: {retry}");
+        let error = &refused.message["error"];
+        assert_eq!(error["data"]["quota"], "callsPerMinute", "{error}");
+        assert_eq!(refused.message["id"], 7);
+        let text = error["message"].as_str().unwrap();
+        assert!(text.starts_with("Over quota: 4 calls a minute for identity `alice`"), "{text}");
+        read(at, BOB).ok();
+    }
+    // One Bash call of bob's in flight, on a: none more anywhere until it
+    // ends.
+    let (at_a, bash) = (fleet[0].url.clone(), |command: &str| json!({"arguments": {"command": command}}));
+    let slow = std::thread::spawn(move || modern(&at_a, BOB, "Bash", json!({"arguments": {"command": "sleep 3"}})));
+    let running = Instant::now();
+    while !raw_http(&fleet[0].path("/metrics"), "GET", &[], "").1.contains("toolhost_calls_running 1\n") {
+        assert!(running.elapsed() < Duration::from_secs(30), "bob's call never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = modern(&fleet[1], BOB, "Bash", bash("sleep 0"));
+    assert_eq!(refused.status, 429, "{}\n{}", refused.head, refused.message);
+    assert_eq!(refused.message["error"]["data"]["quota"], "callsInFlight");
+    slow.join().unwrap().ok();
+    modern(&fleet[2], BOB, "Bash", bash("sleep 0")).ok();
+
+    // Each refusal is counted where it happened, and audited.
+    let metrics = raw_http(&fleet[2].path("/metrics"), "GET", &[], "").1;
+    assert!(
+        metrics.contains("toolhost_quota_refusals_total{quota=\"calls_per_minute\",identity=\"alice\"} 1\n"),
+        "{metrics}"
+    );
+    let refusals: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["source"] == "quota").collect();
+    let who: Vec<(&str, &str)> =
+        refusals.iter().map(|l| (l["identity"].as_str().unwrap(), l["quota"].as_str().unwrap())).collect();
+    assert_eq!(who, [("alice", "callsPerMinute"); 3].into_iter().chain([("bob", "callsInFlight")]).collect::<Vec<_>>());
+    // The counts are in the shared store, in a namespace of their own.
+    assert!(!redis_keys(&redis, "toolhost:ns:quotas:*").is_empty());
+}
+
+#[test]
 fn sigterm_drains_running_calls_and_cancels_what_outlasts_the_bound() {
     let sb = Sandbox::new();
     let server = Instance::start(&sb, "a", None, &["--drain-timeout", "3"]);

@@ -189,8 +189,7 @@ fn decisions_go_to_the_audit_log() {
     bash(&sb, "rm -rf x", &["--id", "toolu_b"]).assert_error("denied");
     call(&sb, "Write", &json!({"file_path": p(&sb.ws("w.txt")), "content": "x"}), &["--id", "toolu_c"])
         .assert_error("denied");
-    let all: Vec<Value> =
-        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let all: Vec<Value> = audit_lines(&log);
     let (lines, usage): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|l| l["event"] == "decision");
     assert_eq!(lines.len(), 3, "{lines:?}");
     // Each call's usage follows its decision.

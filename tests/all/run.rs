@@ -181,3 +181,25 @@ fn the_reader_never_waits_on_a_tool() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_process_without_a_shared_store_holds_quotas_itself_and_audits_each_refusal() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\n");
+    let audit = sb.root.join("audit.jsonl");
+    let settings = json!({"auditLog": p(&audit), "quotas": [{"callsPerMinute": 2}]}).to_string();
+    let read = |id: &str| tool_use_line(id, "Read", json!({"file_path": p(&file)}));
+    let out = run_stream(&sb, &["--settings", &settings], &[read("r1"), read("r2"), read("r3")]);
+    let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 3, "{out:?}");
+    for (r, ok) in results.iter().zip([true, true, false]) {
+        assert_eq!(r["is_error"], json!(!ok), "{r}");
+    }
+    let refused = results.iter().find(|r| r["tool_use_id"] == "r3").map(|r| content_text(r)).unwrap();
+    assert!(refused.starts_with("Over quota: 2 calls a minute for calls without an identity"), "{refused}");
+    assert!(refused.contains("--settings JSON") && refused.contains("try again in"), "{refused}");
+    let lines: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["source"] == "quota").collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!((&lines[0]["decision"], &lines[0]["quota"]), (&json!("deny"), &json!("callsPerMinute")));
+    assert_eq!(lines[0]["tool_use_id"], "r3");
+}

@@ -147,12 +147,7 @@ fn inner_calls_are_decided_by_the_mode_and_audited_under_the_script() {
     );
     r.assert_ok();
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "made by a script\n");
-    let lines: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &Value| v["event"] == "decision")
-        .collect();
+    let lines: Vec<Value> = audit_lines(&log).into_iter().filter(|v| v["event"] == "decision").collect();
     let inner: Vec<&Value> = lines.iter().filter(|l| l["tool"] == "Write").collect();
     assert_eq!(inner.len(), 2, "{lines:?}");
     assert_eq!(inner[0]["parent_tool_use_id"], "toolu_script", "{lines:?}");

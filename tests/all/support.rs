@@ -424,3 +424,9 @@ pub fn wait_gone(marker: &str, within: std::time::Duration) {
 pub fn tool_use_line(id: &str, name: &str, input: Value) -> Value {
     serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input})
 }
+
+/// The lines of the audit log at `path`, parsed.
+pub fn audit_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("the audit log {}: {e}", path.display()));
+    text.lines().map(|l| serde_json::from_str(l).expect("an audit line is JSON")).collect()
+}

@@ -161,6 +161,10 @@ pub struct Settings {
     /// from the strongest of the managed and user files that sets it (a
     /// workspace must not choose where state goes); `--state` overrides it.
     pub state_store: Option<String>,
+    /// `quotas` of the managed, command-line and user settings, each with
+    /// the file it is written in (a workspace's are ignored with a
+    /// warning: it must not choose what its users may spend).
+    pub quotas: Vec<(crate::quotas::Quota, Arc<str>)>,
     /// `mcpServers` by name: the strongest layer's entry for each name
     /// (managed, command line, local, project and `.mcp.json`, user).
     pub mcp_servers: std::collections::BTreeMap<String, servers::ConfiguredServer>,
@@ -220,6 +224,8 @@ pub(super) struct FileShape {
     pub(super) trusted_plugin_signers: Vec<TrustedSigner>,
     #[serde(default)]
     pub(super) state_store: Option<String>,
+    #[serde(default)]
+    pub(super) quotas: Vec<crate::quotas::Quota>,
     #[serde(default)]
     pub(super) mcp_servers: std::collections::BTreeMap<String, servers::ServerShape>,
 }
@@ -441,6 +447,19 @@ pub fn load(sources: &Sources, cwd: &Path) -> Result<Settings, SettingsError> {
             (Layer::CommandLine | Layer::Local | Layer::Project, Some(_)) => {
                 tracing::warn!(file = %label, "stateStore only counts in user or managed settings")
             }
+        }
+        let quotas = std::mem::take(&mut shape.quotas);
+        match layer {
+            Layer::Managed | Layer::CommandLine | Layer::User => {
+                for (i, quota) in quotas.into_iter().enumerate() {
+                    quota.check().map_err(|e| invalid(format!("quotas[{i}]: {e}")))?;
+                    settings.quotas.push((quota, Arc::clone(&origin)));
+                }
+            }
+            Layer::Local | Layer::Project if !quotas.is_empty() => {
+                tracing::warn!(file = %label, "quotas only count in user, managed or command-line settings")
+            }
+            Layer::Local | Layer::Project => {}
         }
         if let Some(n) = shape.max_tool_concurrency {
             if n == 0 {

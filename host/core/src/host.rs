@@ -214,6 +214,27 @@ impl Host {
         self.inner.pipeline.metrics_text()
     }
 
+    /// Whether any quota is set (`quotas` in the settings).
+    pub fn has_quotas(&self) -> bool {
+        self.inner.pipeline.has_quotas()
+    }
+
+    /// Whether a call of `tool` by `identity` is over one of its quotas
+    /// now, and why: for a front to refuse a request before it starts the
+    /// call (an HTTP front answers 429 with the refusal's `Retry-After`).
+    /// Nothing is counted (the call itself is counted, or refused, when it
+    /// runs); a refusal is logged, counted and audited under `session` and
+    /// the request's `id`.
+    pub fn quota_refusal(
+        &self,
+        identity: Option<&str>,
+        tool: &str,
+        session: &str,
+        id: &str,
+    ) -> Option<crate::quotas::Refusal> {
+        self.inner.pipeline.quota_refusal(identity, tool, (session, id))
+    }
+
     /// How many calls are running now (a draining server waits for none).
     pub fn calls_running(&self) -> usize {
         self.inner.pipeline.metrics().running_now()

@@ -47,6 +47,7 @@ mod metrics;
 mod pipeline;
 mod policy;
 mod process;
+mod quotas;
 mod registry;
 mod sandbox;
 mod scheduler;
@@ -69,6 +70,7 @@ pub use imports::{Progress, ProgressSink};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};
+pub use quotas::{Quota, QuotaKind, Refusal};
 /// A WASI command's manifest (`NAME.tool.yaml`): its tool's name and description.
 pub use registry::manifest;
 pub use registry::{
@@ -80,8 +82,8 @@ pub use scheduler::{
     CallHandle, CallSetup, Calls, Config as SchedulerConfig, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update,
 };
 pub use session::{
-    Entries, FileStore, MemoryStore, SESSIONS, Session, SessionError, StateStore, remove_temporaries, unguessable_id,
-    valid_namespace,
+    Changes, Entries, FileStore, MemoryStore, SESSIONS, Session, SessionError, StateStore, remove_temporaries,
+    unguessable_id, valid_namespace,
 };
 
 /// Settings files and trust: where settings come from, what they say, and
@@ -152,6 +154,7 @@ mod layering {
         "grants",
         "shell",
         "session",
+        "quotas",
         "process",
         "contract",
         "imports",

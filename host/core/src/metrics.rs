@@ -50,6 +50,14 @@ struct DecisionLabel {
     decision: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaLabels {
+    quota: &'static str,
+    /// An operator's credential name (never a model's text); empty for
+    /// calls that come with none.
+    identity: String,
+}
+
 /// The tool label of a call naming no tool the host has.
 pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
 
@@ -63,6 +71,8 @@ pub(crate) struct Metrics {
     slots: Gauge,
     slots_taken: Gauge,
     waiting: Gauge,
+    quota_refusals: Family<QuotaLabels, Counter>,
+    quota_store_errors: Counter,
     registry: Registry,
 }
 
@@ -85,7 +95,30 @@ impl Default for Metrics {
         registry.register("instance_slots", "Instance slots in all (calls with an instance at once)", slots.clone());
         registry.register("instance_slots_taken", "Instance slots taken now", slots_taken.clone());
         registry.register("calls_waiting_for_a_slot", "Calls waiting for an instance slot now", waiting.clone());
-        Metrics { calls, durations, decisions, running, reloads, slots, slots_taken, waiting, registry }
+        let (quota_refusals, quota_store_errors) = (Family::<QuotaLabels, Counter>::default(), Counter::default());
+        registry.register(
+            "quota_refusals",
+            "Calls refused over a quota, by quota and identity",
+            quota_refusals.clone(),
+        );
+        registry.register(
+            "quota_store_errors",
+            "Calls that went on uncounted: the quotas' store could not be reached",
+            quota_store_errors.clone(),
+        );
+        Metrics {
+            calls,
+            durations,
+            decisions,
+            running,
+            reloads,
+            slots,
+            slots_taken,
+            waiting,
+            quota_refusals,
+            quota_store_errors,
+            registry,
+        }
     }
 }
 
@@ -128,6 +161,17 @@ impl Metrics {
         Arc::new(move || running.get() > 0)
     }
 
+    /// A call of `identity` refused over its `quota`.
+    pub(crate) fn refused_over(&self, quota: crate::quotas::QuotaKind, identity: Option<&str>) {
+        let labels = QuotaLabels { quota: quota.label(), identity: identity.unwrap_or_default().to_string() };
+        self.quota_refusals.get_or_create(&labels).inc();
+    }
+
+    /// `n` counts against quotas the store failed to take.
+    pub(crate) fn quota_store_failed(&self, n: usize) {
+        self.quota_store_errors.inc_by(n as u64);
+    }
+
     pub(crate) fn reloaded(&self) {
         self.reloads.inc();
     }
@@ -159,6 +203,8 @@ mod tests {
         m.finished("Read", true, Duration::from_millis(300));
         m.decided(Decided::Allow);
         m.reloaded();
+        m.refused_over(crate::quotas::QuotaKind::CallsPerMinute, Some("alice"));
+        m.quota_store_failed(2);
         let text = m.text((4, 2, 1));
         for line in [
             "toolhost_calls_total{tool=\"Read\",outcome=\"ok\"} 1",
@@ -170,6 +216,8 @@ mod tests {
             "toolhost_instance_slots 4",
             "toolhost_instance_slots_taken 2",
             "toolhost_calls_waiting_for_a_slot 1",
+            "toolhost_quota_refusals_total{quota=\"calls_per_minute\",identity=\"alice\"} 1",
+            "toolhost_quota_store_errors_total 2",
             "# EOF",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");

@@ -1,5 +1,7 @@
 //! One call, start to finish: the pipeline of SPEC §4.
 //!
+//! 0. count the call against its identity's quotas, or refuse it
+//!    (`quota`);
 //! 1. find the tool by name or alias;
 //! 2. repair the slips Claude Code repairs in an input (`repair`), validate
 //!    it against its JSON Schema, and confine the paths the tool declares to
@@ -15,7 +17,7 @@
 //!
 //! Files: `call` (the shared state and steps 1–2), `repair` (step 2's
 //! repairs), `run` (steps 3, 4, 6, 7, 8), `permission` (step 5), `result`
-//! and `persisted` (step 8), `warm`.
+//! and `persisted` (step 8), `warm`, `quota` (step 0).
 //!
 //! Every failure is an error result; nothing a tool or its input does reaches
 //! the caller as anything else.
@@ -26,6 +28,7 @@ mod concurrency;
 mod instance;
 pub(crate) mod permission;
 pub(crate) mod persisted;
+mod quota;
 pub(crate) mod remote;
 pub(crate) mod repair;
 pub(crate) mod result;

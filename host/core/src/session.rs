@@ -12,7 +12,7 @@
 
 mod store;
 
-pub use store::{Entries, FileStore, MemoryStore, SESSIONS, StateStore, valid_namespace};
+pub use store::{Changes, Entries, FileStore, MemoryStore, SESSIONS, StateStore, valid_namespace};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -489,6 +489,35 @@ mod tests {
             assert_eq!(store.take("t").unwrap().len(), 1);
             assert!(store.take("t").unwrap().is_empty());
             assert!(store.load("t").unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn updates_at_once_from_many_threads_all_land_in_files_and_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = MemoryStore::default();
+        let pairs: [[Arc<dyn StateStore>; 2]; 2] = [
+            [Arc::new(FileStore::new(dir.path())), Arc::new(FileStore::new(dir.path()))],
+            [Arc::new(memory.clone()), Arc::new(memory)],
+        ];
+        for pair in pairs {
+            std::thread::scope(|scope| {
+                for t in 0..4 {
+                    let store = Arc::clone(&pair[t % 2]).namespace("count");
+                    scope.spawn(move || {
+                        for _ in 0..25 {
+                            store
+                                .update("n", &mut |now| {
+                                    let n: u64 = now.get("n").and_then(|v| v.parse().ok()).unwrap_or(0);
+                                    vec![("n".into(), Some((n + 1).to_string()))]
+                                })
+                                .unwrap();
+                        }
+                    });
+                }
+            });
+            assert_eq!(pair[0].namespace("count").load("n").unwrap()["n"], "100", "an increment was lost");
+            assert_eq!(pair[1].namespace("count").update("n", &mut |_| Vec::new()).unwrap()["n"], "100");
         }
     }
 

@@ -17,6 +17,9 @@
 //! state store, with the sessions' state: a session made on one instance
 //! goes on at any other sharing the store, one deleted is gone on all of
 //! them, and the cap holds across them.
+//!
+//! A `tools/call` over a quota of its identity is answered `429` with
+//! `Retry-After` before it starts ([`crate::quota`]).
 
 use crate::records::{Kind, Records};
 use crate::{Front, Identity, McpSession, ServeConfig, ServeError, blocking};
@@ -300,7 +303,7 @@ impl SessionStore for Sessions {
     }
 }
 
-type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+pub(crate) type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
 
 /// A short plain answer.
 fn plain(status: http::StatusCode, message: impl Into<String>) -> http::Response<Body> {
@@ -463,6 +466,26 @@ pub async fn serve_http(
                     }
                 }
             }
+            // With quotas set, a call over one is refused here, before it
+            // starts (the body read whole for it, as rmcp would).
+            let body = match endpoint.host.has_quotas() && parts.method == http::Method::POST {
+                false => http_body_util::Either::Left(body),
+                true => {
+                    let read = http_body_util::Limited::new(body, crate::quota::MAX_BODY).collect().await;
+                    let bytes = match read {
+                        Ok(collected) => collected.to_bytes(),
+                        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                            return ok(plain(http::StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large\n"));
+                        }
+                        Err(e) => return ok(plain(http::StatusCode::BAD_REQUEST, format!("Bad Request: {e}\n"))),
+                    };
+                    if let Some(refused) = crate::quota::refusal(&endpoint.host, &who, session.as_deref(), &bytes).await
+                    {
+                        return ok(refused);
+                    }
+                    http_body_util::Either::Right(http_body_util::Full::new(bytes))
+                }
+            };
             parts.extensions.insert(Identity(Arc::clone(&who)));
             let deleting = parts.method == http::Method::DELETE;
             let mut response = mcp.call(http::Request::from_parts(parts, body)).await?;

@@ -27,6 +27,7 @@ pub mod client;
 mod flow;
 pub mod handles;
 mod http;
+mod quota;
 mod records;
 mod tools;
 

@@ -8,7 +8,9 @@
 //! same connections. Loading is `HGETALL`; saving applies the changed keys
 //! (`HSET`, `HDEL`) and reads the whole hash back in one `MULTI`/`EXEC`, so
 //! two servers saving the same session at once both keep their keys, and
-//! sets the hash to expire after the store's idle time. A server never
+//! sets the hash to expire after the store's idle time; an update that
+//! reads before it writes does both under `WATCH`, again when another
+//! client wrote in between. A server never
 //! waits on Redis for long: connecting and each operation as a whole time
 //! out (two seconds by default, however the reply's bytes arrive), a reply
 //! may hold at most [`MAX_REPLY`] bytes, and a failure is an error the
@@ -27,7 +29,7 @@ use connection::Bounded;
 pub use connection::MAX_REPLY;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost::{Entries, SessionError, StateStore};
+use toolhost::{Changes, Entries, SessionError, StateStore};
 
 /// How long a session's state lives unused, unless set otherwise.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -105,6 +107,25 @@ impl Connections {
     }
 }
 
+/// Tries of an [`StateStore::update`] that other writers keep getting
+/// ahead of, before it fails.
+const UPDATE_ATTEMPTS: usize = 64;
+
+/// Adds to `pipe`: `changes` to hash `key`, its expiry set to `idle` from
+/// now, and the whole hash read back.
+fn write_changes(pipe: &mut redis::Pipeline, key: &str, changes: &[(String, Option<String>)], idle: Duration) {
+    let set: Vec<(&str, &str)> = changes.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_deref()?))).collect();
+    let removed: Vec<&str> = changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.as_str()).collect();
+    if !set.is_empty() {
+        pipe.hset_multiple(key, &set).ignore();
+    }
+    if !removed.is_empty() {
+        pipe.hdel(key, removed).ignore();
+    }
+    pipe.expire(key, idle.as_secs() as i64).ignore();
+    pipe.hgetall(key);
+}
+
 /// `url` with its password hidden, for messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -128,19 +149,34 @@ impl StateStore for RedisStore {
         self.run(|c| {
             let mut pipe = redis::pipe();
             pipe.atomic();
-            let set: Vec<(&str, &str)> =
-                changes.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_deref()?))).collect();
-            let removed: Vec<&str> = changes.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k.as_str()).collect();
-            if !set.is_empty() {
-                pipe.hset_multiple(&key, &set).ignore();
-            }
-            if !removed.is_empty() {
-                pipe.hdel(&key, removed).ignore();
-            }
-            pipe.expire(&key, self.idle.as_secs() as i64).ignore();
-            pipe.hgetall(&key);
+            write_changes(&mut pipe, &key, changes, self.idle);
             let (entries,): (Entries,) = pipe.query(c)?;
             Ok(entries)
+        })
+    }
+
+    fn update(&self, id: &str, change: &mut dyn FnMut(&Entries) -> Changes) -> Result<Entries, SessionError> {
+        let key = self.key(id);
+        self.run(|c| {
+            // Optimistic: read under WATCH, write in MULTI/EXEC, which Redis
+            // refuses (a nil reply) when another client changed the hash
+            // in between; then read again.
+            for _ in 0..UPDATE_ATTEMPTS {
+                redis::cmd("WATCH").arg(&key).query::<()>(c)?;
+                let now: Entries = redis::cmd("HGETALL").arg(&key).query(c)?;
+                let changes = change(&now);
+                if changes.is_empty() {
+                    redis::cmd("UNWATCH").query::<()>(c)?;
+                    return Ok(now);
+                }
+                let mut pipe = redis::pipe();
+                pipe.atomic();
+                write_changes(&mut pipe, &key, &changes, self.idle);
+                if let Some((entries,)) = pipe.query::<Option<(Entries,)>>(c)? {
+                    return Ok(entries);
+                }
+            }
+            Err((redis::ErrorKind::Client, "too many other writers of the same record; try again").into())
         })
     }
 
@@ -212,6 +248,34 @@ mod tests {
         assert_eq!(short.load("s2").unwrap().len(), 1);
         std::thread::sleep(Duration::from_millis(2100));
         assert!(short.load("s2").unwrap().is_empty(), "an idle session expires");
+    }
+
+    #[test]
+    fn updates_from_many_clients_at_once_all_land() {
+        let server = RedisServer::start();
+        let stores: Vec<Arc<dyn StateStore>> =
+            (0..2).map(|_| RedisStore::open(&server.url(0)).unwrap().namespace("count")).collect();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let store = Arc::clone(&stores[t % 2]);
+                scope.spawn(move || {
+                    for _ in 0..50 {
+                        store
+                            .update("n", &mut |now| {
+                                let n: u64 = now.get("n").and_then(|v| v.parse().ok()).unwrap_or(0);
+                                vec![("n".into(), Some((n + 1).to_string()))]
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(stores[0].load("n").unwrap()["n"], "200", "an increment was lost");
+        // A change of nothing writes nothing, and leaves no watch behind.
+        let seen = stores[1].update("n", &mut |_| Vec::new()).unwrap();
+        assert_eq!(seen["n"], "200");
+        stores[1].apply("n", &[("n".into(), Some("0".into()))]).unwrap();
+        assert_eq!(stores[0].load("n").unwrap()["n"], "0");
     }
 
     #[test]

@@ -208,3 +208,27 @@ fn the_state_store_is_chosen_by_user_or_managed_files_only() {
     assert_eq!(load(&sources(true), &d.join("w")).unwrap().state_store.as_deref(), Some("redis://managed"));
     assert_eq!(load(&sources(false), &d.join("w")).unwrap().state_store.as_deref(), Some("redis://user"));
 }
+
+#[test]
+fn quotas_come_from_managed_command_line_and_user_files_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let quota = |n: u32| format!(r#"{{"quotas": [{{"identity": "alice", "callsPerMinute": {n}}}]}}"#);
+    let sources = Sources {
+        managed: Some(write(d, "managed.json", &quota(1))),
+        user: Some(write(d, "user.json", &quota(2))),
+        project: Some(write(d, "w/.toolhost/settings.json", &quota(3))),
+        local: Some(write(d, "w/.toolhost/settings.local.json", &quota(4))),
+        command_line_files: vec![quota(5)],
+        trust_store: None,
+        ..Sources::default()
+    };
+    let settings = load(&sources, &d.join("w")).unwrap();
+    let limits: Vec<(Option<u64>, &str)> =
+        settings.quotas.iter().map(|(q, origin)| (q.calls_per_minute, origin.split(' ').next().unwrap())).collect();
+    assert_eq!(limits, [(Some(1), "managed"), (Some(5), "command"), (Some(2), "user")]);
+    // An entry that limits nothing is an error naming the file and entry.
+    let bad = Sources { command_line_files: vec![r#"{"quotas": [{"identity": "bob"}]}"#.into()], ..Sources::default() };
+    let e = load(&bad, d).unwrap_err().to_string();
+    assert!(e.contains("quotas[0]: sets no limit"), "{e}");
+}

@@ -276,7 +276,7 @@ impl HostBuilder {
             Some(w) => w,
             None => std::env::current_dir().map_err(|source| HostError::Workspace { path: ".".into(), source })?,
         };
-        let settings = self.settings.unwrap_or_default();
+        let mut settings = self.settings.unwrap_or_default();
         let mode = settings.mode.unwrap_or(self.mode);
         if mode == PermissionMode::BypassPermissions && settings.bypass_disabled {
             return Err(HostError::BypassDisabled);
@@ -351,6 +351,9 @@ impl HostBuilder {
             confinement: self.confinement,
             defer_after: settings.defer_tools_after.unwrap_or(crate::registry::DEFAULT_DEFER_AFTER),
             spares_above: self.spares_above.unwrap_or(Some(crate::pipeline::SPARE_ABOVE)),
+            // Counted in the store the host was given (shared by a fleet),
+            // else in this process.
+            quotas: crate::quotas::Quotas::new(std::mem::take(&mut settings.quotas), self.state.as_ref()),
         });
         let state = self.state.unwrap_or_else(|| Arc::new(FileStore::new(&data_dir)));
         let inner = Arc::new(Inner {

@@ -83,6 +83,8 @@ pub(crate) struct Parts {
     pub defer_after: usize,
     /// Tools whose instances take this long to make get spares.
     pub spares_above: Option<std::time::Duration>,
+    /// What each identity may spend.
+    pub quotas: crate::quotas::Quotas,
 }
 
 /// Everything one call needs, built once per host.
@@ -111,6 +113,8 @@ pub(crate) struct Pipeline {
     /// Fresh instances made ahead for tools slow to instantiate.
     pub(super) spares: Spares,
     pub(super) metrics: crate::metrics::Metrics,
+    /// What each identity may spend, counted before each call runs.
+    pub(super) quotas: crate::quotas::Quotas,
     /// Makes the calls of a Script program (set by the host once it
     /// exists: they run on its scheduler).
     pub(super) scripts: std::sync::OnceLock<super::ScriptStarter>,
@@ -136,6 +140,7 @@ impl Pipeline {
             warm: Warm::default(),
             spares: Spares::new(parts.spares_above, metrics.busy()),
             metrics,
+            quotas: parts.quotas,
             scripts: std::sync::OnceLock::new(),
         }
     }
@@ -282,38 +287,52 @@ impl Pipeline {
             tracing::warn!(error = %e, "could not bring the session's state up to date; going on with what this process has");
         }
         let cpu_before = crate::sandbox::thread_cpu_time();
-        let running = self.metrics.started();
         let mut next = None;
         // 2, first part: slips in the input repaired, as Claude Code does.
         let repaired = self.repair(tool_use);
         let tool_use = repaired.as_ref().map_or(tool_use, |(repaired, _)| repaired);
-        // A fault of the host (a panic anywhere in the call's path: an
-        // import, a library, the pipeline itself) ends this call with an
-        // error result, never the thread or the stream that runs it.
-        let run = std::panic::catch_unwind(AssertUnwindSafe(|| self.run(session, tool_use, options, &span, &mut next)));
-        let mut result = run.unwrap_or_else(|panic| {
-            next = None;
-            let why = panic_message(&*panic);
-            tracing::error!(panic = %why, "toolhost failed while running the call; the call ends with an error and later calls go on");
-            ToolResult::error(&tool_use.id, host_failed(&tool_use.name, &why))
-        });
+        let known = self.registry().resolve(&tool_use.name).map(|t| t.spec.name.clone());
+        let tool_name = known.as_deref().unwrap_or(crate::metrics::UNKNOWN_TOOL);
+        // Over a quota of its identity, the call is refused before anything
+        // of it runs.
+        let (admitted, mut result) = match self.admit(session, tool_use, tool_name, options, &span) {
+            Err(refusal) => (None, ToolResult::error(&tool_use.id, refusal.to_string())),
+            // A fault of the host (a panic anywhere in the call's path: an
+            // import, a library, the pipeline itself) ends this call with an
+            // error result, never the thread or the stream that runs it.
+            Ok(admitted) => {
+                // Running from here: a refused call never ran.
+                let _running = self.metrics.started();
+                let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    self.run(session, tool_use, options, &span, &mut next)
+                }));
+                let result = run.unwrap_or_else(|panic| {
+                    next = None;
+                    let why = panic_message(&*panic);
+                    tracing::error!(panic = %why, "toolhost failed while running the call; the call ends with an error and later calls go on");
+                    ToolResult::error(&tool_use.id, host_failed(&tool_use.name, &why))
+                });
+                (Some(admitted), result)
+            }
+        };
         if let Some((_, Some(note))) = &repaired {
             result.append_note(note);
         }
-        drop(running);
         // The next call's fresh instance, made while none runs.
         if let Some((key, make)) = next {
             self.spares.order(key, &self.registry(), make);
         }
         let took = started.elapsed();
         let micros = took.as_micros() as u64;
-        let known = self.registry().resolve(&tool_use.name).map(|t| t.spec.name.clone());
-        self.metrics.finished(known.as_deref().unwrap_or(crate::metrics::UNKNOWN_TOOL), result.is_error, took);
+        self.metrics.finished(tool_name, result.is_error, took);
         let output_bytes = result.content_bytes();
         let usage = result.usage.get_or_insert_with(Default::default);
         usage.output_bytes = output_bytes;
         usage.wall_us = micros;
         usage.cpu_us = crate::sandbox::thread_cpu_time().saturating_sub(cpu_before).as_micros() as u64;
+        if let Some(admitted) = admitted {
+            admitted.finish(usage.cpu_us);
+        }
         self.policy.audit_usage(session.id(), &tool_use.name, &tool_use.id, usage);
         span.record("is_error", result.is_error);
         span.record("duration_us", micros);

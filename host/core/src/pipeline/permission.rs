@@ -224,7 +224,7 @@ impl Run<'_> {
                         Some(command) => Approval::Command(command.to_string()),
                         None => Approval::Any,
                     },
-                    Source::Mode(_) | Source::Tool => Approval::Any,
+                    Source::Mode(_) | Source::Tool | Source::Quota(_) => Approval::Any,
                 };
                 if let Some(instance) = self.instance.as_mut() {
                     let call = &mut instance.store.data_mut().call;

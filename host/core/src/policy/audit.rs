@@ -83,6 +83,7 @@ impl Audit {
             Source::Safety => ("safety", None),
             Source::Mode(m) => ("mode", Some(("decided_by_mode", json!(m.as_str())))),
             Source::User => ("user", None),
+            Source::Quota(kind) => ("quota", Some(("quota", json!(kind.setting())))),
         };
         line.insert("source".into(), json!(kind));
         if let Some((key, value)) = detail {

@@ -54,6 +54,8 @@ pub enum Source {
     Mode(PermissionMode),
     /// The user, asked through the [`Approver`].
     User,
+    /// A quota of the caller's identity ([`crate::quotas`]).
+    Quota(crate::quotas::QuotaKind),
 }
 
 impl Source {
@@ -71,6 +73,7 @@ impl fmt::Display for Source {
             Source::Safety => f.write_str("safety check"),
             Source::Mode(m) => write!(f, "mode:{m}"),
             Source::User => f.write_str("user"),
+            Source::Quota(kind) => write!(f, "quota {}", kind.setting()),
         }
     }
 }

@@ -12,6 +12,19 @@ use std::path::{Path, PathBuf};
 /// A session's state: keys and values.
 pub type Entries = BTreeMap<String, String>;
 
+/// Changes to entries: a value sets its key, `None` removes it.
+pub type Changes = Vec<(String, Option<String>)>;
+
+/// `entries` with `changes` applied.
+fn merge(entries: &mut Entries, changes: &[(String, Option<String>)]) {
+    for (key, value) in changes {
+        match value {
+            Some(v) => entries.insert(key.clone(), v.clone()),
+            None => entries.remove(key),
+        };
+    }
+}
+
 /// Where sessions' state lives between calls, shared by every process that
 /// opens the same store. Implementations must make [`StateStore::apply`]
 /// atomic: two processes applying changes to the same session at once both
@@ -23,6 +36,14 @@ pub trait StateStore: Send + Sync {
     /// Applies `changes` to session `id` (a value sets its key, `None`
     /// removes it), and returns all its entries after.
     fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError>;
+
+    /// Changes session `id` by what `change` makes of its entries as they
+    /// are, atomically, and returns all its entries after: no other
+    /// process's change lands between the read `change` sees and the write
+    /// (what makes a count shared by a fleet exact). `change` may run more
+    /// than once (a store that retries when another process got there
+    /// first); only its last run's changes are applied.
+    fn update(&self, id: &str, change: &mut dyn FnMut(&Entries) -> Changes) -> Result<Entries, SessionError>;
 
     /// Forgets session `id`.
     fn remove(&self, id: &str) -> Result<(), SessionError>;
@@ -91,15 +112,15 @@ impl StateStore for MemoryStore {
     }
 
     fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
+        self.update(id, &mut |_| changes.to_vec())
+    }
+
+    fn update(&self, id: &str, change: &mut dyn FnMut(&Entries) -> Changes) -> Result<Entries, SessionError> {
         let mut all = self.lock();
         let key = self.key(id);
         let entries = all.entry(key.clone()).or_default();
-        for (key, value) in changes {
-            match value {
-                Some(v) => entries.insert(key.clone(), v.clone()),
-                None => entries.remove(key),
-            };
-        }
+        let changes = change(entries);
+        merge(entries, &changes);
         let merged = entries.clone();
         if merged.is_empty() {
             all.remove(&key);
@@ -161,6 +182,10 @@ impl StateStore for FileStore {
     }
 
     fn apply(&self, id: &str, changes: &[(String, Option<String>)]) -> Result<Entries, SessionError> {
+        self.update(id, &mut |_| changes.to_vec())
+    }
+
+    fn update(&self, id: &str, change: &mut dyn FnMut(&Entries) -> Changes) -> Result<Entries, SessionError> {
         super::validate_id(id)?;
         let path = self.state_path(id);
         let io = |source| SessionError::Io { path: path.clone(), source };
@@ -170,12 +195,11 @@ impl StateStore for FileStore {
             OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("state.lock")).map_err(io)?;
         lock.lock().map_err(io)?;
         let mut merged = self.read(id)?;
-        for (key, value) in changes {
-            match value {
-                Some(v) => merged.insert(key.clone(), v.clone()),
-                None => merged.remove(key),
-            };
+        let changes = change(&merged);
+        if changes.is_empty() {
+            return Ok(merged);
         }
+        merge(&mut merged, &changes);
         let text = serde_json::to_vec_pretty(&merged)
             .map_err(|source| SessionError::Corrupt { path: path.clone(), source })?;
         crate::fsx::replace_file(&path, &text).map_err(io)?;
