@@ -409,8 +409,7 @@ fn record_id(kind: QuotaKind, identity: &str, tool: Option<&str>) -> String {
     digest.update(identity.as_bytes());
     digest.update([0]);
     digest.update(tool.unwrap_or(EACH).as_bytes());
-    let hex: String = digest.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{hex}", kind.record())
+    format!("{}-{}", kind.record(), crate::fsx::hex(&digest.finalize()[..16]))
 }
 
 /// Now, in milliseconds since the epoch (the fleet's common clock).
