@@ -940,13 +940,39 @@ mod rmcp_client {
                     })
                 })
                 .collect();
+            // Twelve changes: Echo replaced each time, Sleeper added or
+            // removed every other time. After each of the six that change
+            // the list, the client is told and the list shows it (waited
+            // on, not timed: a slow hour only makes the test longer).
+            let count = || watcher.changes.load(std::sync::atomic::Ordering::SeqCst);
             for step in 0..12 {
-                tokio::time::sleep(Duration::from_millis(if step % 3 == 2 { 300 } else { 40 })).await;
+                tokio::time::sleep(Duration::from_millis(40)).await;
+                let before = count();
                 put("echo.wasm", &versions[(step + 1) % 2]);
-                match step % 4 {
-                    1 => put("sleeper.wasm", &sleeper),
-                    3 => drop(std::fs::remove_file(sb.plugins.join("sleeper.wasm"))),
-                    _ => {}
+                let sleeper_listed = match step % 4 {
+                    1 => {
+                        put("sleeper.wasm", &sleeper);
+                        true
+                    }
+                    3 => {
+                        std::fs::remove_file(sb.plugins.join("sleeper.wasm")).expect("remove");
+                        false
+                    }
+                    _ => continue,
+                };
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                loop {
+                    let names: Vec<String> =
+                        client.list_all_tools().await.expect("tools/list").iter().map(|t| t.name.to_string()).collect();
+                    if count() > before && names.contains(&"Sleeper".to_string()) == sleeper_listed {
+                        break;
+                    }
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "step {step}: {} notifications since, tools {names:?}",
+                        count() - before
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
             // The last changes land while the calls go on.
@@ -960,9 +986,7 @@ mod rmcp_client {
                 }
             }
             assert!(calls >= 100, "only {calls} calls");
-            // Each pause of 300 ms let a reload through, at least.
-            let changes = watcher.changes.load(std::sync::atomic::Ordering::SeqCst);
-            assert!(changes >= 4, "{changes} notifications/tools/list_changed through twelve changes");
+            assert!(count() >= 6, "{} notifications/tools/list_changed through six changes of the list", count());
             let names: Vec<String> =
                 client.list_all_tools().await.expect("tools/list").iter().map(|t| t.name.to_string()).collect();
             assert!(names.contains(&"Echo".to_string()), "{names:?}");
