@@ -468,7 +468,7 @@ fn a_2026_07_28_request_stream_over_stdio() {
     let names: Vec<&str> = list["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.is_sorted() && names.contains(&"StartSession"), "{names:?}");
     assert_eq!(answers[&3]["error"]["code"], -32602, "no _meta: {stdout}");
-    let traced = stderr.lines().find(|l| l.contains("call finished") && l.contains("tool=Read"));
+    let traced = stderr.lines().find(|l| l.contains("call finished") && l.contains("gen_ai.tool.name=Read"));
     assert!(traced.is_some_and(|l| l.contains(trace)), "the call's span has no traceparent:\n{stderr}");
 }
 

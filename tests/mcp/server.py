@@ -1,6 +1,6 @@
 """An MCP server on the official Python SDK (FastMCP) for toolhost's tests
 of MCP servers' tools in its pool: tools that answer, report progress,
-crash, flood, babble, hang, change the tool list, write files and open sockets."""
+crash, flood, babble, hang, show what `_meta` they got, change the tool list, write files and open sockets."""
 
 import asyncio
 import os
@@ -18,6 +18,16 @@ mcp = FastMCP("probe")
 def echo(text: str) -> str:
     """Returns the text it is given."""
     return text
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def meta(ctx: Context) -> str:
+    """Returns the request's `_meta` as JSON (what a client passed on, such
+    as its trace context)."""
+    import json
+
+    meta = ctx.request_context.meta
+    return json.dumps(meta.model_dump(exclude_none=True) if meta is not None else {})
 
 
 @mcp.tool()

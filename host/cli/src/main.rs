@@ -14,6 +14,7 @@ mod secret;
 mod serve;
 mod stamp;
 mod start;
+mod telemetry;
 mod tools;
 mod trust;
 
@@ -89,14 +90,27 @@ impl Command {
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // OTLP export, when the environment asks for it: before the log is up,
+    // so a mistake in it is said plainly.
+    let telemetry = match telemetry::Telemetry::from_env() {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("toolhost: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        );
+    let exported = telemetry.as_ref().and_then(telemetry::Telemetry::layer);
+    tracing_subscriber::registry().with(log).with(exported).init();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -130,6 +144,10 @@ fn main() -> ExitCode {
     // Calls still running when a front ends (its client left mid-call) hold
     // their sessions; their temporary directories go now.
     toolhost::remove_temporaries();
+    // The last spans and metrics, a drained server's included.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     code
 }
 

@@ -282,6 +282,7 @@ pub fn start(args: &HostArgs, needs: Needs) -> anyhow::Result<Started> {
     if args.code_mode {
         builder = builder.code_mode(true);
     }
+    builder = builder.trace_content(crate::telemetry::capture_content());
     // A one-shot command links only the tool it calls.
     builder = builder.watch_plugins(needs.watch).link_in_background(needs.long_running);
     // A tool loaded quick is optimized in the background only by a front

@@ -3,6 +3,9 @@
 //! the calls waiting for one, and reloads. [`crate::Host::metrics_text`]
 //! writes them in the OpenMetrics text format Prometheus scrapes.
 //!
+//! The same counts go to OpenTelemetry's global meter ([`exported`]), which
+//! an OTLP exporter the command installs sends on.
+//!
 //! Label values come from the host, never from a model: a call of a tool
 //! the host does not have counts under `tool="(unknown)"`, so a model
 //! naming tools at random cannot grow the series without bound.
@@ -13,8 +16,20 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
+
+mod exported;
+
+/// Spans the process's exporter dropped (its queue was full): one count for
+/// the process, as its exporter is.
+static SPANS_DROPPED: LazyLock<Counter> = LazyLock::new(Counter::default);
+
+/// Counts `n` spans the process's OpenTelemetry exporter dropped, shown on
+/// every host's `/metrics` as `toolhost_telemetry_spans_dropped_total`.
+pub fn count_dropped_spans(n: u64) {
+    SPANS_DROPPED.inc_by(n);
+}
 
 /// What the permission step decided.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -73,6 +88,10 @@ pub(crate) struct Metrics {
     waiting: Gauge,
     quota_refusals: Family<QuotaLabels, Counter>,
     quota_store_errors: Counter,
+    cpu: Family<ToolLabel, Histogram>,
+    memory: Family<ToolLabel, Histogram>,
+    output: Family<ToolLabel, Histogram>,
+    exported: exported::Instruments,
     registry: Registry,
 }
 
@@ -106,6 +125,23 @@ impl Default for Metrics {
             "Calls that went on uncounted: the quotas' store could not be reached",
             quota_store_errors.clone(),
         );
+        let seconds = || Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0001, 4.0, 11));
+        let bytes = || Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(64.0, 4.0, 13));
+        let cpu = Family::<ToolLabel, Histogram>::new_with_constructor(seconds);
+        let memory = Family::<ToolLabel, Histogram>::new_with_constructor(bytes);
+        let output = Family::<ToolLabel, Histogram>::new_with_constructor(bytes);
+        registry.register("call_cpu_seconds", "CPU time of each tool call (guest and host), by tool", cpu.clone());
+        registry.register(
+            "call_memory_bytes",
+            "Peak linear memory of each tool call's instance, by tool",
+            memory.clone(),
+        );
+        registry.register("call_output_bytes", "Bytes each tool call returned, by tool", output.clone());
+        registry.register(
+            "telemetry_spans_dropped",
+            "Spans the OpenTelemetry exporter dropped: its queue was full",
+            SPANS_DROPPED.clone(),
+        );
         Metrics {
             calls,
             durations,
@@ -117,6 +153,10 @@ impl Default for Metrics {
             waiting,
             quota_refusals,
             quota_store_errors,
+            cpu,
+            memory,
+            output,
+            exported: exported::Instruments::default(),
             registry,
         }
     }
@@ -131,12 +171,14 @@ pub(crate) struct Running<'m>(&'m Metrics);
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.running.dec();
+        self.0.exported.started(-1);
     }
 }
 
 impl Metrics {
     pub(crate) fn started(&self) -> Running<'_> {
         self.running.inc();
+        self.exported.started(1);
         Running(self)
     }
 
@@ -144,10 +186,22 @@ impl Metrics {
         let outcome = if is_error { "error" } else { "ok" };
         self.calls.get_or_create(&CallLabels { tool: tool.to_string(), outcome }).inc();
         self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(took.as_secs_f64());
+        self.exported.finished(tool, outcome, took);
+    }
+
+    /// What a finished call of `tool` used.
+    pub(crate) fn used(&self, tool: &str, usage: &crate::sandbox::Usage) {
+        let cpu = Duration::from_micros(usage.cpu_us);
+        let label = ToolLabel { tool: tool.to_string() };
+        self.cpu.get_or_create(&label).observe(cpu.as_secs_f64());
+        self.memory.get_or_create(&label).observe(usage.peak_memory_bytes as f64);
+        self.output.get_or_create(&label).observe(usage.output_bytes as f64);
+        self.exported.used(tool, cpu, usage.peak_memory_bytes, usage.output_bytes);
     }
 
     pub(crate) fn decided(&self, decision: Decided) {
         self.decisions.get_or_create(&DecisionLabel { decision: decision.label() }).inc();
+        self.exported.decided(decision.label());
     }
 
     /// Calls running now.
@@ -165,15 +219,20 @@ impl Metrics {
     pub(crate) fn refused_over(&self, quota: crate::quotas::QuotaKind, identity: Option<&str>) {
         let labels = QuotaLabels { quota: quota.label(), identity: identity.unwrap_or_default().to_string() };
         self.quota_refusals.get_or_create(&labels).inc();
+        self.exported.refused_over(labels.quota, &labels.identity);
     }
 
     /// `n` counts against quotas the store failed to take.
     pub(crate) fn quota_store_failed(&self, n: usize) {
         self.quota_store_errors.inc_by(n as u64);
+        if n > 0 {
+            self.exported.quota_store_failed(n as u64);
+        }
     }
 
     pub(crate) fn reloaded(&self) {
         self.reloads.inc();
+        self.exported.reloaded();
     }
 
     /// Everything, as OpenMetrics text, with the slots as they are now.
@@ -205,6 +264,10 @@ mod tests {
         m.reloaded();
         m.refused_over(crate::quotas::QuotaKind::CallsPerMinute, Some("alice"));
         m.quota_store_failed(2);
+        let usage =
+            crate::sandbox::Usage { cpu_us: 1_500, peak_memory_bytes: 1 << 20, output_bytes: 100, wall_us: 2_000 };
+        m.used("Read", &usage);
+        count_dropped_spans(3);
         let text = m.text((4, 2, 1));
         for line in [
             "toolhost_calls_total{tool=\"Read\",outcome=\"ok\"} 1",
@@ -218,9 +281,15 @@ mod tests {
             "toolhost_calls_waiting_for_a_slot 1",
             "toolhost_quota_refusals_total{quota=\"calls_per_minute\",identity=\"alice\"} 1",
             "toolhost_quota_store_errors_total 2",
+            "toolhost_call_cpu_seconds_count{tool=\"Read\"} 1",
+            "toolhost_call_cpu_seconds_sum{tool=\"Read\"} 0.0015",
+            "toolhost_call_memory_bytes_bucket{le=\"1048576.0\",tool=\"Read\"} 1",
+            "toolhost_call_output_bytes_sum{tool=\"Read\"} 100.0",
             "# EOF",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
+        // Process-wide: other tests of this binary may count too.
+        assert!(text.lines().any(|l| l.starts_with("toolhost_telemetry_spans_dropped_total ")), "{text}");
     }
 }

@@ -34,6 +34,7 @@ pub(crate) mod repair;
 pub(crate) mod result;
 mod run;
 mod spare;
+mod trace;
 mod warm;
 
 pub use crate::sandbox::Usage;

@@ -13,8 +13,11 @@
 //! and the next call starts it again. A server's `tools/list_changed` reads
 //! its tools again and the host swaps them in.
 
+mod caller;
 mod lines;
 
+use crate::telemetry;
+use caller::Caller;
 use lines::Checked;
 #[doc(hidden)]
 pub use lines::StreamFault;
@@ -309,37 +312,15 @@ impl RemoteSource for Servers {
     }
 }
 
-/// A server's calls, from the pipeline's thread to the client's runtime.
-struct Caller {
-    server: Weak<Server>,
-}
-
-impl RemoteCaller for Caller {
-    fn call(&self, tool: &str, input: &Value, call: &RemoteCall) -> Result<Value, String> {
-        let server = self.server.upgrade().ok_or("the host is shutting down")?;
-        let shared = server.shared.get().and_then(Weak::upgrade).ok_or("the host is shutting down")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (tool, input, call) = (tool.to_string(), input.clone(), call.clone());
-        let task = Arc::clone(&server);
-        shared.runtime.spawn(async move {
-            // A bound on the whole call, starting the server and queueing the
-            // request included (the call's own deadline starts once sent).
-            let bound = call.timeout + START_TIMEOUT;
-            let answer = match tokio::time::timeout(bound, task.call(&tool, input, &call)).await {
-                Ok(answer) => answer,
-                Err(_) => Err(format!(
-                    "{tool} got no answer from the MCP server {} within {} s; the call was stopped.",
-                    task.name,
-                    bound.as_secs()
-                )),
-            };
-            let _ = tx.send(answer);
-        });
-        rx.recv().unwrap_or_else(|_| Err(format!("the call to the MCP server {} was dropped", server.name)))
-    }
-}
-
 impl Server {
+    /// How requests reach it, as the conventions' `network.transport` says.
+    fn transport(&self) -> &'static str {
+        match &self.config {
+            Ok(McpServer::Http { .. }) => "tcp",
+            _ => "pipe",
+        }
+    }
+
     /// The secrets it is granted.
     fn secrets(&self) -> Arc<[(String, String)]> {
         self.limits.secrets.get(&self.name).cloned().unwrap_or_default().into()
@@ -492,9 +473,15 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
-        ));
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // The trace goes on in the server (the span current here is this
+        // call's client span).
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        telemetry::inject(&tracing::Span::current(), &mut meta);
+        if !meta.0.0.is_empty() {
+            params.meta = Some(meta);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // A connection that died since its last use (the server exited
         // between calls) is found out here: started again, once.
         let mut connection = self.live().await?;

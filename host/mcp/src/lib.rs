@@ -29,6 +29,7 @@ pub mod handles;
 mod http;
 mod quota;
 mod records;
+mod telemetry;
 mod tools;
 
 pub use client::{ChildLimits, Servers};
@@ -58,6 +59,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolhost::CallSetup;
 use toolhost::{Approver, Host, Progress, ProgressSink, Session, ToolResult, ToolUse};
+use tracing::Instrument;
 
 /// How `toolhost serve` runs calls.
 #[derive(Clone, Debug)]
@@ -407,17 +409,40 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        if let Revision::Session = Revision::of(&context) {
-            return Ok(ListToolsResult::with_all_items(tools(&self.front.host)));
-        }
-        // The same list for every client and identity; a listener hears of
-        // a change at once, others look again after the TTL.
-        Ok(ListToolsResult::with_all_items(sessionless_tools(&self.front.host))
-            .with_ttl_ms(TOOLS_TTL.as_millis() as u64)
-            .with_cache_scope(CacheScope::Private))
+        let served = telemetry::Served::start("tools/list", None, &context);
+        let list = served.span.in_scope(|| match Revision::of(&context) {
+            Revision::Session => ListToolsResult::with_all_items(tools(&self.front.host)),
+            // The same list for every client and identity; a listener hears
+            // of a change at once, others look again after the TTL.
+            Revision::Sessionless { .. } => ListToolsResult::with_all_items(sessionless_tools(&self.front.host))
+                .with_ttl_ms(TOOLS_TTL.as_millis() as u64)
+                .with_cache_scope(CacheScope::Private),
+        });
+        served.end(None);
+        Ok(list)
     }
 
+    /// A call, in its server span (`tools/call {tool}`, continuing the
+    /// client's trace): the call's own span is its child.
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let served = telemetry::Served::start("tools/call", Some(&request.name), &context);
+        let span = served.span.clone();
+        let response = self.call_tool_traced(request, context).instrument(span).await;
+        served.end(match &response {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => Some("tool_error".into()),
+            Ok(_) => None,
+            Err(e) => Some(e.code.0.to_string()),
+        });
+        response
+    }
+}
+
+impl McpSession {
+    async fn call_tool_traced(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -552,6 +577,8 @@ impl McpSession {
                 traceparent: context.meta.get_traceparent().map(str::to_string),
                 identity: Some(identity(&context)),
                 parent: None,
+                // The request's span: the call runs on a worker thread.
+                span: Some(tracing::Span::current()),
             },
         );
         let token = context.meta.get_progress_token();

@@ -88,6 +88,7 @@ pub struct HostBuilder {
     remote: Option<Arc<dyn crate::registry::RemoteSource>>,
     /// `None`: the settings' `codeMode`, else off.
     code_mode: Option<bool>,
+    trace_content: bool,
 }
 
 /// Reads the operator's `toolGrants` afresh (see
@@ -182,6 +183,15 @@ impl HostBuilder {
     /// settings' `codeMode`, else off.
     pub fn code_mode(mut self, on: bool) -> Self {
         self.code_mode = Some(on);
+        self
+    }
+
+    /// Record each call's arguments and result in its span (OpenTelemetry's
+    /// opt-in `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`; a
+    /// result as the model gets it, a tool's secrets masked). They may hold
+    /// whatever the files and commands they touch hold. Default: no.
+    pub fn trace_content(mut self, on: bool) -> Self {
+        self.trace_content = on;
         self
     }
 
@@ -354,6 +364,7 @@ impl HostBuilder {
             // Counted in the store the host was given (shared by a fleet),
             // else in this process.
             quotas: crate::quotas::Quotas::new(std::mem::take(&mut settings.quotas), self.state.as_ref()),
+            trace_content: self.trace_content,
         });
         let state = self.state.unwrap_or_else(|| Arc::new(FileStore::new(&data_dir)));
         let inner = Arc::new(Inner {

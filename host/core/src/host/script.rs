@@ -113,6 +113,9 @@ impl InnerCalls for ScriptRun {
             traceparent: None,
             identity: self.identity.clone(),
             parent: Some(Arc::clone(&self.parent)),
+            // The Script call's span, current on the thread running its
+            // program.
+            span: Some(tracing::Span::current()),
         };
         self.executor.add_tool_with(ToolUse { id, name: name.to_string(), input }, setup);
         Ok(number)

@@ -8,6 +8,7 @@ use super::instance::{Next, Setup};
 use super::result::ToolResult;
 use super::run::{Run, fault_result, wit_mode};
 use super::spare::Spares;
+use super::trace::Verdict;
 use super::warm::Warm;
 use crate::contract::bindings::CallContext;
 use crate::fsx::{Dirs, normalize};
@@ -26,7 +27,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use toolhost_primitives::path::{Containment, containment, is_inside};
-use tracing::field;
 
 /// A `tool_use` block from the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +65,9 @@ pub struct CallOptions {
     /// The call that made this one (a Script call's id), recorded in the
     /// call's span and its audit lines.
     pub parent: Option<Arc<str>>,
+    /// The span the call's span belongs under when it is not the one current
+    /// where the call runs (an MCP request's span, on the request's thread).
+    pub span: Option<tracing::Span>,
 }
 
 /// What a [`Pipeline`] is built from.
@@ -85,6 +88,8 @@ pub(crate) struct Parts {
     pub spares_above: Option<std::time::Duration>,
     /// What each identity may spend.
     pub quotas: crate::quotas::Quotas,
+    /// Each call's arguments and result recorded in its span.
+    pub trace_content: bool,
 }
 
 /// Everything one call needs, built once per host.
@@ -115,6 +120,9 @@ pub(crate) struct Pipeline {
     pub(super) metrics: crate::metrics::Metrics,
     /// What each identity may spend, counted before each call runs.
     pub(super) quotas: crate::quotas::Quotas,
+    /// Each call's arguments and result recorded in its span (the
+    /// operator's opt-in).
+    pub(super) trace_content: bool,
     /// Makes the calls of a Script program (set by the host once it
     /// exists: they run on its scheduler).
     pub(super) scripts: std::sync::OnceLock<super::ScriptStarter>,
@@ -141,6 +149,7 @@ impl Pipeline {
             spares: Spares::new(parts.spares_above, metrics.busy()),
             metrics,
             quotas: parts.quotas,
+            trace_content: parts.trace_content,
             scripts: std::sync::OnceLock::new(),
         }
     }
@@ -257,27 +266,7 @@ impl Pipeline {
     /// Runs one call through the whole pipeline.
     pub(crate) fn call(&self, session: &Arc<Session>, tool_use: &ToolUse, options: &CallOptions) -> ToolResult {
         let started = Instant::now();
-        let span = tracing::info_span!(
-            "tool_call",
-            tool = %tool_use.name,
-            id = %tool_use.id,
-            decision = field::Empty,
-            instance = field::Empty,
-            is_error = field::Empty,
-            duration_us = field::Empty,
-            traceparent = field::Empty,
-            identity = field::Empty,
-            parent = field::Empty,
-        );
-        if let Some(parent) = &options.traceparent {
-            span.record("traceparent", parent.as_str());
-        }
-        if let Some(identity) = &options.identity {
-            span.record("identity", &**identity);
-        }
-        if let Some(parent) = &options.parent {
-            span.record("parent", &**parent);
-        }
+        let span = super::trace::call_span(tool_use, options);
         let _entered = span.enter();
         // What other processes sharing the session saved since (a Read on
         // another server) counts for this call.
@@ -334,8 +323,9 @@ impl Pipeline {
             admitted.finish(usage.cpu_us);
         }
         self.policy.audit_usage(session.id(), &tool_use.name, &tool_use.id, usage);
-        span.record("is_error", result.is_error);
-        span.record("duration_us", micros);
+        self.metrics.used(tool_name, usage);
+        let usage = *usage;
+        super::trace::record_end(&span, tool_use, &result, &usage, self.trace_content);
         tracing::debug!(is_error = result.is_error, duration_us = micros, "call finished");
         result
     }
@@ -517,13 +507,13 @@ impl Pipeline {
         };
         let name = tool.spec.name.as_str();
         if let Some(rule) = rules.denies_tool(name) {
-            span.record("decision", "deny (not in the pool)");
+            super::trace::record_decision(span, Verdict::Deny, "not in the pool");
             return Err(format!("Error: No such tool available: {name} (the {rule} removes it)"));
         }
         // A deferred tool is called once its definition was loaded (without
         // it, the model guessed its parameters).
         if self.deferred(registry).contains(name) && !session.is_discovered(name) {
-            span.record("decision", "deny (deferred, not loaded)");
+            super::trace::record_decision(span, Verdict::Deny, "deferred, not loaded");
             let how = match registry.playing(Role::LoadsTools) {
                 Some(loader) => format!("call {} with query \"select:{name}\"", loader.spec.name),
                 None => "load it with the tool that loads deferred tools".to_string(),

@@ -84,8 +84,8 @@ impl Setup<'_> {
         // Otherwise a fresh instance: the spare made ahead for it, if any.
         let spare_key = warm.is_none().then(|| spare::Key::new(registry, name, self.since.as_ref(), &self.dirs));
         let spare = spare_key.as_ref().and_then(|key| pipeline.spares.take(key, registry));
-        span.record(
-            "instance",
+        super::trace::record_instance(
+            span,
             match (&kept, &spare) {
                 (Some(_), _) => "warm",
                 (None, Some(_)) => "spare",
@@ -100,6 +100,8 @@ impl Setup<'_> {
                 kept
             }
             None => {
+                let span = tracing::info_span!("create_instance", otel.name = %format_args!("create_instance {name}"));
+                let _entered = span.enter();
                 let began = Instant::now();
                 let made = self.instantiate();
                 took = Some(began.elapsed());

@@ -4,6 +4,7 @@
 
 use super::result::ToolResult;
 use super::run::{Run, wasm};
+use super::trace::{Verdict, record_decision};
 use crate::contract::bindings::PermissionDecision;
 use crate::grants::{Allowance, DirRequest, Grants};
 use crate::policy::hooks::Outcome;
@@ -16,7 +17,6 @@ use crate::registry::LoadedTool;
 use crate::shell;
 use std::sync::Arc;
 use std::time::Instant;
-use tracing::field;
 
 impl Run<'_> {
     /// What the tool requested and lacks (nothing once the user granted it
@@ -203,7 +203,7 @@ impl Run<'_> {
             && matches!(decision, Decision::Allow { .. })
         {
             // No call runs unrecorded.
-            self.span.record("decision", "deny (audit log)");
+            record_decision(self.span, Verdict::Deny, "the audit log could not be written");
             return Ok(Some(self.error(format!(
                 "{} was not run: its permission decision could not be recorded ({why}). Calls are refused until \
                  the audit log can be written.",
@@ -212,7 +212,7 @@ impl Run<'_> {
         }
         match decision {
             Decision::Allow { input: rewritten, source } => {
-                self.span.record("decision", field::display(format_args!("allow ({source})")));
+                record_decision(self.span, Verdict::Allow, &source);
                 // What the call may start: a call allowed only because it reads
                 // can start only what the host classifies as read-only, one
                 // allowed by a rule what the rules allow, one the user approved
@@ -241,12 +241,12 @@ impl Run<'_> {
                 Ok(None)
             }
             Decision::Deny { message, source } => {
-                self.span.record("decision", field::display(format_args!("deny ({source})")));
+                record_decision(self.span, Verdict::Deny, &source);
                 Ok(Some(self.error(format!("Permission to use {} was denied. {message}", self.name()))))
             }
             // The user answers later, in another call (Answer::Later).
             Decision::Ask { message, .. } => {
-                self.span.record("decision", "ask (answered later)");
+                record_decision(self.span, Verdict::Ask, "answered later");
                 Ok(Some(self.error(message)))
             }
         }

@@ -6,7 +6,6 @@ use super::call::{CallOptions, Pipeline, ToolUse};
 use crate::quotas::{Admitted, Refusal};
 use crate::session::Session;
 use std::time::Duration;
-use tracing::field;
 
 impl Pipeline {
     /// Counts the call against its identity's quotas, or refuses it (the
@@ -29,7 +28,8 @@ impl Pipeline {
                 Ok(admitted)
             }
             Err(refusal) => {
-                span.record("decision", field::display(format_args!("deny (quota {})", refusal.kind.setting())));
+                let source = crate::policy::Source::Quota(refusal.kind);
+                super::trace::record_decision(span, super::trace::Verdict::Deny, &source);
                 let call = (session.id(), tool_use.name.as_str(), tool_use.id.as_str());
                 self.refused_over_quota(call, identity, options.parent.as_deref(), &refusal);
                 Err(refusal)

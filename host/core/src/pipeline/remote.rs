@@ -27,7 +27,7 @@ impl Pipeline {
         options: &CallOptions,
         span: &tracing::Span,
     ) -> ToolResult {
-        span.record("instance", "remote");
+        super::trace::record_instance(span, "remote");
         let limits = self.sandbox.limits();
         let ctx = CallContext {
             tool_use_id: tool_use.id.clone(),

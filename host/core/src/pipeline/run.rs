@@ -118,6 +118,10 @@ impl Run<'_> {
     /// The guest's `call`, with the whole time limit from now: hooks and the
     /// prompt do not count against it.
     pub(super) fn call_guest(&mut self) -> wasmtime::Result<Result<ToolOutput, WitToolError>> {
+        // The guest's own work, a child of the call's span (its imports'
+        // work, a child process included, under it).
+        let span = tracing::info_span!("guest_call", otel.name = %format_args!("guest_call {}", self.tool.spec.name));
+        let _entered = span.enter();
         let limit = self.limits.timeout;
         let instance = wasm(&mut self.instance)?;
         instance.store.data_mut().call.deadline = Some((Instant::now() + limit, limit));
@@ -183,7 +187,7 @@ impl Run<'_> {
         self.context.extend(pre.additional_context.iter().map(|c| format!("[PreToolUse hook] {c}")));
         if let Some(reason) = &pre.stop {
             self.stop = Some(reason.clone());
-            self.span.record("decision", "stopped (hook)");
+            super::trace::record_decision(self.span, super::trace::Verdict::Stopped, "a PreToolUse hook");
             // A refusal that cannot be recorded is still a refusal (and
             // the failure is in the log).
             let _ = self.audit(

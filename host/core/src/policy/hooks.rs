@@ -85,8 +85,10 @@ impl Hooks {
         }
         let stdin = input.json(event).to_string().into_bytes();
         let cwd = input.cwd;
+        // Each hook's span is a child of the call's, on whichever thread.
+        let call = &tracing::Span::current();
         let replies: Vec<(Reply, Duration)> = if let [hook] = hooks.as_slice() {
-            vec![run_hook(event, hook, &stdin, cwd)]
+            vec![run_hook(event, hook, &stdin, cwd, call)]
         } else {
             std::thread::scope(|scope| {
                 let pending: Vec<_> = hooks
@@ -95,7 +97,7 @@ impl Hooks {
                         let stdin = &stdin;
                         let spawned = std::thread::Builder::new()
                             .name("hook".into())
-                            .spawn_scoped(scope, move || run_hook(event, hook, stdin, cwd));
+                            .spawn_scoped(scope, move || run_hook(event, hook, stdin, cwd, call));
                         (hook, spawned)
                     })
                     .collect();
@@ -113,7 +115,7 @@ impl Hooks {
                             )
                         }),
                         // No thread to spare: run it here.
-                        Err(_) => run_hook(event, hook, &stdin, cwd),
+                        Err(_) => run_hook(event, hook, &stdin, cwd, call),
                     })
                     .collect()
             })

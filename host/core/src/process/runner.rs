@@ -88,8 +88,7 @@ impl Group {
 
 impl Child {
     /// The process id of the leader (also the process group's id).
-    #[cfg(test)]
-    fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.group.pgid.unsigned_abs()
     }
 

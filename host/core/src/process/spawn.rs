@@ -274,6 +274,9 @@ pub struct Foreground {
     cancelled: bool,
     /// Confinement the host could not apply (best-effort mode).
     unconfined: Vec<String>,
+    /// The process's span, from its start until this is dropped: a child of
+    /// the guest call that started it.
+    span: tracing::Span,
 }
 
 /// How a foreground process finished.
@@ -294,12 +297,24 @@ impl Foreground {
         call_deadline: Option<Instant>,
     ) -> Result<Foreground, ProcessError> {
         let (mut cmd, confined) = prepare(&request, permit)?;
+        // The program's name only: its arguments are the model's input.
+        let executable = cmd.get_program().to_string_lossy().into_owned();
+        let span = tracing::info_span!(
+            "process",
+            otel.name = %format_args!("process {executable}"),
+            process.executable.name = %executable,
+            process.pid = tracing::field::Empty,
+            process.exit.code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
         let child = Child::start(&mut cmd, request.stdin).map_err(|e| ProcessError::SpawnFailed(e.to_string()))?;
+        span.record("process.pid", child.id());
         let mut deadline = deadline_after(request.timeout);
         if let Some(call) = call_deadline {
             deadline = deadline.min(call);
         }
-        Ok(Foreground { child, deadline, timed_out: false, cancelled: false, unconfined: confined.missing })
+        Ok(Foreground { child, deadline, timed_out: false, cancelled: false, unconfined: confined.missing, span })
     }
 
     /// Kills the group if the deadline passed or the call was cancelled.
@@ -351,6 +366,21 @@ impl Foreground {
         // The leader is gone; so is the rest of its group.
         self.child.kill();
         let status = self.child.reap();
+        match status {
+            Status::Exited(code) => self.span.record("process.exit.code", code),
+            Status::Signaled(signal) => self.span.record("process.exit.code", 128 + signal),
+        };
+        if self.timed_out || self.cancelled || status != Status::Exited(0) {
+            self.span.record("otel.status_code", "error");
+            let why = if self.timed_out {
+                "timeout"
+            } else if self.cancelled {
+                "cancelled"
+            } else {
+                "exit_status"
+            };
+            self.span.record("error.type", why);
+        }
         Finished { status, timed_out: self.timed_out, cancelled: self.cancelled, unconfined: self.unconfined.clone() }
     }
 

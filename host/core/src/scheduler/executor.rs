@@ -81,6 +81,9 @@ pub struct CallSetup {
     /// The call this one was made by (a Script call's id), recorded in its
     /// span and audit lines.
     pub parent: Option<Arc<str>>,
+    /// The span the call's span belongs under (it runs on a worker thread,
+    /// where no span of the caller's is current).
+    pub span: Option<tracing::Span>,
 }
 
 /// The streaming executor of one session. Cheap to share: clone the `Arc`.
@@ -640,6 +643,7 @@ impl Shared {
                 traceparent: setup.traceparent,
                 identity: setup.identity,
                 parent: setup.parent,
+                span: setup.span,
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
             let mut state = shared.lock();

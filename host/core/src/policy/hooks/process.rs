@@ -13,16 +13,36 @@ use std::time::{Duration, Instant};
 pub(super) const OUTPUT_CAP: usize = 1 << 20;
 
 /// Runs one hook and reads its answer; failures are turned into their
-/// fail-closed reply.
-pub(super) fn run_hook(event: HookEvent, hook: &Hook, stdin: &[u8], cwd: &str) -> (Reply, Duration) {
+/// fail-closed reply. Its span (`hook {event}`) is a child of `call`'s.
+pub(super) fn run_hook(
+    event: HookEvent,
+    hook: &Hook,
+    stdin: &[u8],
+    cwd: &str,
+    call: &tracing::Span,
+) -> (Reply, Duration) {
+    let span = tracing::info_span!(
+        parent: call,
+        "hook",
+        otel.name = %format_args!("hook {}", event.as_str()),
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        toolhost.hook.event = event.as_str(),
+        toolhost.hook.command = %hook.label,
+    );
+    let _entered = span.enter();
     let started = Instant::now();
     let result = execute(hook, stdin, cwd).and_then(|exit| interpret(event, hook, exit));
     let took = started.elapsed();
     let reply = match result {
         Ok(reply) => reply,
-        Err(message) => failure_reply(event, hook, message),
+        Err(message) => {
+            span.record("otel.status_code", "error");
+            span.record("error.type", "hook_failed");
+            failure_reply(event, hook, message)
+        }
     };
-    tracing::debug!(event = event.as_str(), hook = %hook.label, ?took, "hook ran");
+    tracing::debug!(?took, "hook ran");
     (reply, took)
 }
 
