@@ -39,8 +39,8 @@ impl Span {
 #[derive(Default)]
 struct Received {
     spans: Vec<Span>,
-    /// Metric name → the services that sent it.
-    metrics: BTreeMap<String, Vec<String>>,
+    /// Metric name → the attributes of each data point received.
+    metrics: BTreeMap<String, Vec<BTreeMap<String, String>>>,
     requests: usize,
 }
 
@@ -97,11 +97,18 @@ impl Receiver {
         let mut received = self.received.lock().unwrap();
         received.requests += 1;
         for resource_metrics in request.resource_metrics {
-            let resource = resource_metrics.resource.map(|r| attributes(&r.attributes)).unwrap_or_default();
-            let service = resource.get("service.name").cloned().unwrap_or_default();
             for scope in resource_metrics.scope_metrics {
                 for metric in scope.metrics {
-                    received.metrics.entry(metric.name).or_default().push(service.clone());
+                    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+                    let points: Vec<BTreeMap<String, String>> = match &metric.data {
+                        Some(Data::Sum(sum)) => sum.data_points.iter().map(|p| attributes(&p.attributes)).collect(),
+                        Some(Data::Gauge(gauge)) => {
+                            gauge.data_points.iter().map(|p| attributes(&p.attributes)).collect()
+                        }
+                        Some(Data::Histogram(h)) => h.data_points.iter().map(|p| attributes(&p.attributes)).collect(),
+                        _ => Vec::new(),
+                    };
+                    received.metrics.entry(metric.name).or_default().extend(points);
                 }
             }
         }
@@ -115,6 +122,16 @@ impl Receiver {
     /// The names of the metrics received so far.
     pub fn metric_names(&self) -> Vec<String> {
         self.received.lock().unwrap().metrics.keys().cloned().collect()
+    }
+
+    /// The values attribute `key` had in the data points of `metric`.
+    pub fn metric_values(&self, metric: &str, key: &str) -> Vec<String> {
+        let received = self.received.lock().unwrap();
+        let points = received.metrics.get(metric).into_iter().flatten();
+        let mut values: Vec<String> = points.filter_map(|p| p.get(key).cloned()).collect();
+        values.sort();
+        values.dedup();
+        values
     }
 
     /// Waits until `ready` holds of the spans, or fails saying what came.

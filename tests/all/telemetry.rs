@@ -120,7 +120,11 @@ fn one_trace_runs_from_the_client_through_the_call_its_hook_and_an_mcp_servers_t
     let mut child = serve(&sb, &endpoint, "http/protobuf");
     let answers = exchange(
         &mut child,
-        &[call_with_trace(1, "mcp__probe__meta", json!({})), call_with_trace(2, "Bash", json!({"command": "echo hi"}))],
+        &[
+            call_with_trace(1, "mcp__probe__meta", json!({})),
+            call_with_trace(2, "Bash", json!({"command": "echo hi"})),
+            call_with_trace(3, "NoSuchTool", json!({})),
+        ],
     );
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
@@ -194,9 +198,14 @@ fn one_trace_runs_from_the_client_through_the_call_its_hook_and_an_mcp_servers_t
         "toolhost.call.cpu_time",
         "toolhost.call.output",
         "toolhost.decisions",
+        "toolhost.instance_slots",
+        "toolhost.calls.waiting_for_a_slot",
     ] {
         assert!(names.iter().any(|n| n == name), "no {name} among {names:?}");
     }
+    // A name the client made up is no label: it counts as unknown.
+    let tools = receiver.metric_values("mcp.server.operation.duration", "gen_ai.tool.name");
+    assert_eq!(tools, ["(unknown)", "Bash", "mcp__probe__meta"], "{tools:?}");
 }
 
 #[test]
@@ -270,6 +279,34 @@ fn a_collector_that_is_gone_costs_the_calls_nothing() {
         .find_map(|l| l.strip_prefix("toolhost_telemetry_spans_dropped_total "))
         .and_then(|v| v.trim().parse::<f64>().ok());
     assert!(dropped.is_some_and(|d| d > 0.0), "no drops counted after {took:?}:\n{metrics}");
+}
+
+#[test]
+fn a_drained_server_sends_the_spans_it_still_holds() {
+    let (receiver, endpoint) = Receiver::http();
+    let sb = Sandbox::new();
+    let mut cmd = toolhost_command(&sb);
+    // Nothing would be sent for a minute but for the end.
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "60000")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "60000")
+        .args(["serve", "--http", "0"]);
+    cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+    let mut child = Killed(cmd.spawn().expect("start toolhost serve --http"));
+    let url = toolhost_tests::serving_url(&mut child.0, "serve --http");
+    glob_at(&url, 1);
+    assert!(receiver.spans().is_empty(), "sent before the end: {:#?}", receiver.spans());
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let spans = receiver.spans();
+    let call = one(&spans, "the call's span", |s| s.name == "execute_tool Glob");
+    assert_eq!(call.attribute("toolhost.identity"), Some("anonymous"), "{call:#?}");
+    one(&spans, "the request's span", |s| {
+        s.name == "tools/call Glob" && s.attribute("network.transport") == Some("tcp")
+    });
+    assert!(receiver.metric_names().iter().any(|n| n == "toolhost.calls"), "{:?}", receiver.metric_names());
 }
 
 #[test]

@@ -67,7 +67,7 @@ pub use host::{
 };
 pub use host::{MAX_SCRIPT_CALLS, run_batch};
 pub use imports::{Progress, ProgressSink};
-pub use metrics::count_dropped_spans;
+pub use metrics::{UNKNOWN_TOOL, count_dropped_spans};
 pub use pipeline::{CLASSIFY_TIMEOUT, CallOptions, Content, ToolResult, ToolUse, Usage};
 pub use policy::{Answer, Approver, AskRequest, PermissionMode};
 pub use process::{ConfinedProgram, Confinement, child_environment, confine_program};

@@ -73,8 +73,9 @@ struct QuotaLabels {
     identity: String,
 }
 
-/// The tool label of a call naming no tool the host has.
-pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
+/// The tool label of a call naming no tool the host has (in every front's
+/// metrics: a model's or a client's text never becomes a label).
+pub const UNKNOWN_TOOL: &str = "(unknown)";
 
 /// The counters of one host.
 pub(crate) struct Metrics {
@@ -187,6 +188,12 @@ impl Metrics {
         self.calls.get_or_create(&CallLabels { tool: tool.to_string(), outcome }).inc();
         self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(took.as_secs_f64());
         self.exported.finished(tool, outcome, took);
+    }
+
+    /// Exports the instance pool's gauges over OTLP, read from `slots`
+    /// (`/metrics` reads them when written).
+    pub(crate) fn observe_slots(&self, slots: crate::sandbox::SlotReader) {
+        self.exported.observe_slots(slots);
     }
 
     /// What a finished call of `tool` used.

@@ -25,8 +25,12 @@ pub(crate) use usage::thread_cpu_time;
 use crate::contract::ToolPre;
 use crate::grants::Grants;
 use crate::imports::CallScope;
+use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
+
+/// Reads the instance slots: all, taken, and calls waiting for one.
+pub(crate) type SlotReader = Arc<dyn Fn() -> (usize, usize, usize) + Send + Sync>;
 
 /// The engines, their linkers and the admission gate, built once per host.
 pub(crate) struct Sandbox {
@@ -37,7 +41,8 @@ pub(crate) struct Sandbox {
     /// The concurrent engine's.
     concurrent_linker: Linker<HostState>,
     limits: CallLimits,
-    gate: Gate,
+    /// Shared with the host's metrics, which read it when exported.
+    gate: Arc<Gate>,
     /// The slots Script calls may hold: half of them at most, so the calls
     /// a script waits on always find one; `None` with a single slot.
     script_gate: Option<Gate>,
@@ -98,7 +103,7 @@ impl Sandbox {
             quick_linker,
             concurrent_linker,
             limits,
-            gate: Gate::new(instances as usize),
+            gate: Arc::new(Gate::new(instances as usize)),
             script_gate,
         })
     }
@@ -166,6 +171,13 @@ impl Sandbox {
     /// Instance slots in all, taken, and calls waiting for one.
     pub(crate) fn slots(&self) -> (usize, usize, usize) {
         self.gate.use_now()
+    }
+
+    /// Reads the slots as [`Sandbox::slots`] does, from anywhere, for as
+    /// long as the sandbox lives (then all zero).
+    pub(crate) fn slot_reader(&self) -> SlotReader {
+        let gate = Arc::downgrade(&self.gate);
+        Arc::new(move || gate.upgrade().map_or((0, 0, 0), |g| g.use_now()))
     }
 
     /// A fresh instance of `pre` with `grants`, serving `scope`, within `limits`.

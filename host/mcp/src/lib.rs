@@ -409,7 +409,7 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let served = telemetry::Served::start("tools/list", None, &context);
+        let served = telemetry::Served::start("tools/list", None, true, &context);
         let list = served.span.in_scope(|| match Revision::of(&context) {
             Revision::Session => ListToolsResult::with_all_items(tools(&self.front.host)),
             // The same list for every client and identity; a listener hears
@@ -429,7 +429,8 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let served = telemetry::Served::start("tools/call", Some(&request.name), &context);
+        let known = request.name == START_SESSION || self.front.host.tool(&request.name).is_some();
+        let served = telemetry::Served::start("tools/call", Some(&request.name), known, &context);
         let span = served.span.clone();
         let response = self.call_tool_traced(request, context).instrument(span).await;
         served.end(match &response {

@@ -83,8 +83,15 @@ pub(crate) struct Served {
 
 impl Served {
     /// The server span of `method` (of `tool`, for a call), continuing the
-    /// trace the request's `_meta` carries.
-    pub(crate) fn start(method: &'static str, tool: Option<&str>, context: &RequestContext<RoleServer>) -> Served {
+    /// trace the request's `_meta` carries. `known` says whether the host
+    /// has that tool: the metric counts a name it has not as `(unknown)`,
+    /// so a client naming tools at random cannot grow its series.
+    pub(crate) fn start(
+        method: &'static str,
+        tool: Option<&str>,
+        known: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Served {
         let transport = Transport::of(context);
         let version = context.protocol_version().map(|v| v.to_string());
         let session = context
@@ -118,7 +125,8 @@ impl Served {
         let mut attributes =
             vec![KeyValue::new("mcp.method.name", method), KeyValue::new("network.transport", transport.label())];
         if let Some(tool) = tool {
-            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+            let label = if known { tool.to_string() } else { toolhost::UNKNOWN_TOOL.to_string() };
+            attributes.push(KeyValue::new("gen_ai.tool.name", label));
         }
         if let Some(version) = version {
             attributes.push(KeyValue::new("mcp.protocol.version", version));

@@ -81,6 +81,23 @@ impl Default for Instruments {
 }
 
 impl Instruments {
+    /// Gauges of the instance pool, read from `slots` when exported.
+    pub(super) fn observe_slots(&self, slots: crate::sandbox::SlotReader) {
+        let meter = opentelemetry::global::meter("toolhost");
+        let gauge = |name: &'static str, description: &'static str, pick: fn((usize, usize, usize)) -> usize| {
+            let slots = std::sync::Arc::clone(&slots);
+            meter
+                .u64_observable_gauge(name)
+                .with_description(description)
+                .with_callback(move |observer| observer.observe(pick(slots()) as u64, &[]))
+                .build()
+        };
+        // The callbacks stay with the meter provider; the handles are not needed.
+        gauge("toolhost.instance_slots", "Instance slots in all (calls with an instance at once)", |s| s.0);
+        gauge("toolhost.instance_slots.taken", "Instance slots taken now", |s| s.1);
+        gauge("toolhost.calls.waiting_for_a_slot", "Calls waiting for an instance slot now", |s| s.2);
+    }
+
     pub(super) fn started(&self, by: i64) {
         self.running.add(by, &[]);
     }

@@ -131,6 +131,7 @@ pub(crate) struct Pipeline {
 impl Pipeline {
     pub(crate) fn new(parts: Parts) -> Pipeline {
         let metrics = crate::metrics::Metrics::default();
+        metrics.observe_slots(parts.sandbox.slot_reader());
         Pipeline {
             cwd_text: parts.dirs.cwd.to_string_lossy().into_owned(),
             working_text: parts.dirs.working.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
