@@ -235,7 +235,9 @@ fn grpc_export_carries_the_same_spans_and_arguments_when_opted_in() {
     assert_eq!(answers[&1]["result"]["isError"], false, "{:?}", answers[&1]);
     assert_eq!(answers[&2]["result"]["isError"], false, "{:?}", answers[&2]);
     let spans = receiver.wait_for("the calls' spans", Duration::from_secs(20), |spans| {
-        ["execute_tool Read", "execute_tool Glob"].iter().all(|name| spans.iter().any(|s| s.name == *name))
+        ["execute_tool Read", "execute_tool Glob", "execute_tool Script"]
+            .iter()
+            .all(|name| spans.iter().any(|s| s.name == *name))
     });
     // A Script's inner call is under the Script call, naming it.
     let script = one(&spans, "execute_tool Script", |s| s.name == "execute_tool Script");

@@ -646,6 +646,10 @@ impl Shared {
                 span: setup.span,
             };
             let result = shared.host.call(&shared.session, &tool_use, &options);
+            // Before the result is handed on: whoever waits for it may end
+            // next what made the call (its span among it, which a tracing
+            // span closes only once every handle is gone).
+            drop(options);
             let mut state = shared.lock();
             shared.workers.finishing(|| Self::finish(&shared, &mut state, number, result));
             drop(state);
