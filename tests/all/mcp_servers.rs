@@ -15,7 +15,8 @@ fn python() -> PathBuf {
     toolchain::installed(&pins::MCP_PYTHON_1).join("bin").join("python")
 }
 
-fn probe_server() -> Value {
+/// The probe server (`tests/mcp/server.py`) as `mcpServers` configures it.
+pub(crate) fn probe_server() -> Value {
     let script = toolhost_tests::repo_root().join("tests").join("mcp").join("server.py");
     json!({"command": p(&python()), "args": [p(&script)]})
 }

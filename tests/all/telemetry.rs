@@ -5,22 +5,16 @@
 //! official Python SDK that shows the `_meta` it got); and Prometheus from
 //! Debian scraping `/metrics` of two instances.
 
+use crate::mcp_servers::probe_server;
 use crate::otlp::{Receiver, Span};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use toolhost_tests::{pins, toolchain};
 
 /// The client's trace and the span its request was sent in.
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
-
-fn probe_server() -> Value {
-    let python = toolchain::installed(&pins::MCP_PYTHON_1).join("bin").join("python");
-    let script = toolhost_tests::repo_root().join("tests").join("mcp").join("server.py");
-    json!({"command": p(&python), "args": [p(&script)]})
-}
 
 /// `toolhost serve` on stdio, exporting to `endpoint` over `protocol`, with
 /// a PreToolUse hook on every tool and the probe MCP server.

@@ -207,7 +207,12 @@ impl Telemetry {
     }
 }
 
-/// Whether the operator opted in to arguments and results in spans.
+/// Whether the operator opted in to arguments and results in spans: a
+/// boolean as the command's other variables take them (clap's boolish
+/// values); anything else is no.
 pub(crate) fn capture_content() -> bool {
-    var(CAPTURE_CONTENT).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+    use clap::builder::TypedValueParser as _;
+    let Some(value) = std::env::var_os(CAPTURE_CONTENT) else { return false };
+    let command = clap::Command::new("toolhost");
+    clap::builder::BoolishValueParser::new().parse_ref(&command, None, &value).unwrap_or(false)
 }

@@ -73,6 +73,18 @@ struct QuotaLabels {
     identity: String,
 }
 
+/// Histogram buckets of seconds, 100 µs to about 100 s, a factor of 4 apart
+/// (start, factor, count), on `/metrics` and over OTLP alike.
+const SECOND_BUCKETS: (f64, f64, u16) = (0.0001, 4.0, 11);
+
+/// Histogram buckets of bytes, 64 B to 1 GiB, a factor of 4 apart.
+const BYTE_BUCKETS: (f64, f64, u16) = (64.0, 4.0, 13);
+
+/// The bounds of `(start, factor, count)`.
+fn buckets((start, factor, count): (f64, f64, u16)) -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(start, factor, count)
+}
+
 /// The tool label of a call naming no tool the host has (in every front's
 /// metrics: a model's or a client's text never becomes a label).
 pub const UNKNOWN_TOOL: &str = "(unknown)";
@@ -99,10 +111,9 @@ pub(crate) struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         let calls = Family::<CallLabels, Counter>::default();
-        // 100 µs to about 100 s, a factor of 4 apart.
-        let durations = Family::<ToolLabel, Histogram>::new_with_constructor(|| {
-            Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0001, 4.0, 11))
-        });
+        let seconds = || Histogram::new(buckets(SECOND_BUCKETS));
+        let bytes = || Histogram::new(buckets(BYTE_BUCKETS));
+        let durations = Family::<ToolLabel, Histogram>::new_with_constructor(seconds);
         let decisions = Family::<DecisionLabel, Counter>::default();
         let (running, reloads) = (Gauge::default(), Counter::default());
         let (slots, slots_taken, waiting) = (Gauge::default(), Gauge::default(), Gauge::default());
@@ -126,8 +137,6 @@ impl Default for Metrics {
             "Calls that went on uncounted: the quotas' store could not be reached",
             quota_store_errors.clone(),
         );
-        let seconds = || Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0001, 4.0, 11));
-        let bytes = || Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(64.0, 4.0, 13));
         let cpu = Family::<ToolLabel, Histogram>::new_with_constructor(seconds);
         let memory = Family::<ToolLabel, Histogram>::new_with_constructor(bytes);
         let output = Family::<ToolLabel, Histogram>::new_with_constructor(bytes);

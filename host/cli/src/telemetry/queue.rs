@@ -82,14 +82,14 @@ impl Queue {
         Ok(Queue { shared })
     }
 
-    /// Waits until every span queued before now was exported, or `timeout`.
-    fn wait_flushed(&self, timeout: Duration) -> OTelSdkResult {
+    /// Asks the exporting thread for `ask` and waits until `done` holds of
+    /// the state, or `timeout`.
+    fn wait(&self, timeout: Duration, ask: impl FnOnce(&mut State), done: impl Fn(&State) -> bool) -> OTelSdkResult {
         let until = Instant::now() + timeout;
         let mut state = self.shared.lock();
-        state.flushes += 1;
-        let ticket = state.flushes;
+        ask(&mut state);
         self.shared.work.notify_one();
-        while state.flushed < ticket && !state.stopped {
+        while !done(&state) {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(OTelSdkError::Timeout(timeout));
@@ -97,6 +97,19 @@ impl Queue {
             state = self.shared.done.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
         }
         Ok(())
+    }
+
+    /// Waits until every span queued before now was exported, or `timeout`.
+    fn wait_flushed(&self, timeout: Duration) -> OTelSdkResult {
+        let ticket = std::cell::Cell::new(0);
+        self.wait(
+            timeout,
+            |state| {
+                state.flushes += 1;
+                ticket.set(state.flushes);
+            },
+            |state| state.flushed >= ticket.get() || state.stopped,
+        )
     }
 }
 
@@ -170,21 +183,7 @@ impl SpanProcessor for Queue {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        {
-            let mut state = self.shared.lock();
-            state.shutdown = true;
-            self.shared.work.notify_one();
-        }
-        let until = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while !state.stopped {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(OTelSdkError::Timeout(timeout));
-            }
-            state = self.shared.done.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
-        }
-        Ok(())
+        self.wait(timeout, |state| state.shutdown = true, |state| state.stopped)
     }
 }
 

@@ -7,14 +7,13 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 use std::time::Duration;
 
-/// Seconds: 100 µs to about 100 s, a factor of 4 apart (as `/metrics`).
+/// The same buckets as `/metrics`.
 fn second_buckets() -> Vec<f64> {
-    (0..11).map(|i| 0.0001 * 4f64.powi(i)).collect()
+    super::buckets(super::SECOND_BUCKETS).collect()
 }
 
-/// Bytes: 64 B to 1 GiB, a factor of 4 apart.
 fn byte_buckets() -> Vec<f64> {
-    (0..13).map(|i| 64.0 * 4f64.powi(i)).collect()
+    super::buckets(super::BYTE_BUCKETS).collect()
 }
 
 pub(super) struct Instruments {
