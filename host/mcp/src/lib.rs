@@ -432,7 +432,10 @@ impl ServerHandler for McpSession {
         let known = request.name == START_SESSION || self.front.host.tool(&request.name).is_some();
         let served = telemetry::Served::start("tools/call", Some(&request.name), known, &context);
         let span = served.span.clone();
-        let response = self.call_tool_traced(request, context).instrument(span).await;
+        // Boxed: rmcp moves the future of every request it serves into a task
+        // of its own (several copies on the way), and this one, with the
+        // whole call's state in it, is by far the largest it serves.
+        let response = Box::pin(self.call_tool_traced(request, context).instrument(span)).await;
         served.end(match &response {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => Some("tool_error".into()),
             Ok(_) => None,
