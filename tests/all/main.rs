@@ -12,6 +12,7 @@ mod check;
 mod cluster;
 mod command;
 mod compat;
+mod counts;
 mod deploy;
 mod durability;
 mod file_tools;

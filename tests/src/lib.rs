@@ -8,7 +8,9 @@ use std::process::Command;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+pub mod counts;
 pub mod haproxy;
+pub mod hot_paths;
 pub mod js;
 pub mod keyring;
 pub mod pins;

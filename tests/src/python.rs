@@ -45,14 +45,21 @@ pub fn python_tool(dir: &Path) -> PathBuf {
 /// Python app in `dir` (its `app.py`) for the world `world` of `dir/wit`:
 /// a plain world, no toolhost contract, no SDK.
 pub fn python_plain(dir: &Path, world: &str) -> PathBuf {
+    python_against(dir, &dir.join("wit"), world)
+}
+
+/// The component componentize-py builds, with its defaults and no SDK, from
+/// the Python app in `dir` (its `app.py`) for the world `world` of the WIT
+/// in `wit` (a tool written for a frozen contract version, say).
+pub fn python_against(dir: &Path, wit: &Path, world: &str) -> PathBuf {
     let name = format!("plain-{}", dir.file_name().and_then(|n| n.to_str()).expect("a directory"));
     let program = componentize_py();
-    toolchain::build_once("py-build", &name, COMPONENTIZE_PY, &[dir], &["py", "wit"], |out| {
+    toolchain::build_once("py-build", &name, COMPONENTIZE_PY, &[dir, wit], &["py", "wit"], |out| {
         toolchain::run(
             &format!("componentize-py for {}", dir.display()),
             Command::new(&program)
                 .arg("-d")
-                .arg(dir.join("wit"))
+                .arg(wit)
                 .args(["-w", world, "componentize", "-p"])
                 .arg(dir)
                 .args(["app", "-o"])
