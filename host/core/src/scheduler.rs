@@ -19,6 +19,7 @@
 mod executor;
 mod handle;
 mod slot;
+mod wakeup;
 mod workers;
 
 pub use executor::{CallHandle, CallSetup, Calls, Config, DEFAULT_MAX_CONCURRENCY, Executor, TimedOut, Update};

@@ -9,6 +9,7 @@
 
 pub use super::handle::CallHandle;
 use super::slot::Slot;
+use super::wakeup::Wakeup;
 use super::workers::{Job, Workers};
 use crate::imports::{Progress, ProgressSink};
 use crate::pipeline::{CallOptions, Caller, ToolResult, ToolUse};
@@ -16,7 +17,7 @@ use crate::policy::Approver;
 use crate::session::Session;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The default number of calls running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
@@ -99,7 +100,7 @@ pub(super) struct Shared {
     calls: Calls,
     approver: Option<Arc<dyn Approver>>,
     state: Mutex<State>,
-    changed: Condvar,
+    changed: Wakeup,
     notify: tokio::sync::Notify,
     workers: Workers,
 }
@@ -211,7 +212,7 @@ impl Executor {
                 calls: config.calls,
                 approver: config.approver,
                 state: Mutex::new(State::default()),
-                changed: Condvar::new(),
+                changed: Wakeup::default(),
                 notify: tokio::sync::Notify::new(),
                 workers: Workers::new(),
             }),
@@ -335,7 +336,7 @@ impl Executor {
             if Self::finished(&state) {
                 return None;
             }
-            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.shared.changed.wait(state);
         }
     }
 
@@ -355,7 +356,7 @@ impl Executor {
             if left.is_zero() {
                 return Err(TimedOut);
             }
-            state = self.shared.changed.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
+            state = self.shared.changed.wait_timeout(state, left);
         }
     }
 

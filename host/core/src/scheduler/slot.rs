@@ -1,7 +1,8 @@
 //! Where a claimed call's result waits for its handle.
 
+use super::wakeup::Wakeup;
 use crate::pipeline::ToolResult;
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 #[derive(Default)]
 enum Content {
@@ -18,7 +19,7 @@ enum Content {
 pub(super) struct Slot {
     content: Mutex<Content>,
     ready: tokio::sync::Notify,
-    ready_blocking: Condvar,
+    ready_blocking: Wakeup,
 }
 
 impl Slot {
@@ -75,7 +76,7 @@ impl Slot {
             if let Some(taken) = Self::take_now(&mut content) {
                 return taken;
             }
-            content = self.ready_blocking.wait(content).unwrap_or_else(|e| e.into_inner());
+            content = self.ready_blocking.wait(content);
         }
     }
 }
