@@ -209,9 +209,9 @@ fn converse(
     let mut command = program.command(under);
     let log = std::fs::File::create(stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
     command.stdin(Stdio::piped()).stdout(Stdio::piped());
-    let (seen_tx, seen_rx) = mpsc::channel::<()>();
     match watch {
-        Some((needle, _)) => {
+        Some((needle, within)) => {
+            let (seen_tx, seen_rx) = mpsc::channel::<()>();
             command.stderr(Stdio::piped());
             let mut child = command.spawn().map_err(|e| format!("starting {:?}: {e}", program.program))?;
             let err = child.stderr.take().expect("piped stderr");
@@ -225,7 +225,7 @@ fn converse(
                     }
                 }
             });
-            talk(scenario, Running(child), ops, stderr, Some((seen_rx, watch.expect("watching").1)))
+            talk(scenario, Running(child), ops, stderr, Some((seen_rx, within)))
         }
         None => {
             command.stderr(log);
@@ -398,6 +398,56 @@ pub fn per_op(scenario: &Scenario, dir: &Path) -> Result<PerOp, String> {
     })
 }
 
+/// Where one operation's instructions go: the functions whose own
+/// instructions (not their callees') grew most between the scenario's two
+/// counted runs, per operation, from `callgrind_annotate` (the output files
+/// [`per_op`] left in `dir`). Functions of guest code have no name there (an
+/// address: wasmtime's compiled code).
+pub fn explain(scenario: &Scenario, dir: &Path, top: usize) -> Result<Vec<(f64, String)>, String> {
+    let (few, many) = (scenario.warm, scenario.warm + scenario.measured);
+    let file = |ops: usize| dir.join(format!("{}.{ops}.callgrind", scenario.name));
+    let (a, b) = (functions(&file(few))?, functions(&file(many))?);
+    let n = scenario.measured.max(1) as f64;
+    let mut grew: Vec<(f64, String)> = b
+        .iter()
+        .map(|(name, &ir)| ((ir as f64 - a.get(name).copied().unwrap_or(0) as f64) / n, name.clone()))
+        .collect();
+    grew.sort_by(|x, y| y.0.total_cmp(&x.0));
+    grew.truncate(top);
+    Ok(grew)
+}
+
+/// Each function's own instructions in a callgrind output file.
+fn functions(file: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let out = Command::new("callgrind_annotate")
+        .args(["--show=Ir", "--threshold=100", "--inclusive=no"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("callgrind_annotate: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("callgrind_annotate {}: {}", file.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(annotated(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The function lines of `callgrind_annotate --show=Ir`'s output
+/// (`  1,234 (12.34%)  file:function [object]`), summed by function.
+fn annotated(text: &str) -> BTreeMap<String, u64> {
+    let mut by_function = BTreeMap::new();
+    let lines = text.lines().skip_while(|l| !l.contains("file:function")).skip(1);
+    for line in lines {
+        let mut parts = line.trim_start().splitn(2, ' ');
+        let (Some(count), Some(rest)) = (parts.next(), parts.next()) else { continue };
+        let Ok(count) = count.replace(',', "").parse::<u64>() else { continue };
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix('(').and_then(|r| r.split_once(')')).map_or(rest, |(_, after)| after).trim();
+        let name = rest.rsplit_once(" [").map_or(rest, |(name, _)| name);
+        let name = name.split_once(':').map_or(name, |(_, function)| function);
+        *by_function.entry(name.to_string()).or_insert(0) += count;
+    }
+    by_function
+}
+
 /// The committed baselines: for each build profile (`ci`, `release`), each
 /// scenario's instructions and system calls per operation.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -500,6 +550,17 @@ mod tests {
         assert_eq!(Baselines::load(&file).unwrap().profiles, b.profiles);
         std::fs::write(&file, "{").unwrap();
         assert!(Baselines::load(&file).is_err());
+    }
+
+    #[test]
+    fn annotated_lines_sum_by_function() {
+        let text = "Ir  file:function\n-----\n1,234 (12.34%)  ???:a::b [/x/toolhost]\n  \
+                    10 ( 0.10%)  ./s/memmove.S:__memcpy [/lib/libc.so.6]\n  6 ( 0.01%)  ???:a::b [/x/toolhost]\n\
+                    garbage\n";
+        let f = annotated(text);
+        assert_eq!(f.get("a::b"), Some(&1240));
+        assert_eq!(f.get("__memcpy"), Some(&10));
+        assert_eq!(f.len(), 2);
     }
 
     #[test]

@@ -3,17 +3,21 @@
 //! whatever else the machine does):
 //!
 //! ```sh
-//! cargo bench -p toolhost-cli --bench counts                 # every scenario; fails on a rise over 5%
-//! cargo bench -p toolhost-cli --bench counts -- --quick      # the ones CI holds to their baselines
-//! cargo bench -p toolhost-cli --bench counts -- --only mcp.  # those whose name starts so
-//! cargo bench -p toolhost-cli --bench counts -- --save       # record this build's counts as the baselines
+//! cargo counts                  # every scenario, on the README's test build; fails on a rise over 5%
+//! cargo counts --quick          # the ones CI holds to their baselines
+//! cargo counts --only mcp.      # those whose name starts so
+//! cargo counts --explain 20     # and, for each, the 20 functions that cost most per operation
+//! cargo counts --save           # record this build's counts as its baselines
 //! ```
 //!
-//! The baselines (`benches/counts/baseline.json`) hold a set of figures per
-//! build profile: `release` (this command) and `ci` (the end-to-end test
-//! `counts::hot_paths_hold_their_baselines`, on the README's test build).
-//! Prints a Markdown table: instructions and system calls per operation,
-//! the floor's, the ratio, the change from the baseline.
+//! `cargo counts` (`.cargo/config.toml`) runs this benchmark in the `ci`
+//! profile, as `cargo test-linted` builds; `cargo bench -p toolhost-cli
+//! --bench counts` runs it on a release build. The baselines
+//! (`benches/counts/baseline.json`) hold a set of figures per profile; the
+//! end-to-end test `counts::hot_paths_hold_their_baselines` holds the quick
+//! set to the `ci` ones. Prints a Markdown table: instructions, system calls
+//! and page faults per operation, the floor's, the ratio, the change from
+//! the baseline (docs/benchmarks.md, "Instruction counts").
 
 #[path = "counts/floor.rs"]
 mod floor;
@@ -41,6 +45,8 @@ fn main() {
     let save = args.iter().any(|a| a == "--save");
     let quick = args.iter().any(|a| a == "--quick");
     let only: Vec<&str> = args.windows(2).filter(|w| w[0] == "--only").map(|w| w[1].as_str()).collect();
+    let explain: Option<usize> =
+        args.windows(2).find(|w| w[0] == "--explain").map(|w| w[1].parse().expect("--explain N: a number"));
     if let Err(why) = counts::valgrind().and_then(|()| counts::time()) {
         eprintln!("counts: {why}");
         std::process::exit(2);
@@ -62,6 +68,13 @@ fn main() {
         counts::warm_up(&scenario, &out).unwrap_or_else(|e| panic!("warming up: {e}"));
         let per_op = counts::per_op(&scenario, &out).unwrap_or_else(|e| panic!("{e}"));
         eprintln!("counts: {} {:.0} instructions per operation ({:.0?})", scenario.name, per_op.ir, started.elapsed());
+        if let Some(top) = explain.filter(|_| scenario.op.is_some()) {
+            println!("\n`{}`, per operation, the functions' own instructions that grew most:\n", scenario.name);
+            for (ir, function) in counts::explain(&scenario, &out, top).unwrap_or_else(|e| panic!("{e}")) {
+                println!("{:>12}  {function}", thousands(ir));
+            }
+            println!();
+        }
         results.push((scenario, per_op));
     }
 

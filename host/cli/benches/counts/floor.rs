@@ -8,7 +8,8 @@
 //!   on-demand allocator, no pipeline): for each input line, a fresh
 //!   instance of a tool component and one call of its `call` export. Every
 //!   contract import is answered with its type's empty value; WASI is
-//!   wasmtime-wasi's, with the workspace preopened as toolhost preopens it.
+//!   wasmtime-wasi's, with the workspace preopened as toolhost preopens it,
+//!   and wasi:http is linked as toolhost links it, refusing every request.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
