@@ -68,7 +68,7 @@ impl Program {
     /// valgrind (`under` its program and arguments). The environment is only
     /// what the program is given plus `PATH` (the same in every run: the
     /// size of the environment moves the count).
-    fn command(&self, under: &[OsString]) -> Command {
+    pub fn command(&self, under: &[OsString]) -> Command {
         let mut c = match under.split_first() {
             Some((tool, tool_args)) => {
                 let mut c = Command::new(tool);

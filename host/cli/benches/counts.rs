@@ -309,14 +309,7 @@ fn guest_floor(fixture: &Fixture, out: &Path, name: &str, wasm: &Path, input: &V
 /// to send the same bytes.
 fn record_reply(fixture: &Fixture, file: &Path) {
     let program = fixture.host("serve", &fixture.cache).arg("--no-watch");
-    let mut child = Command::new(&program.program)
-        .args(&program.args)
-        .current_dir(&program.cwd)
-        .envs(program.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("toolhost serve");
+    let mut child = program.command(&[]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("toolhost serve");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut exchange = |e: Exchange| -> Option<Value> {

@@ -1,6 +1,6 @@
 //! What the benchmark binaries share: re-running themselves pinned to one
-//! CPU, latency statistics, and the generated data (and the `rg`) that more
-//! than one benchmark uses.
+//! CPU, latency statistics, the generated data (and the `rg`) that more
+//! than one benchmark uses, and the floor of a stdio MCP server.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -143,4 +143,36 @@ pub fn ripgrep() -> Option<PathBuf> {
         }
     }
     Some(local)
+}
+
+/// The floor of a stdio MCP server: the least one can do for a call, as a
+/// measure of what the machine charges for the exchange itself. One thread,
+/// blocking reads and writes, serde_json, no SDK, no sandbox: `initialize`
+/// and `tools/list` (the one tool `tool`) answered plainly, each
+/// `tools/call` with what `call` makes of its arguments, until stdin ends.
+#[allow(dead_code, reason = "only the benchmarks of MCP serve as a floor")]
+pub fn floor_server(tool: &str, call: impl Fn(&serde_json::Value) -> serde_json::Value) {
+    use serde_json::{Value, json};
+    use std::io::{BufRead as _, Write as _};
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = request.get("id") else { continue };
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "floor", "version": "1.0.0"},
+            }),
+            "tools/list" => json!({"tools": [{"name": tool, "inputSchema": {"type": "object"}}]}),
+            "tools/call" => call(&request["params"]["arguments"]),
+            _ => json!({}),
+        };
+        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(out, "{response}").and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
 }

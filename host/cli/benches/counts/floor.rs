@@ -19,39 +19,20 @@ use wasmtime::component::{Component, Linker, ResourceTable, ResourceType, Val};
 use wasmtime::{Config, Engine, OptLevel, Store};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-/// The floor of a stdio MCP server: `reply` is the `result` object every
-/// `tools/call` gets.
+/// The floor of a stdio MCP server (`common::floor_server`): each
+/// `tools/call` reads the file it names and answers with `reply`, the
+/// `result` toolhost sends for it.
 pub fn jsonrpc(reply: &Path) {
     let reply: Value = serde_json::from_slice(&std::fs::read(reply).expect("the recorded reply")).expect("JSON");
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { return };
-        let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
-        let Some(id) = request.get("id") else { continue };
-        let result = match request["method"].as_str().unwrap_or_default() {
-            "initialize" => json!({
-                "protocolVersion": request["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "floor", "version": "1"},
-            }),
-            "tools/call" => {
-                let path = request["params"]["arguments"]["file_path"].as_str().unwrap_or_default();
-                match std::fs::read_to_string(path) {
-                    Ok(text) => {
-                        std::hint::black_box(text);
-                        reply.clone()
-                    }
-                    Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
-                }
+    super::common::floor_server("Read", |arguments| {
+        match std::fs::read_to_string(arguments["file_path"].as_str().unwrap_or_default()) {
+            Ok(text) => {
+                std::hint::black_box(text);
+                reply.clone()
             }
-            _ => json!({}),
-        };
-        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        if writeln!(out, "{response}").and_then(|()| out.flush()).is_err() {
-            return;
+            Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
         }
-    }
+    });
 }
 
 /// The engine of the guest floor: the settings of toolhost's that change

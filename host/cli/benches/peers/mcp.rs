@@ -89,37 +89,13 @@ pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
 /// The argument that makes this benchmark's executable the floor server.
 pub(super) const FLOOR_SERVER: &str = "--floor-server";
 
-/// The floor: the least a stdio MCP server can do for the benchmark's call,
-/// as a measure of what this machine charges for the exchange itself. One
-/// thread, blocking reads and writes, no SDK, no sandbox: each `tools/call`
-/// opens and reads the file it names and answers with its text.
+/// The floor (`common::floor_server`): each `tools/call` opens and reads
+/// the file it names and answers with its text.
 pub(super) fn floor_server() {
-    let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout());
-    let mut out = stdout.lock();
-    for line in stdin.lines() {
-        let Ok(line) = line else { return };
-        let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
-        let Some(id) = request.get("id") else { continue };
-        let result = match request["method"].as_str().unwrap_or_default() {
-            "initialize" => json!({
-                "protocolVersion": request["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "floor", "version": "1.0.0"},
-            }),
-            "tools/list" => json!({"tools": [{"name": "read", "inputSchema": {"type": "object"}}]}),
-            "tools/call" => {
-                match std::fs::read_to_string(request["params"]["arguments"]["path"].as_str().unwrap_or("")) {
-                    Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
-                    Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
-                }
-            }
-            _ => json!({}),
-        };
-        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        if writeln!(out, "{response}").and_then(|()| out.flush()).is_err() {
-            return;
-        }
-    }
+    common::floor_server("read", |arguments| match std::fs::read_to_string(arguments["path"].as_str().unwrap_or("")) {
+        Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
+        Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
+    });
 }
 
 /// An MCP server in a child process and the raw JSON-RPC 2.0 client talking
