@@ -28,6 +28,30 @@ fn quick_host(sb: &Sandbox) -> Host {
         .expect("host")
 }
 
+/// An option on the command line wins over its environment variable,
+/// before the command's name as after it (both places read the variable).
+#[test]
+fn an_option_on_the_command_line_wins_over_its_environment_variable() {
+    let sb = Sandbox::new();
+    let file = p(&sb.plugins.join("echo.wasm"));
+    std::fs::write(&file, unseen(ECHO)).unwrap();
+    let check = |args: &[&str], variable: &str| {
+        let variable = variable.to_string();
+        let out = run_with(&sb, args, |cmd| {
+            cmd.env("TOOLHOST_QUICK_COMPILE_ABOVE", variable);
+        });
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out.stdout.lines().find(|l| l.trim_start().starts_with("compiled:")).map(str::to_string).unwrap_or_default()
+    };
+    let quick = |line: &str| line.contains("quick (Winch)");
+    // Quick while no optimized compile of it is cached: those first.
+    assert!(quick(&check(&["--quick-compile-above", "0", "check", &file], "off")), "before the name");
+    assert!(quick(&check(&["check", "--quick-compile-above", "0", &file], "off")), "after the name");
+    assert!(quick(&check(&["check", &file], "0")), "the variable alone");
+    assert!(!quick(&check(&["--quick-compile-above", "off", "check", &file], "0")), "before the name");
+    assert!(!quick(&check(&["check", &file], "off")), "the variable alone");
+}
+
 #[test]
 fn every_limit_holds_on_quick_code() {
     let sb = Sandbox::new();

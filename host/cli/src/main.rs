@@ -156,17 +156,29 @@ fn main() -> ExitCode {
 /// and does nothing with them (so a wrapper may pass the same options to
 /// every command), bar `trust`, which takes the workspace.
 fn parse() -> Result<Cli, clap::Error> {
-    let mut cli = Cli::from_arg_matches(&Cli::command().get_matches())?;
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches)?;
     let before = std::mem::take(&mut cli.host);
     match &mut cli.command {
         Command::Trust(args) => args.workspace = args.workspace.take().or(before.workspace),
         command => {
             if let Some(host) = command.host() {
-                *host = std::mem::take(host).over(before);
+                *host = std::mem::take(host).over(before, &from_environment(&matches));
             }
         }
     }
     Ok(cli)
+}
+
+/// The options of the command (after its name) whose value came from an
+/// environment variable rather than from the command line.
+fn from_environment(matches: &clap::ArgMatches) -> Vec<String> {
+    let Some((_, command)) = matches.subcommand() else { return Vec::new() };
+    command
+        .ids()
+        .filter(|id| command.value_source(id.as_str()) == Some(clap::parser::ValueSource::EnvVariable))
+        .map(|id| id.to_string())
+        .collect()
 }
 
 fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {

@@ -104,12 +104,21 @@ impl std::str::FromStr for OrOff {
 
 impl HostArgs {
     /// These options given after the command's name, over `before` (given
-    /// before it): single values from here when set, lists together.
-    pub fn over(self, before: HostArgs) -> HostArgs {
+    /// before it): single values from here when set, lists together. A
+    /// value that `from_environment` names (by field) came from its
+    /// environment variable, not from the command line: both places read
+    /// the variable, so an option given before the name wins over it.
+    pub fn over(self, before: HostArgs, from_environment: &[String]) -> HostArgs {
         let join = |mut a: Vec<String>, b: Vec<String>| {
             a.extend(b);
             a
         };
+        fn pick<T>(after: Option<T>, before: Option<T>, id: &str, from_environment: &[String]) -> Option<T> {
+            match from_environment.iter().any(|e| e == id) {
+                true => before.or(after),
+                false => after.or(before),
+            }
+        }
         HostArgs {
             workspace: self.workspace.or(before.workspace),
             plugins: self.plugins.or(before.plugins),
@@ -120,13 +129,23 @@ impl HostArgs {
             settings: join(before.settings, self.settings),
             timeout_ms: self.timeout_ms.or(before.timeout_ms),
             memory_mib: self.memory_mib.or(before.memory_mib),
-            allocator: self.allocator.or(before.allocator),
+            allocator: pick(self.allocator, before.allocator, "allocator", from_environment),
             child_confinement: self.child_confinement.or(before.child_confinement),
-            quick_compile_above: self.quick_compile_above.or(before.quick_compile_above),
-            spare_instances_above: self.spare_instances_above.or(before.spare_instances_above),
+            quick_compile_above: pick(
+                self.quick_compile_above,
+                before.quick_compile_above,
+                "quick_compile_above",
+                from_environment,
+            ),
+            spare_instances_above: pick(
+                self.spare_instances_above,
+                before.spare_instances_above,
+                "spare_instances_above",
+                from_environment,
+            ),
             no_optimize: self.no_optimize || before.no_optimize,
-            state: self.state.or(before.state),
-            instance: self.instance.or(before.instance),
+            state: pick(self.state, before.state, "state", from_environment),
+            instance: pick(self.instance, before.instance, "instance", from_environment),
             code_mode: self.code_mode || before.code_mode,
         }
     }
