@@ -192,14 +192,15 @@ fn a_process_without_a_shared_store_holds_quotas_itself_and_audits_each_refusal(
     let out = run_stream(&sb, &["--settings", &settings], &[read("r1"), read("r2"), read("r3")]);
     let results: Vec<&Value> = out.iter().filter(|v| v["type"] == "tool_result").collect();
     assert_eq!(results.len(), 3, "{out:?}");
-    for (r, ok) in results.iter().zip([true, true, false]) {
-        assert_eq!(r["is_error"], json!(!ok), "{r}");
-    }
-    let refused = results.iter().find(|r| r["tool_use_id"] == "r3").map(|r| content_text(r)).unwrap();
-    assert!(refused.starts_with("Over quota: 2 calls a minute for calls without an identity"), "{refused}");
-    assert!(refused.contains("--settings JSON") && refused.contains("try again in"), "{refused}");
+    // The three Reads may run at once, so which of them comes third to the
+    // quota is the workers' race: exactly one is refused, and audited.
+    let refused: Vec<&&Value> = results.iter().filter(|r| r["is_error"] == json!(true)).collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    let text = content_text(refused[0]);
+    assert!(text.starts_with("Over quota: 2 calls a minute for calls without an identity"), "{text}");
+    assert!(text.contains("--settings JSON") && text.contains("try again in"), "{text}");
     let lines: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["source"] == "quota").collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!((&lines[0]["decision"], &lines[0]["quota"]), (&json!("deny"), &json!("callsPerMinute")));
-    assert_eq!(lines[0]["tool_use_id"], "r3");
+    assert_eq!(lines[0]["tool_use_id"], refused[0]["tool_use_id"]);
 }
