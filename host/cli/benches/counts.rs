@@ -78,6 +78,8 @@ fn main() {
         results.push((scenario, per_op));
     }
 
+    let unlike = floors_unlike_host(&results, &out, &fixture.cache);
+
     let base = baselines.profiles.get(&profile).cloned().unwrap_or_default();
     let found = |name: &str| results.iter().find(|(s, _)| s.name == name).map(|(_, p)| *p);
     println!("Profile `{profile}`; instructions (Ir) and system calls per operation, under callgrind.\n");
@@ -115,6 +117,15 @@ fn main() {
             base.get(&scenario.name).map_or(String::new(), |b| thousands(b.ir)),
         );
     }
+    if !unlike.is_empty() {
+        println!(
+            "\nNo floor: the code of {} differs from every component toolhost compiled into {} — the floor's \
+             engine settings (`benches/counts/floor.rs`) no longer match the host's (`sandbox::base_config`).",
+            unlike.join(", "),
+            fixture.cache.join("components").display()
+        );
+        std::process::exit(1);
+    }
     if save {
         let entry = baselines.profiles.entry(profile.clone()).or_default();
         for (scenario, per_op) in &results {
@@ -131,6 +142,28 @@ fn main() {
         );
         std::process::exit(1);
     }
+}
+
+/// The guest floors whose compiled code is not byte for byte what toolhost
+/// compiled for the same component in `cache` (the compile cache of the
+/// counted runs): a floor is one only while it runs the host's very code.
+/// Checked for each floor whose hot path was counted in this run, since
+/// that run compiled the component (or found it compiled) under the counted
+/// settings; a floor counted alone is not checked, and says so.
+fn floors_unlike_host(results: &[(Scenario, PerOp)], out: &Path, cache: &Path) -> Vec<String> {
+    let mut unlike = Vec::new();
+    for (floor, _) in results {
+        let Some(name) = floor.name.strip_prefix("floor.guest.") else { continue };
+        if !results.iter().any(|(s, _)| s.floor.contains(&floor.name)) {
+            eprintln!("counts: {}: not checked against toolhost's code (no hot path of it counted)", floor.name);
+            continue;
+        }
+        let compiled = std::fs::read(out.join(format!("{name}.cwasm"))).expect("the floor's compiled component");
+        if !floor::same_code_cached(&compiled, &cache.join("components")) {
+            unlike.push(format!("`{}`", floor.name));
+        }
+    }
+    unlike
 }
 
 /// The baselines file, beside this benchmark.
@@ -152,11 +185,7 @@ fn recorded() -> String {
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let date = Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    format!("{}, {}, {}", rustc.unwrap_or_default(), valgrind.unwrap_or_default(), date.unwrap_or_default())
+    format!("{}, {}, {}", rustc.unwrap_or_default(), valgrind.unwrap_or_default(), common::date_utc("%Y-%m-%d"))
 }
 
 fn thousands(x: f64) -> String {

@@ -26,7 +26,11 @@
 //! latency one call at a time and the throughput at 8 in flight, the two
 //! taking turns over three rounds; what the pool adds per call.
 //!
-//! Prints Markdown tables.
+//! Prints Markdown tables, each figure with the state of the machine it was
+//! measured in (`common::Machine`: the time, the load average, a fixed
+//! workload's duration as a gauge of the machine's speed then, the CPU
+//! share stolen by the hypervisor): per round for `mcp`, per comparison for
+//! `process`.
 
 mod common;
 #[path = "peers/mcp.rs"]

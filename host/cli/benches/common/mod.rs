@@ -176,3 +176,87 @@ pub fn floor_server(tool: &str, call: impl Fn(&serde_json::Value) -> serde_json:
         }
     }
 }
+
+/// The state of the machine while something was measured, for a wall-clock
+/// figure to say what it was measured in (these VMs run 1.5–2× slower in
+/// some hours than in others): when, the load average, how long a fixed
+/// single-threaded workload took at the start (the gauge: the machine's
+/// speed at that moment, whatever the benchmark does), and the share of CPU
+/// time the hypervisor stole while it ran.
+#[allow(dead_code, reason = "only the wall-clock benchmarks say what they ran in")]
+pub struct Machine {
+    at: String,
+    load: f64,
+    gauge_ms: f64,
+    cpu: Option<CpuTimes>,
+}
+
+/// The machine's CPU time so far (`/proc/stat`, in clock ticks).
+#[derive(Clone, Copy)]
+struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+#[allow(dead_code, reason = "only the wall-clock benchmarks say what they ran in")]
+impl Machine {
+    /// The state now: call it just before a measurement, and
+    /// [`Machine::describe`] right after it.
+    pub fn now() -> Machine {
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|l| l.parse().ok()))
+            .unwrap_or(f64::NAN);
+        Machine { at: date_utc("%H:%M UTC %Y-%m-%d"), load, gauge_ms: gauge_ms(), cpu: cpu_times() }
+    }
+
+    /// `HH:MM UTC (date), load L, gauge G ms, steal S%`: the steal from
+    /// [`Machine::now`] to this call.
+    pub fn describe(&self) -> String {
+        let steal = match (self.cpu, cpu_times()) {
+            (Some(a), Some(b)) if b.total > a.total => {
+                format!(", steal {:.1}%", 100.0 * (b.steal - a.steal) as f64 / (b.total - a.total) as f64)
+            }
+            _ => String::new(),
+        };
+        format!("{}, load {:.2}, gauge {:.1} ms{steal}", self.at, self.load, self.gauge_ms)
+    }
+}
+
+/// A fixed single-threaded workload (an xorshift chain the compiler cannot
+/// shorten), best of three, in milliseconds: about 10 ms on these machines
+/// in a good hour; the ratio of two gauges is the ratio of the machine's
+/// speeds when they were taken.
+fn gauge_ms() -> f64 {
+    (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let mut x = std::hint::black_box(0x9E37_79B9_7F4A_7C15_u64);
+            for _ in 0..20_000_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+            }
+            std::hint::black_box(x);
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).map(|f| f.parse().unwrap_or(0)).collect();
+    // user nice system idle iowait irq softirq steal (guest time is in user).
+    Some(CpuTimes { total: fields.iter().take(8).sum(), steal: *fields.get(7)? })
+}
+
+/// The time now in UTC, as `date -u +FORMAT` prints it.
+#[allow(dead_code, reason = "only some benchmarks date what they print")]
+pub fn date_utc(format: &str) -> String {
+    Command::new("date")
+        .arg("-u")
+        .arg(format!("+{format}"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}

@@ -37,7 +37,10 @@ pub fn jsonrpc(reply: &Path) {
 
 /// The engine of the guest floor: the settings of toolhost's that change
 /// the code (component model, epoch interruption, optimized Cranelift, no
-/// component-model async), the on-demand allocator.
+/// component-model async), the on-demand allocator. They repeat the core's
+/// `sandbox::base_config` (which keeps wasmtime out of the core's API);
+/// `cargo counts` fails when the code they make is not toolhost's
+/// ([`same_code_cached`]).
 fn engine() -> Engine {
     let mut config = Config::new();
     config.wasm_component_model(true);
@@ -54,6 +57,19 @@ pub fn precompile(wasm: &Path, out: &Path) {
     let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
     let compiled = engine().precompile_component(&bytes).expect("compiling the component");
     std::fs::write(out, compiled).expect("writing the compiled component");
+}
+
+/// Whether `compiled` (the floor's compile of a component) is byte for byte
+/// one of the compiled components in `dir` (toolhost's compile cache):
+/// wasmtime compiles deterministically, so equal bytes mean the floor's
+/// engine made the code toolhost runs, and any code-relevant setting that
+/// differs makes them differ.
+pub fn same_code_cached(compiled: &[u8], dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|entry| {
+        entry.metadata().is_ok_and(|m| m.len() == compiled.len() as u64)
+            && std::fs::read(entry.path()).is_ok_and(|bytes| bytes == compiled)
+    })
 }
 
 struct State {

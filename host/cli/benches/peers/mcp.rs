@@ -431,7 +431,9 @@ pub(super) fn mcp() {
         eprintln!("{why}\nthe server-filesystem columns stay empty");
     }
     let mut rounds: Vec<Vec<Round>> = servers.iter().map(|_| Vec::new()).collect();
+    let mut machine = Vec::new();
     for r in 0..ROUNDS {
+        let state = common::Machine::now();
         for (server, results) in servers.iter().zip(&mut rounds) {
             let m = round(server, &file);
             eprintln!(
@@ -447,6 +449,7 @@ pub(super) fn mcp() {
             );
             results.push(m);
         }
+        machine.push(format!("round {}: {}", r + 1, state.describe()));
     }
 
     let (toolhost, floor, peer) = (&rounds[0], &rounds[1], rounds.get(2));
@@ -490,7 +493,7 @@ pub(super) fn mcp() {
             p.map_or("—".into(), |p| p.show(row.decimals, row.unit))
         );
     }
-    println!();
+    println!("\nMeasured in (each round runs every server in turn): {}.\n", machine.join("; "));
     if let Some(why) = &missing {
         println!("server-filesystem was not measured: {why}\n");
     }

@@ -70,8 +70,8 @@ pub(super) const PATTERNS: [(&str, &str); 3] = [
 ];
 
 pub(super) fn process() {
-    println!("| whole process, p50 (p10–p90) | toolhost | baseline | ratio of p50s | target |");
-    println!("|---|---|---|---|---|");
+    println!("| whole process, p50 (p10–p90) | toolhost | baseline | ratio of p50s | target | measured in |");
+    println!("|---|---|---|---|---|---|");
     grep();
     read();
     bash();
@@ -106,7 +106,7 @@ pub(super) fn grep() {
     eprintln!("the Grep tree (written on first use)...");
     common::generate_tree(&tree);
     let Some(rg) = common::ripgrep() else {
-        println!("| Grep | | rg not available | | |");
+        println!("| Grep | | rg not available | | | |");
         return;
     };
     let (mut log_j1, mut log_rg) = (0.0, 0.0);
@@ -139,22 +139,24 @@ pub(super) fn grep() {
                 assert_eq!(rg_total(out), expected);
             }),
         ];
+        let machine = common::Machine::now();
         let [t, j1, all] = &alternately(10, &mut contenders)[..] else { unreachable!() };
         log_j1 += (t.p50 / j1.p50).ln();
         log_rg += (t.p50 / all.p50).ln();
         println!(
-            "| Grep `{}` ({label}; {expected} matching lines in both), 5,000 files / 50 MB | {} | `rg -j1 --count` {} | {} | |",
+            "| Grep `{}` ({label}; {expected} matching lines in both), 5,000 files / 50 MB | {} | `rg -j1 --count` {} | {} | | {} |",
             cell(pattern),
             ms(t),
             ms(j1),
-            times(t.p50 / j1.p50)
+            times(t.p50 / j1.p50),
+            machine.describe()
         );
-        println!("| | | `rg --count` {} | {} | |", ms(all), times(t.p50 / all.p50));
+        println!("| | | `rg --count` {} | {} | | the same run |", ms(all), times(t.p50 / all.p50));
     }
     let n = PATTERNS.len() as f64;
     let (j1, all) = ((log_j1 / n).exp(), (log_rg / n).exp());
     println!(
-        "| Grep, geometric mean of the ratios | | | {} `rg -j1`, {} `rg` | ≤ 1.5× `rg -j1` {}, ≤ 1.5× `rg` {} |",
+        "| Grep, geometric mean of the ratios | | | {} `rg -j1`, {} `rg` | ≤ 1.5× `rg -j1` {}, ≤ 1.5× `rg` {} | the runs above |",
         times(j1),
         times(all),
         tick(j1 <= 1.5),
@@ -203,24 +205,26 @@ pub(super) fn read() {
         Contender::new("cat -n | sed -n", cat_sed, |out| window("cat -n | sed -n", out)),
         Contender::new("cat -n > /dev/null", cat, |out| succeeded("cat -n > /dev/null", out)),
     ];
+    let machine = common::Machine::now();
     let [t, all, sed, cat] = &alternately(15, &mut contenders)[..] else { unreachable!() };
     println!(
-        "| Read, the last 1,000 of {lines} lines of a 10 MB file | {} | `{}` {} | {} | ≤ 1.5× {} |",
+        "| Read, the last 1,000 of {lines} lines of a 10 MB file | {} | `{}` {} | {} | ≤ 1.5× {} | {} |",
         ms(t),
         cell(&format!("cat -n FILE | sed -n '{first},{last}p'")),
         ms(sed),
         times(t.p50 / sed.p50),
-        tick(t.p50 <= 1.5 * sed.p50)
+        tick(t.p50 <= 1.5 * sed.p50),
+        machine.describe()
     );
     println!(
-        "| | | `cat -n FILE > /dev/null` {} | {} | ≤ 1.2× {} |",
+        "| | | `cat -n FILE > /dev/null` {} | {} | ≤ 1.2× {} | the same run |",
         ms(cat),
         times(t.p50 / cat.p50),
         tick(t.p50 <= 1.2 * cat.p50)
     );
     println!(
         "| Read, all {lines} lines of a 10 MB file (read and measured whole; over the token cap) | {} | \
-         `cat -n FILE > /dev/null` {} | {} | ≤ 1.2× {} |",
+         `cat -n FILE > /dev/null` {} | {} | ≤ 1.2× {} | the same run |",
         ms(all),
         ms(cat),
         times(all.p50 / cat.p50),
@@ -241,12 +245,14 @@ pub(super) fn bash() {
         }),
         Contender::new("bash -c true", native, |out| succeeded("bash -c true", out)),
     ];
+    let machine = common::Machine::now();
     let [t, b] = &alternately(200, &mut contenders)[..] else { unreachable!() };
     println!(
-        "| `Bash {{\"command\": \"true\"}}` (the whole `toolhost call` process, start-up included) | {} | `bash -c true` {} | {} | ≤ 1.3× {} |",
+        "| `Bash {{\"command\": \"true\"}}` (the whole `toolhost call` process, start-up included) | {} | `bash -c true` {} | {} | ≤ 1.3× {} | {} |",
         ms(t),
         ms(b),
         times(t.p50 / b.p50),
-        tick(t.p50 <= 1.3 * b.p50)
+        tick(t.p50 <= 1.3 * b.p50),
+        machine.describe()
     );
 }
