@@ -224,9 +224,9 @@ impl Machine {
 }
 
 /// A fixed single-threaded workload (an xorshift chain the compiler cannot
-/// shorten), best of three, in milliseconds: about 10 ms on these machines
-/// in a good hour; the ratio of two gauges is the ratio of the machine's
-/// speeds when they were taken.
+/// shorten), best of three, in milliseconds (38 ms on one of these machines
+/// with a core free, 2026-12-07); the ratio of two gauges is the ratio of
+/// the machine's speeds when they were taken.
 fn gauge_ms() -> f64 {
     (0..3)
         .map(|_| {
