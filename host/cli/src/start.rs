@@ -414,3 +414,35 @@ fn show_compile(p: &toolhost::CompileProgress) {
     let _ = err.write_all(line.as_bytes());
     let _ = err.flush();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HostArgs;
+    use clap::Args as _;
+
+    /// Every host option that reads an environment variable is one that
+    /// [`HostArgs::over`] lets an option before the command's name win over
+    /// (by its id): a new one must be added there.
+    #[test]
+    fn every_option_with_a_variable_is_merged_by_where_its_value_came_from() {
+        let command = HostArgs::augment_args(clap::Command::new("toolhost"));
+        let mut with_variable: Vec<&str> =
+            command.get_arguments().filter(|a| a.get_env().is_some()).map(|a| a.get_id().as_str()).collect();
+        with_variable.sort_unstable();
+        // `code_mode` is a switch: on in either place is on.
+        assert_eq!(
+            with_variable,
+            ["allocator", "code_mode", "instance", "quick_compile_above", "spare_instances_above", "state"]
+        );
+    }
+
+    #[test]
+    fn an_option_before_the_name_wins_over_a_variable_after_it() {
+        let before = HostArgs { state: Some("redis://before".into()), ..HostArgs::default() };
+        let after = HostArgs { state: Some("redis://variable".into()), ..HostArgs::default() };
+        let merged = after.clone().over(before.clone(), &["state".to_string()]);
+        assert_eq!(merged.state.as_deref(), Some("redis://before"));
+        // Given on the command line after the name, it wins.
+        assert_eq!(after.over(before, &[]).state.as_deref(), Some("redis://variable"));
+    }
+}
