@@ -474,40 +474,76 @@ fn a_2026_07_28_request_stream_over_stdio() {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
+/// How a client connects to `toolhost serve`'s standard input and output.
+#[derive(Clone, Copy, Debug)]
+enum Wiring {
+    /// Two pipes, as Python's and Rust's process APIs make them.
+    Pipes,
+    /// One socket pair, as Node's child processes get theirs (Claude Code,
+    /// the TypeScript SDK).
+    Socket,
+}
+
 /// A client that writes requests far faster than calls are answered (here
 /// 20,000 at once, read on another thread) is read only as fast as it is
 /// answered: every call is answered, and the server does not hold the
 /// requests it has not reached (unbounded, it peaked at 350 MB for these).
 #[test]
 fn a_client_writing_faster_than_it_is_answered_is_read_as_fast_as_it_is_answered() {
-    const CALLS: u64 = 20_000;
+    flood(Wiring::Pipes, 20_000);
+}
+
+/// The same over a socket pair, which the server reads and writes on its
+/// protocol thread without making the socket non-blocking for whoever
+/// else holds it: the server's standard input keeps its flags.
+#[test]
+fn a_client_on_a_socket_pair_is_read_as_fast_as_it_is_answered_and_its_socket_keeps_its_flags() {
+    flood(Wiring::Socket, 5_000);
+}
+
+fn flood(stdio: Wiring, calls: u64) {
+    use std::os::unix::net::UnixStream;
     let sb = Sandbox::new();
     sb.write("a.txt", "hello\n");
     let path = sb.ws("a.txt").display().to_string();
-    let mut child = {
-        let mut cmd = toolhost_command(&sb);
-        cmd.arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-        cmd.spawn().expect("start toolhost serve")
-    };
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut cmd = toolhost_command(&sb);
+    cmd.arg("serve").stderr(Stdio::null());
+    // What the client writes to, what it reads from, and its end of a socket.
+    let (mut child, mut requests, answers, socket): (Child, Box<dyn Write + Send>, Box<dyn std::io::Read>, _) =
+        match stdio {
+            Wiring::Pipes => {
+                let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start toolhost serve");
+                let (stdin, stdout) = (child.stdin.take().expect("stdin"), child.stdout.take().expect("stdout"));
+                (child, Box::new(stdin), Box::new(stdout), None)
+            }
+            Wiring::Socket => {
+                let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+                cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs.try_clone().expect("clone"))))
+                    .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+                let child = cmd.spawn().expect("start toolhost serve");
+                drop(cmd);
+                let (write, read) = (ours.try_clone().expect("clone"), ours.try_clone().expect("clone"));
+                (child, Box::new(write), Box::new(read), Some(ours))
+            }
+        };
     let writer = std::thread::spawn(move || {
         let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}});
         let mut all = format!("{init}\n{}\n", r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        for id in 1..=CALLS {
+        for id in 1..=calls {
             let call = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": {"name": "Read", "arguments": {"file_path": path}}});
             all.push_str(&format!("{call}\n"));
         }
-        stdin.write_all(all.as_bytes()).expect("write the requests");
-        stdin
+        requests.write_all(all.as_bytes()).expect("write the requests");
+        requests
     });
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut answered = vec![false; CALLS as usize + 1];
+    let mut answers = std::io::BufReader::new(answers);
+    let mut answered = vec![false; calls as usize + 1];
     let mut line = String::new();
-    for _ in 0..=CALLS {
+    for _ in 0..=calls {
         line.clear();
-        assert!(std::io::BufRead::read_line(&mut stdout, &mut line).expect("read an answer") > 0, "serve ended early");
+        assert!(std::io::BufRead::read_line(&mut answers, &mut line).expect("read an answer") > 0, "serve ended early");
         let answer: serde_json::Value = serde_json::from_str(&line).expect("an answer is JSON");
         let id = answer["id"].as_u64().expect("an answer to a request");
         if id > 0 {
@@ -516,13 +552,24 @@ fn a_client_writing_faster_than_it_is_answered_is_read_as_fast_as_it_is_answered
         }
     }
     assert!(answered[1..].iter().all(|a| *a));
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("status");
+    let proc = |file: &str| std::fs::read_to_string(format!("/proc/{}/{file}", child.id())).expect(file);
+    let status = proc("status");
     let peak_kib: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM");
+    // O_NONBLOCK is 0o4000 in fdinfo's octal flags.
+    for fd in ["0", "1"] {
+        let info = proc(&format!("fdinfo/{fd}"));
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).expect("flags");
+        let flags = u32::from_str_radix(flags.trim(), 8).expect("octal flags");
+        assert_eq!(flags & 0o4000, 0, "the server's fd {fd} was made non-blocking ({stdio:?}):\n{info}");
+    }
     drop(writer.join().expect("writer"));
+    if let Some(socket) = socket {
+        socket.shutdown(std::net::Shutdown::Write).expect("the end of the requests");
+    }
     assert!(child.wait().expect("serve ends with its input").success());
     assert!(peak_kib < 128 * 1024, "the server held {peak_kib} KiB at its peak");
 }

@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -151,6 +153,8 @@ pub struct Scenario {
     /// Directories removed before each counted run (a cache that must start
     /// empty).
     pub reset: Vec<PathBuf>,
+    /// Its standard input and output one socket pair rather than two pipes.
+    pub socket: bool,
 }
 
 /// How a scenario's native first run knows it is done: it waits, after its
@@ -208,7 +212,19 @@ fn converse(
 ) -> Result<(), String> {
     let mut command = program.command(under);
     let log = std::fs::File::create(stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
-    command.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let socket = match scenario.socket {
+        true => {
+            let (ours, theirs) = UnixStream::pair().map_err(|e| format!("a socket pair: {e}"))?;
+            let theirs = OwnedFd::from(theirs);
+            let again = theirs.try_clone().map_err(|e| format!("a socket pair: {e}"))?;
+            command.stdin(Stdio::from(again)).stdout(Stdio::from(theirs));
+            Some(ours)
+        }
+        false => {
+            command.stdin(Stdio::piped()).stdout(Stdio::piped());
+            None
+        }
+    };
     match watch {
         Some((needle, within)) => {
             let (seen_tx, seen_rx) = mpsc::channel::<()>();
@@ -225,19 +241,25 @@ fn converse(
                     }
                 }
             });
-            talk(scenario, Running(child), ops, stderr, Some((seen_rx, within)))
+            drop(command);
+            talk(scenario, Running(child), socket, ops, stderr, Some((seen_rx, within)))
         }
         None => {
             command.stderr(log);
             let child = command.spawn().map_err(|e| format!("starting {:?}: {e}", program.program))?;
-            talk(scenario, Running(child), ops, stderr, None)
+            drop(command);
+            talk(scenario, Running(child), socket, ops, stderr, None)
         }
     }
 }
 
+/// Holds the dialogue with `child`: over its piped standard input and
+/// output, or over `socket`, the other end of the socket pair it has as
+/// both.
 fn talk(
     scenario: &Scenario,
     mut child: Running,
+    socket: Option<UnixStream>,
     ops: usize,
     stderr: &Path,
     watch: Option<(mpsc::Receiver<()>, Duration)>,
@@ -248,7 +270,14 @@ fn talk(
             log.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
         format!("{}: {why}\nits stderr ends:\n{tail}", scenario.name)
     };
-    let out = child.0.stdout.take().expect("piped stdout");
+    let clone = |s: &UnixStream| s.try_clone().map_err(|e| failed(format!("the socket pair: {e}")));
+    let (out, mut stdin): (Box<dyn std::io::Read + Send>, Box<dyn Write>) = match &socket {
+        Some(s) => (Box::new(clone(s)?), Box::new(clone(s)?)),
+        None => (
+            Box::new(child.0.stdout.take().expect("piped stdout")),
+            Box::new(child.0.stdin.take().expect("piped stdin")),
+        ),
+    };
     let (tx, lines) = mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
@@ -257,7 +286,6 @@ fn talk(
             }
         }
     });
-    let mut stdin = child.0.stdin.take().expect("piped stdin");
     let mut exchange = |e: &Exchange| -> Result<(), String> {
         writeln!(stdin, "{}", e.send).and_then(|()| stdin.flush()).map_err(|err| failed(format!("writing: {err}")))?;
         let Some(until) = &e.until else { return Ok(()) };
@@ -281,6 +309,9 @@ fn talk(
         seen.recv_timeout(within).map_err(|_| failed(format!("no sign of the warm-up's end within {within:?}")))?;
     }
     drop(stdin);
+    if let Some(s) = &socket {
+        s.shutdown(std::net::Shutdown::Write).map_err(|e| failed(format!("closing the socket pair: {e}")))?;
+    }
     let status = wait(&mut child.0, ANSWER_WITHIN).map_err(failed)?;
     if !status.success() {
         return Err(failed(format!("exited with {status}")));

@@ -92,6 +92,7 @@ impl Fixture {
             warm_up: Self::warm_up(),
             floor: Vec::new(),
             reset: Vec::new(),
+            socket: false,
         }
     }
 
@@ -128,7 +129,18 @@ impl Fixture {
             warm_up: Self::warm_up(),
             floor: vec!["floor.mcp".into(), "floor.guest.read".into()],
             reset: Vec::new(),
+            socket: false,
         }
+    }
+
+    /// The same over one socket pair instead of two pipes (as Node's child
+    /// processes get their standard input and output).
+    pub fn mcp_read_socket(&self) -> Scenario {
+        let mut s = self.mcp_read();
+        s.name = "mcp.read-socket".into();
+        s.what = "the same over a socket pair (as Node clients connect)".into();
+        s.socket = true;
+        s
     }
 
     pub fn run_read(&self) -> Scenario {
@@ -180,6 +192,7 @@ impl Fixture {
             warm_up: None,
             floor: Vec::new(),
             reset: vec![cache],
+            socket: false,
         }
     }
 

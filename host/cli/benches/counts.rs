@@ -204,6 +204,7 @@ fn thousands(x: f64) -> String {
 /// components and the floors (the components are built only when wanted).
 fn everything(fixture: &Fixture, out: &Path, wanted: &dyn Fn(&str) -> bool) -> Vec<Scenario> {
     let mut all = fixture.quick();
+    all.push(fixture.mcp_read_socket());
     all.push(fixture.tools_fresh_cache());
     if wanted("run.grep-corpus") {
         let corpus = fixture.workspace.join("corpus");
@@ -266,6 +267,7 @@ fn everything(fixture: &Fixture, out: &Path, wanted: &dyn Fn(&str) -> bool) -> V
             warm_up: None,
             floor: Vec::new(),
             reset: Vec::new(),
+            socket: false,
         });
     }
     if wanted("floor.guest.read") {
@@ -331,6 +333,7 @@ fn guest_floor(fixture: &Fixture, out: &Path, name: &str, wasm: &Path, input: &V
         warm_up: None,
         floor: Vec::new(),
         reset: Vec::new(),
+        socket: false,
     }
 }
 

@@ -43,9 +43,9 @@ use mcp::*;
 use process::*;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const TOOLHOST: &str = env!("CARGO_BIN_EXE_toolhost");
@@ -130,6 +130,7 @@ fn proxy() {
             }),
             pick_tool: |_| "read_text_file",
             arguments: |file| json!({"path": file}),
+            socket: false,
         },
         Server {
             name: "through toolhost",
@@ -140,6 +141,7 @@ fn proxy() {
             }),
             pick_tool: |_| "mcp__fs__read_text_file",
             arguments: |file| json!({"path": file}),
+            socket: false,
         },
     ];
     // (p50 µs, p99 µs, calls/s at 8 in flight) per contender and round.

@@ -29,6 +29,7 @@ pub mod handles;
 mod http;
 mod quota;
 mod records;
+mod stdio;
 mod telemetry;
 mod tools;
 
@@ -50,7 +51,6 @@ use rmcp::model::{
 };
 use rmcp::service::{ElicitationMode, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::transport::{StdioReader, StdioWriter};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -664,8 +664,8 @@ pub enum ServeError {
 
 /// Standard input and output as an MCP transport, read only as fast as the
 /// calls are answered ([`flow::Bounded`]).
-fn stdio_transport() -> flow::Bounded<AsyncRwTransport<RoleServer, StdioReader, StdioWriter>> {
-    let (read, write) = rmcp::transport::stdio_pipes();
+fn stdio_transport() -> flow::Bounded<AsyncRwTransport<RoleServer, stdio::Reader, stdio::Writer>> {
+    let (read, write) = stdio::standard();
     flow::Bounded::new(AsyncRwTransport::new_server(read, write), flow::MAX_UNANSWERED)
 }
 

@@ -35,7 +35,14 @@ pub(super) struct Server {
     pub(super) pick_tool: fn(&[&str]) -> &'static str,
     /// The reading tool's arguments for a file.
     pub(super) arguments: fn(&Path) -> Value,
+    /// Its standard input and output one socket pair (as Node's child
+    /// processes get them: Claude Code's and the TypeScript SDK's servers)
+    /// rather than two pipes.
+    pub(super) socket: bool,
 }
+
+/// toolhost served over a socket pair, beside the same over pipes.
+const OVER_A_SOCKET: &str = "toolhost, socket pair";
 
 /// toolhost, the floor, and the reference server unless it cannot be run
 /// (then why).
@@ -54,6 +61,7 @@ pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
             }),
             pick_tool: |_| "Read",
             arguments: |file| json!({"file_path": file}),
+            socket: false,
         },
         Server {
             name: "floor",
@@ -64,6 +72,21 @@ pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
             }),
             pick_tool: |_| "read",
             arguments: |file| json!({"path": file}),
+            socket: false,
+        },
+        Server {
+            name: OVER_A_SOCKET,
+            command: Box::new({
+                let ws = ws.clone();
+                move || {
+                    let mut cmd = toolhost(&ws);
+                    cmd.arg("serve");
+                    cmd
+                }
+            }),
+            pick_tool: |_| "Read",
+            arguments: |file| json!({"file_path": file}),
+            socket: true,
         },
     ];
     let missing = match server_filesystem() {
@@ -79,6 +102,7 @@ pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
                 // `read_file` is the older name, deprecated but still offered.
                 pick_tool: |tools| if tools.contains(&"read_text_file") { "read_text_file" } else { "read_file" },
                 arguments: |file| json!({"path": file}),
+                socket: false,
             });
             None
         }
@@ -105,8 +129,8 @@ pub(super) fn floor_server() {
 /// that is itself waiting for its responses to be read.
 pub(super) struct Client {
     pub(super) child: Child,
-    pub(super) stdin: ChildStdin,
-    pub(super) stdout: BufReader<ChildStdout>,
+    pub(super) stdin: Box<dyn Write>,
+    pub(super) stdout: BufReader<Box<dyn Read>>,
     pub(super) line: String,
     pub(super) next_id: u64,
     /// When each outstanding `tools/call` was sent, by request id.
@@ -125,14 +149,26 @@ pub(super) struct Client {
 impl Client {
     /// Starts `server`, initializes the session, and picks its reading tool.
     pub(super) fn start(server: &Server, file: &Path) -> Client {
-        let mut child = (server.command)()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", server.name));
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut command = (server.command)();
+        command.stderr(Stdio::null());
+        let (child, stdin, stdout): (Child, Box<dyn Write>, Box<dyn Read>) = if server.socket {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+            let theirs = std::os::fd::OwnedFd::from(theirs);
+            command.stdin(Stdio::from(theirs.try_clone().expect("clone"))).stdout(Stdio::from(theirs));
+            let child = command.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", server.name));
+            drop(command);
+            (child, Box::new(ours.try_clone().expect("clone")), Box::new(ours))
+        } else {
+            let mut child = command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("starting {}: {e}", server.name));
+            let stdin = child.stdin.take().expect("stdin");
+            let stdout = child.stdout.take().expect("stdout");
+            (child, Box::new(stdin), Box::new(stdout))
+        };
+        let stdout = BufReader::new(stdout);
         let text = std::fs::read_to_string(file).expect("small file");
         let mut client = Client {
             child,
@@ -313,6 +349,30 @@ pub(super) struct Round {
     pub(super) steady: [f64; 2],
 }
 
+/// toolhost over a socket pair against toolhost over pipes, same rounds.
+fn over_a_socket(pipes: &[Round], socket: &[Round]) {
+    println!(
+        "\n| toolhost serving a 1 KB Read ({ROUNDS} rounds: median (min–max)) | over pipes | over a socket pair | socket / pipes |"
+    );
+    println!("|---|---|---|---|");
+    type Figure = (&'static str, fn(&Round) -> f64, usize, &'static str);
+    let figures: [Figure; 3] = [
+        ("round trip p50, one at a time", |r| r.p50, 1, "µs"),
+        ("server CPU per call, one at a time", |r| r.cpu_one_us, 1, "µs"),
+        ("throughput, 32 in flight", |r| r.batches.last().map_or(0.0, |b| b.rate), 0, "calls/s"),
+    ];
+    for (label, figure, decimals, unit) in figures {
+        let p = Spread::of(pipes.iter().map(figure).collect());
+        let s = Spread::of(socket.iter().map(figure).collect());
+        println!(
+            "| {label} | {} | {} | {} |",
+            p.show(decimals, unit),
+            s.show(decimals, unit),
+            times(s.median / p.median)
+        );
+    }
+}
+
 /// One round against a fresh server process.
 pub(super) fn round(server: &Server, file: &Path) -> Round {
     let mut client = Client::start(server, file);
@@ -452,7 +512,8 @@ pub(super) fn mcp() {
         machine.push(format!("round {}: {}", r + 1, state.describe()));
     }
 
-    let (toolhost, floor, peer) = (&rounds[0], &rounds[1], rounds.get(2));
+    let of = |name: &str| servers.iter().position(|s| s.name == name).map(|i| &rounds[i]);
+    let (toolhost, floor, peer) = (&rounds[0], &rounds[1], of("server-filesystem"));
     let not_run = if peer.is_some() { "" } else { " (not run)" };
     println!(
         "| read a 1 KB file over MCP stdio ({ROUNDS} rounds: median (min–max)) | toolhost | floor (one thread, no SDK) | server-filesystem {SERVER_FILESYSTEM_VERSION}{not_run} | toolhost / server-filesystem | target |"
@@ -492,6 +553,9 @@ pub(super) fn mcp() {
             f.show(row.decimals, row.unit),
             p.map_or("—".into(), |p| p.show(row.decimals, row.unit))
         );
+    }
+    if let Some(socket) = of(OVER_A_SOCKET) {
+        over_a_socket(toolhost, socket);
     }
     println!("\nMeasured in (each round runs every server in turn): {}.\n", machine.join("; "));
     if let Some(why) = &missing {
