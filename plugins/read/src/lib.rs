@@ -177,24 +177,40 @@ fn read_text(input: &ReadInput, ctx: &Context, path: &Path, ext: &str) -> Result
     }
     let cap = TokenCap::for_extension(ext.trim_start_matches('.'));
     let selection = Selection { offset: input.offset, limit: input.limit };
+    // Claude Code looks at the whole file's bytes when it holds them (under
+    // 10 MB): for the note on text that is not UTF-8, and to remember the
+    // text of a read that saw all of it. They are read once, and the lines
+    // shown come from the same bytes.
+    let bytes = match meta.len() < STREAMED_FROM {
+        true => {
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            file.read_to_end(&mut bytes).map_err(|e| io_error(ctx, path, &e))?;
+            Some(bytes)
+        }
+        false => None,
+    };
     // A range of a file larger than the range cap is measured before any of
     // it is shown.
     if input.limit.is_some() && meta.len() > text::MAX_SELECTED_BYTES {
-        let over = text::selection_exceeds(&mut file, selection, text::MAX_SELECTED_BYTES)
-            .map_err(|e| io_error(ctx, path, &e))?;
+        let over = match &bytes {
+            Some(b) => text::selection_exceeds(&b[..], selection, text::MAX_SELECTED_BYTES),
+            None => text::selection_exceeds(&mut file, selection, text::MAX_SELECTED_BYTES),
+        }
+        .map_err(|e| io_error(ctx, path, &e))?;
         if over {
             return Err(too_large(range_too_large(input.allow_large_hint())));
         }
-        file = std::fs::File::open(path).map_err(|e| io_error(ctx, path, &e))?;
+        if bytes.is_none() {
+            file = std::fs::File::open(path).map_err(|e| io_error(ctx, path, &e))?;
+        }
     }
     let mut stream = ctx.output();
-    let outcome = text::render(file, selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut |t| stream.append(t))
-        .map_err(|e| io_error(ctx, path, &e))?;
-    // Claude Code looks at the whole file's bytes when it holds them (under
-    // 10 MB): for the note on text that is not UTF-8, and to remember the
-    // text of a read that saw all of it.
-    let bytes =
-        if meta.len() < STREAMED_FROM { Some(std::fs::read(path).map_err(|e| io_error(ctx, path, &e))?) } else { None };
+    let mut sink = |t: &str| stream.append(t);
+    let outcome = match &bytes {
+        Some(b) => text::render(&b[..], selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut sink),
+        None => text::render(file, selection, Some(cap), Some(meta.len()), STREAM_CHUNK, &mut sink),
+    }
+    .map_err(|e| io_error(ctx, path, &e))?;
     let note = bytes.as_deref().and_then(fs::not_text).map(|n| format!("\n\n{}", n.read_note())).unwrap_or_default();
     let offset = input.offset.unwrap_or(1);
     let mut text = match outcome {
