@@ -502,7 +502,6 @@ fn a_client_on_a_socket_pair_is_read_as_fast_as_it_is_answered_and_its_socket_ke
 }
 
 fn flood(stdio: Wiring, calls: u64) {
-    use std::os::unix::net::UnixStream;
     let sb = Sandbox::new();
     sb.write("a.txt", "hello\n");
     let path = sb.ws("a.txt").display().to_string();
@@ -517,9 +516,7 @@ fn flood(stdio: Wiring, calls: u64) {
                 (child, Box::new(stdin), Box::new(stdout), None)
             }
             Wiring::Socket => {
-                let (ours, theirs) = UnixStream::pair().expect("a socket pair");
-                cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs.try_clone().expect("clone"))))
-                    .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+                let ours = toolhost_tests::socket_stdio(&mut cmd).expect("a socket pair");
                 let child = cmd.spawn().expect("start toolhost serve");
                 drop(cmd);
                 let (write, read) = (ours.try_clone().expect("clone"), ours.try_clone().expect("clone"));

@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -213,13 +212,7 @@ fn converse(
     let mut command = program.command(under);
     let log = std::fs::File::create(stderr).map_err(|e| format!("{}: {e}", stderr.display()))?;
     let socket = match scenario.socket {
-        true => {
-            let (ours, theirs) = UnixStream::pair().map_err(|e| format!("a socket pair: {e}"))?;
-            let theirs = OwnedFd::from(theirs);
-            let again = theirs.try_clone().map_err(|e| format!("a socket pair: {e}"))?;
-            command.stdin(Stdio::from(again)).stdout(Stdio::from(theirs));
-            Some(ours)
-        }
+        true => Some(crate::socket_stdio(&mut command).map_err(|e| format!("a socket pair: {e}"))?),
         false => {
             command.stdin(Stdio::piped()).stdout(Stdio::piped());
             None

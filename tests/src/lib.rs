@@ -43,6 +43,18 @@ pub fn wait_gone(pid: i32, within: std::time::Duration) -> bool {
 
 /// The compile cache shared by every test process, so each component is
 /// compiled once per build, not once per test.
+/// Gives `command` one socket pair as its standard input and output (as
+/// Node starts a child process) and returns the other end. Drop `command`
+/// after spawning it: it holds the child's end until then, and the child
+/// sees the end of its input only once every copy of that end is closed
+/// and `shutdown(Write)` is called on the returned one.
+pub fn socket_stdio(command: &mut Command) -> std::io::Result<std::os::unix::net::UnixStream> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    let theirs = std::os::fd::OwnedFd::from(theirs);
+    command.stdin(theirs.try_clone()?).stdout(theirs);
+    Ok(ours)
+}
+
 pub fn shared_cache_dir() -> PathBuf {
     repo_root().join("target").join("test-cache")
 }

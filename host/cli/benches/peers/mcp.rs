@@ -48,21 +48,23 @@ const OVER_A_SOCKET: &str = "toolhost, socket pair";
 /// (then why).
 pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
     let ws = file.parent().expect("workspace").to_path_buf();
+    // `toolhost serve`, over pipes or over a socket pair.
+    let served = |name, socket| Server {
+        name,
+        command: Box::new({
+            let ws = ws.clone();
+            move || {
+                let mut cmd = toolhost(&ws);
+                cmd.arg("serve");
+                cmd
+            }
+        }),
+        pick_tool: |_| "Read",
+        arguments: |file| json!({"file_path": file}),
+        socket,
+    };
     let mut servers = vec![
-        Server {
-            name: "toolhost",
-            command: Box::new({
-                let ws = ws.clone();
-                move || {
-                    let mut cmd = toolhost(&ws);
-                    cmd.arg("serve");
-                    cmd
-                }
-            }),
-            pick_tool: |_| "Read",
-            arguments: |file| json!({"file_path": file}),
-            socket: false,
-        },
+        served("toolhost", false),
         Server {
             name: "floor",
             command: Box::new(|| {
@@ -74,20 +76,7 @@ pub(super) fn servers(file: &Path) -> (Vec<Server>, Option<String>) {
             arguments: |file| json!({"path": file}),
             socket: false,
         },
-        Server {
-            name: OVER_A_SOCKET,
-            command: Box::new({
-                let ws = ws.clone();
-                move || {
-                    let mut cmd = toolhost(&ws);
-                    cmd.arg("serve");
-                    cmd
-                }
-            }),
-            pick_tool: |_| "Read",
-            arguments: |file| json!({"file_path": file}),
-            socket: true,
-        },
+        served(OVER_A_SOCKET, true),
     ];
     let missing = match server_filesystem() {
         Err(why) => Some(why),
@@ -152,9 +141,7 @@ impl Client {
         let mut command = (server.command)();
         command.stderr(Stdio::null());
         let (child, stdin, stdout): (Child, Box<dyn Write>, Box<dyn Read>) = if server.socket {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
-            let theirs = std::os::fd::OwnedFd::from(theirs);
-            command.stdin(Stdio::from(theirs.try_clone().expect("clone"))).stdout(Stdio::from(theirs));
+            let ours = toolhost_tests::socket_stdio(&mut command).expect("a socket pair");
             let child = command.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", server.name));
             drop(command);
             (child, Box::new(ours.try_clone().expect("clone")), Box::new(ours))
