@@ -370,13 +370,9 @@ fn relativize_content(lines: Vec<String>, relative: &dyn Fn(&str) -> String) -> 
         if !out.is_empty() {
             out.push("--".to_string());
         }
-        let paths: Vec<String> = group.iter().filter_map(|l| match_path(l)).collect();
+        let paths = GroupPaths::new(group.iter().filter_map(|l| match_path(l)));
         for line in group {
-            let context_path = paths
-                .iter()
-                .filter(|p| line.starts_with(p.as_str()) && line[p.len()..].starts_with('-'))
-                .max_by_key(|p| p.len());
-            let path = context_path.cloned().or_else(|| match_path(line));
+            let path = paths.context_path(line).map(str::to_string).or_else(|| match_path(line));
             out.push(match path {
                 Some(path) => format!("{}{}", relative(&path), &line[path.len()..]),
                 None => line.clone(),
@@ -384,6 +380,35 @@ fn relativize_content(lines: Vec<String>, relative: &dyn Fn(&str) -> String) -> 
         }
     }
     out
+}
+
+/// The match lines' paths of one group of content lines, for telling a
+/// context line's path (`path-…`): the longest of them the line starts
+/// with, a `-` following. Looked up by the line's own dashes, so a group
+/// of many matches (20,000 lines of one file, or one line in each of
+/// 20,000 files) costs a few lookups a line, not one comparison per path.
+struct GroupPaths<P> {
+    paths: std::collections::HashSet<P>,
+    longest: usize,
+}
+
+impl<P: std::borrow::Borrow<str> + std::hash::Hash + Eq> GroupPaths<P> {
+    fn new(paths: impl IntoIterator<Item = P>) -> Self {
+        let paths: std::collections::HashSet<P> = paths.into_iter().collect();
+        let longest = paths.iter().map(|p| p.borrow().len()).max().unwrap_or(0);
+        GroupPaths { paths, longest }
+    }
+
+    /// The longest path `p` of the group with `line` starting `p-`.
+    fn context_path<'l>(&self, line: &'l str) -> Option<&'l str> {
+        let head = &line.as_bytes()[..line.len().min(self.longest + 1)];
+        head.iter()
+            .enumerate()
+            .rev()
+            .filter(|&(i, &b)| b == b'-' && i > 0)
+            .map(|(i, _)| &line[..i])
+            .find(|prefix| self.paths.contains(*prefix))
+    }
 }
 
 /// A number as JavaScript prints it, for the numbers a model sends (an
@@ -583,7 +608,7 @@ mod engine {
 /// and `$` at line ends), and run over each match line, or in multiline
 /// mode over each run of adjacent match lines.
 mod numbered_lines {
-    use super::{GrepInput, MAX_COLUMNS};
+    use super::{GrepInput, GroupPaths, MAX_COLUMNS};
 
     /// A line of ripgrep's numbered content output, taken apart.
     struct Line<'a> {
@@ -597,7 +622,7 @@ mod numbered_lines {
     /// `path:N:text` (a match) or `path-N-text` (context); `N:text` and
     /// `N-text` for a single file. A path is what precedes the first
     /// `:N:`, or a match path of the group followed by `-N-`.
-    fn split<'a>(line: &'a str, single_file: bool, match_paths: &[&'a str]) -> Option<Line<'a>> {
+    fn split<'a>(line: &'a str, single_file: bool, match_paths: &GroupPaths<&str>) -> Option<Line<'a>> {
         let numbered = |rest: &'a str, sep: char| -> Option<(u64, &'a str)> {
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
             let after = rest[digits..].strip_prefix(sep)?;
@@ -613,10 +638,7 @@ mod numbered_lines {
             let (number, text) = numbered(&line[path.len() + 1..], ':')?;
             return Some(Line { path, number, is_match: true, text });
         }
-        let path = match_paths
-            .iter()
-            .filter(|p| line.starts_with(**p) && line[p.len()..].starts_with('-'))
-            .max_by_key(|p| p.len())?;
+        let path = match_paths.context_path(line)?;
         let (number, text) = numbered(&line[path.len() + 1..], '-')?;
         Some(Line { path, number, is_match: false, text })
     }
@@ -722,7 +744,7 @@ mod numbered_lines {
             if !out.is_empty() {
                 out.push("--".to_string());
             }
-            let match_paths: Vec<&str> = group.iter().filter_map(|l| match_path(l)).collect();
+            let match_paths = GroupPaths::new(group.iter().filter_map(|l| match_path(l)));
             for line in group {
                 out.push(match split(line, single_file, &match_paths) {
                     Some(l) => {
@@ -756,7 +778,7 @@ mod numbered_lines {
         let mut out = Vec::new();
         for group in lines.split(|l| l == "--") {
             let mut shown_lines = Vec::new();
-            let match_paths: Vec<&str> = group.iter().filter_map(|l| match_path(l)).collect();
+            let match_paths = GroupPaths::new(group.iter().filter_map(|l| match_path(l)));
             // A line is a numbered line, or the note on a binary file.
             let parsed: Vec<Result<Line, String>> = group
                 .iter()
@@ -861,6 +883,39 @@ mod tests {
 
     fn content(pattern: &str) -> GrepInput {
         GrepInput { pattern: pattern.into(), output_mode: Some(OutputMode::Content), ..Default::default() }
+    }
+
+    #[test]
+    fn a_context_line_takes_the_longest_match_path_a_dash_follows() {
+        let paths = GroupPaths::new(["a", "a-b", "a-b-c.txt", "x:y"]);
+        assert_eq!(paths.context_path("a-b-c.txt-4-text"), Some("a-b-c.txt"));
+        assert_eq!(paths.context_path("a-b-7-text"), Some("a-b"));
+        assert_eq!(paths.context_path("a-b-c.tx-1-text"), Some("a-b"));
+        assert_eq!(paths.context_path("a-9-text"), Some("a"));
+        assert_eq!(paths.context_path("x:y-2-text"), Some("x:y"));
+        assert_eq!(paths.context_path("ab-1-text"), None);
+        assert_eq!(paths.context_path("-1-text"), None);
+        assert_eq!(paths.context_path("a"), None);
+        assert_eq!(GroupPaths::<&str>::new([]).context_path("a-1-text"), None);
+        // Non-ASCII before the dash: sliced at the dash, a char boundary.
+        assert_eq!(GroupPaths::new(["ü"]).context_path("ü-1-é"), Some("ü"));
+    }
+
+    #[test]
+    fn a_group_of_many_matches_is_shown_whole_with_its_context() {
+        // One file matching on every other line with context: one group of
+        // 4,000 lines (each was once compared with every path of its group).
+        let dir = tree("many");
+        let body: String =
+            (0..4_000).map(|i| if i % 2 == 0 { format!("hit {i}\n") } else { format!("gap {i}\n") }).collect();
+        std::fs::write(dir.join("src/many-hits.txt"), body).unwrap();
+        let input = GrepInput { context: Some(1.0), head_limit: Some(0.0), ..content("^hit") };
+        let text = run(&dir, input);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4_000, "{}", &text[..300]);
+        assert_eq!(lines[0], "src/many-hits.txt:1:hit 0");
+        assert_eq!(lines[1], "src/many-hits.txt-2-gap 1");
+        assert_eq!(lines[3_999], "src/many-hits.txt-4000-gap 3999");
     }
 
     #[test]
