@@ -119,46 +119,6 @@ fn xdg(own: &str, xdg_var: &str, home_rel: &str) -> PathBuf {
     base.join("toolhost")
 }
 
-/// Runs `compile` (a wasmtime compile) on compile threads of its own that
-/// end with it. Cranelift's working memory (tens of MiB for a large
-/// component) is allocated on those threads; the allocator gives a thread's
-/// free memory back to the system when the thread ends, while rayon's
-/// global pool, kept for the process's life, would hold it for good.
-pub(crate) fn compile_apart<T: Send>(compile: impl FnOnce() -> T + Send) -> T {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("toolhost-compile-{i}")).build()
-    {
-        Ok(pool) => pool.install(compile),
-        Err(_) => compile(),
-    }
-}
-
-/// The name a compiled artifact is cached under: SHA-256, in hex, of `kind`,
-/// toolhost's version, `engine`'s compatibility hash and `content` (the
-/// source's own hash), so an entry is only ever read by an engine that can
-/// use it.
-pub(crate) fn artifact_key(kind: &str, engine: &wasmtime::Engine, content: &str) -> String {
-    use sha2::{Digest, Sha256};
-    use std::hash::{Hash, Hasher};
-    /// Feeds a `Hash` into SHA-256, so keys are the same in every process.
-    struct Sha(Sha256);
-    impl Hasher for Sha {
-        fn finish(&self) -> u64 {
-            unreachable!("only used through finalize")
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.update(bytes);
-        }
-    }
-    let mut h = Sha(Sha256::new());
-    h.0.update(kind.as_bytes());
-    h.0.update(b"\0");
-    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
-    engine.precompile_compatibility_hash().hash(&mut h);
-    h.0.update(content.as_bytes());
-    hex(&h.0.finalize())
-}
-
 /// `bytes` in lower-case hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

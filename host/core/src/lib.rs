@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod artifacts;
 mod config;
 mod contract;
 mod epoch;
@@ -151,6 +152,7 @@ mod layering {
     /// (its tests may use any). `docs/architecture.md` draws the same order.
     const LAYERS: &[&str] = &[
         "fsx",
+        "artifacts",
         "epoch",
         "grants",
         "shell",

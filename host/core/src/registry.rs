@@ -40,6 +40,13 @@ pub(crate) fn builtin_wasm_for_tests() -> &'static [u8] {
     builtins::EMBEDDED[0].wasm
 }
 
+/// The smallest built-in component's bytes, for unit tests that compile a
+/// real component and need not compile a large one.
+#[cfg(test)]
+pub(crate) fn small_builtin_wasm_for_tests() -> &'static [u8] {
+    builtins::EMBEDDED.iter().map(|e| e.wasm).min_by_key(|w| w.len()).expect("built-ins are embedded")
+}
+
 /// Every built-in component's bytes, for unit tests elsewhere in the crate.
 #[cfg(test)]
 pub(crate) fn builtin_wasm_all_for_tests() -> Vec<&'static [u8]> {

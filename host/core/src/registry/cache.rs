@@ -14,7 +14,7 @@ pub fn content_hash(bytes: &[u8]) -> String {
 
 /// The cache key of a component whose content hash is `content` for `engine`.
 pub(super) fn key(engine: &Engine, content: &str) -> String {
-    crate::fsx::artifact_key("toolhost-component-cache-v1", engine, content)
+    crate::artifacts::key("toolhost-component-cache-v1", engine, content)
 }
 
 /// Whether a compiled form of the component with content hash `content` is
@@ -49,25 +49,19 @@ pub(super) fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Compo
 }
 
 /// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or
-/// compiles it and caches the result. Cache failures only cost time: a
-/// missing, unreadable or stale entry is compiled afresh; an unwritable cache
-/// directory means compiling at every start.
+/// compiles it and caches the result, once across processes sharing the
+/// cache ([`crate::artifacts::cached_or_compiled`]). Cache failures only
+/// cost time: a missing, unreadable or stale entry is compiled afresh; an
+/// unwritable cache directory means compiling at every start.
 pub(super) fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&Path>) -> wasmtime::Result<Component> {
-    let compile = || crate::fsx::compile_apart(|| Component::new(engine, wasm));
+    let compile = || crate::artifacts::compile_apart(|| Component::new(engine, wasm));
     let Some(dir) = dir else { return compile() };
-    if let Some(component) = cached(engine, content, dir) {
-        return Ok(component);
-    }
-    let component = compile()?;
-    let path = component_path(dir, engine, content);
-    if let Err(e) = store(&path, &component) {
-        tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
-        return Ok(component);
-    }
-    // Served from the file just written: its code is then clean pages of a
-    // mapped file, shared with every toolhost process and reclaimable,
-    // rather than the compile's anonymous memory held for the process's life.
-    Ok(cached(engine, content, dir).unwrap_or(component))
+    crate::artifacts::cached_or_compiled(
+        &component_path(dir, engine, content),
+        |_| cached(engine, content, dir),
+        compile,
+        Component::serialize,
+    )
 }
 
 /// The shape of a saved description: raised whenever [`ToolSpec`] gains or
@@ -118,13 +112,6 @@ pub(super) fn remove(engine: &Engine, content: &str, dir: &Path) {
     {
         tracing::debug!(path = %path.display(), error = %e, "could not remove a cache entry");
     }
-}
-
-fn store(path: &Path, component: &Component) -> std::io::Result<()> {
-    let bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
-    // Concurrent first starts each write their own temporary file and the
-    // last rename wins with identical content.
-    crate::fsx::replace_file(path, &bytes)
 }
 
 #[cfg(test)]
@@ -183,7 +170,7 @@ mod tests {
     fn a_corrupt_compiled_entry_is_compiled_again_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::new(&crate::sandbox::base_config()).unwrap();
-        let wasm = crate::registry::builtin_wasm_for_tests();
+        let wasm = crate::registry::small_builtin_wasm_for_tests();
         let hash = content_hash(wasm);
         compile(&engine, wasm, &hash, Some(dir.path())).unwrap();
         let entry = dir.path().join("components").join(format!("{}.cwasm", key(&engine, &hash)));

@@ -283,29 +283,29 @@ fn config(pooling: bool) -> Config {
 /// compiled and cached. A cache that cannot be read or written only costs
 /// the compile.
 fn compile(engine: &Engine, cache: Option<&Path>) -> wasmtime::Result<Module> {
-    let compile = || crate::fsx::compile_apart(|| Module::new(engine, embedded::WASM));
+    let compile = || crate::artifacts::compile_apart(|| Module::new(engine, embedded::WASM));
     let Some(dir) = cache else { return compile() };
-    let path = dir.join("shell-parser").join(format!("{}.cwasm", cache_key(engine)));
-    if path.exists() {
+    let read = |path: &Path| {
+        if !path.exists() {
+            return None;
+        }
         // SAFETY: the file is one this host wrote into its own cache
         // directory, named by the hash of the parser and of the engine's
         // configuration; wasmtime also checks the engine recorded in it.
-        match unsafe { Module::deserialize_file(engine, &path) } {
-            Ok(module) => return Ok(module),
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached parser"),
+        match unsafe { Module::deserialize_file(engine, path) } {
+            Ok(module) => Some(module),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached parser");
+                None
+            }
         }
-    }
-    let module = compile()?;
-    let saved =
-        module.serialize().map_err(std::io::Error::other).and_then(|bytes| crate::fsx::replace_file(&path, &bytes));
-    if let Err(e) = saved {
-        tracing::warn!(path = %path.display(), error = %e, "could not cache the compiled shell parser");
-    }
-    Ok(module)
+    };
+    let path = dir.join("shell-parser").join(format!("{}.cwasm", cache_key(engine)));
+    crate::artifacts::cached_or_compiled(&path, read, compile, Module::serialize)
 }
 
 fn cache_key(engine: &Engine) -> String {
-    crate::fsx::artifact_key("toolhost-shell-parser-v1", engine, embedded::SHA256)
+    crate::artifacts::key("toolhost-shell-parser-v1", engine, embedded::SHA256)
 }
 
 /// A counting semaphore: at most as many parses as the pool has slots.
