@@ -6,9 +6,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long a compile waits for another one of the same artifact (in this
-/// process or another) before compiling it itself: a stuck or stopped
-/// process must not hold up every other one.
-const WAIT_FOR_OTHER: Duration = Duration::from_secs(60);
+/// process or another) before compiling it itself: a stopped process must
+/// not hold up every other one for good (a killed one lets go at once), and
+/// a slow compile is waited for as long as a loader waits for its own (the
+/// registry's compile limit).
+const WAIT_FOR_OTHER: Duration = Duration::from_secs(120);
 
 /// How often a waiting compile looks again.
 const POLL: Duration = Duration::from_millis(20);
@@ -29,11 +31,15 @@ pub(crate) fn cached_or_compiled<T>(
     compile: impl FnOnce() -> wasmtime::Result<T>,
     serialize: impl FnOnce(&T) -> wasmtime::Result<Vec<u8>>,
 ) -> wasmtime::Result<T> {
+    let seen = Stamp::of(path);
     if let Some(artifact) = read(path) {
         return Ok(artifact);
     }
     let turn = Turn::take(path, WAIT_FOR_OTHER);
-    if turn.as_ref().is_some_and(|t| t.waited)
+    // Saved meanwhile by a compile that held the turn, whether this one
+    // waited for it or it ended just before (an entry read as unusable and
+    // still the same is not read, nor warned about, twice).
+    if Stamp::of(path) != seen
         && let Some(artifact) = read(path)
     {
         tracing::debug!(path = %path.display(), "compiled meanwhile by another process");
@@ -49,13 +55,23 @@ pub(crate) fn cached_or_compiled<T>(
     Ok(read(path).unwrap_or(artifact))
 }
 
+/// What tells one version of a file from another: its inode (an entry is
+/// saved by renaming a new file over it), size and modification time.
+#[derive(PartialEq)]
+struct Stamp(Option<(u64, u64, Option<std::time::SystemTime>)>);
+
+impl Stamp {
+    fn of(path: &Path) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp(std::fs::metadata(path).ok().map(|m| (m.ino(), m.len(), m.modified().ok())))
+    }
+}
+
 /// The exclusive right to compile one artifact: an advisory lock on
 /// `<artifact>.lock`, released when dropped or when its process ends (so a
 /// killed compile never blocks the next).
 struct Turn {
     _file: std::fs::File,
-    /// Whether another compile held it first.
-    waited: bool,
 }
 
 impl Turn {
@@ -67,15 +83,23 @@ impl Turn {
         let mut name = path.as_os_str().to_owned();
         name.push(".lock");
         std::fs::create_dir_all(path.parent()?).ok()?;
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&name).ok()?;
+        // A lock is taken through a read-only handle too (a lock file
+        // another user made in a shared cache).
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&name)
+            .or_else(|_| std::fs::File::open(&name))
+            .ok()?;
         let started = Instant::now();
         let mut waited = false;
         loop {
             match file.try_lock() {
-                Ok(()) => return Some(Turn { _file: file, waited }),
+                Ok(()) => return Some(Turn { _file: file }),
                 Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < patience => {
                     if !waited {
-                        tracing::info!(path = %path.display(), "waiting for another compile of the same component");
+                        tracing::info!(path = %path.display(), "waiting for another compile of the same artifact");
                     }
                     waited = true;
                     std::thread::sleep(POLL);
@@ -84,7 +108,7 @@ impl Turn {
                     tracing::warn!(
                         path = %path.display(),
                         waited_s = patience.as_secs(),
-                        "another compile of the same component holds it too long; compiling it here"
+                        "another compile of the same artifact holds it too long; compiling it here"
                     );
                     return None;
                 }
@@ -153,7 +177,6 @@ mod tests {
         // Another process's compile: it holds the turn (a lock taken through
         // an open of its own, as another process's would be).
         let other = Turn::take(&path, Duration::ZERO).expect("the turn is free");
-        assert!(!other.waited);
         let compiles = AtomicUsize::new(0);
         std::thread::scope(|s| {
             let waiting = s.spawn(|| {
@@ -174,6 +197,24 @@ mod tests {
             assert_eq!(waiting.join().unwrap().unwrap(), "artifact compiled there");
         });
         assert_eq!(compiles.load(Ordering::SeqCst), 0, "compiled a second time");
+    }
+
+    #[test]
+    fn an_artifact_saved_between_the_first_look_and_the_turn_is_read_not_compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.cwasm");
+        let looks = AtomicUsize::new(0);
+        // The other compile saves its artifact and lets go of the turn just
+        // after this one first looked: this one never waits.
+        let read = |p: &Path| {
+            if looks.fetch_add(1, Ordering::SeqCst) == 0 {
+                crate::fsx::replace_file(p, b"artifact compiled there").unwrap();
+                return None;
+            }
+            read_text(p)
+        };
+        let out = cached_or_compiled(&path, read, || panic!("compiled twice"), |_| unreachable!());
+        assert_eq!(out.unwrap(), "artifact compiled there");
     }
 
     #[test]
