@@ -41,8 +41,6 @@ pub fn wait_gone(pid: i32, within: std::time::Duration) -> bool {
     process_gone(pid)
 }
 
-/// The compile cache shared by every test process, so each component is
-/// compiled once per build, not once per test.
 /// Gives `command` one socket pair as its standard input and output (as
 /// Node starts a child process) and returns the other end. Drop `command`
 /// after spawning it: it holds the child's end until then, and the child
@@ -55,6 +53,8 @@ pub fn socket_stdio(command: &mut Command) -> std::io::Result<std::os::unix::net
     Ok(ours)
 }
 
+/// The compile cache shared by every test process, so each component is
+/// compiled once per build, not once per test.
 pub fn shared_cache_dir() -> PathBuf {
     repo_root().join("target").join("test-cache")
 }

@@ -55,6 +55,22 @@ pub(crate) fn cached_or_compiled<T>(
     Ok(read(path).unwrap_or(artifact))
 }
 
+/// The artifact saved at `path` as `deserialize` reads it; `None` when
+/// there is none, or when it cannot be used (stale, cut short, another
+/// engine's), which only costs a compile and is logged.
+pub(crate) fn saved<T>(path: &Path, deserialize: impl FnOnce(&Path) -> wasmtime::Result<T>) -> Option<T> {
+    if !path.exists() {
+        return None;
+    }
+    match deserialize(path) {
+        Ok(artifact) => Some(artifact),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry");
+            None
+        }
+    }
+}
+
 /// What tells one version of a file from another: its inode (an entry is
 /// saved by renaming a new file over it), size and modification time.
 #[derive(PartialEq)]

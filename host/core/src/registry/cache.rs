@@ -32,20 +32,12 @@ fn component_path(dir: &Path, engine: &Engine, content: &str) -> std::path::Path
 /// there is a usable one. A missing, unreadable or stale entry is `None` (it
 /// only costs a compile).
 pub(super) fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
-    let path = component_path(dir, engine, content);
-    if !path.exists() {
-        return None;
-    }
     // SAFETY: the file is one this host wrote into its own cache directory,
     // named by the hash of the component and of the engine configuration;
     // wasmtime also checks the engine compatibility recorded in it.
-    match unsafe { Component::deserialize_file(engine, &path) } {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cache entry");
-            None
-        }
-    }
+    crate::artifacts::saved(&component_path(dir, engine, content), |path| unsafe {
+        Component::deserialize_file(engine, path)
+    })
 }
 
 /// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or

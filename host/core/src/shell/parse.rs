@@ -285,21 +285,10 @@ fn config(pooling: bool) -> Config {
 fn compile(engine: &Engine, cache: Option<&Path>) -> wasmtime::Result<Module> {
     let compile = || crate::artifacts::compile_apart(|| Module::new(engine, embedded::WASM));
     let Some(dir) = cache else { return compile() };
-    let read = |path: &Path| {
-        if !path.exists() {
-            return None;
-        }
-        // SAFETY: the file is one this host wrote into its own cache
-        // directory, named by the hash of the parser and of the engine's
-        // configuration; wasmtime also checks the engine recorded in it.
-        match unsafe { Module::deserialize_file(engine, path) } {
-            Ok(module) => Some(module),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "ignoring an unusable cached parser");
-                None
-            }
-        }
-    };
+    // SAFETY: the file is one this host wrote into its own cache directory,
+    // named by the hash of the parser and of the engine's configuration;
+    // wasmtime also checks the engine recorded in it.
+    let read = |path: &Path| crate::artifacts::saved(path, |p| unsafe { Module::deserialize_file(engine, p) });
     let path = dir.join("shell-parser").join(format!("{}.cwasm", cache_key(engine)));
     crate::artifacts::cached_or_compiled(&path, read, compile, Module::serialize)
 }
