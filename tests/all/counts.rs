@@ -27,9 +27,12 @@ fn hot_paths_hold_their_baselines() {
     let mut rose = Vec::new();
     for scenario in fixture.quick() {
         counts::warm_up(&scenario, &out).unwrap_or_else(|e| panic!("warming up: {e}"));
-        let now = counts::per_op(&scenario, &out).unwrap_or_else(|e| panic!("{e}"));
-        let verdict = counts::compare(now, base.get(&scenario.name).copied());
-        report.push(format!("{}: {:.0} instructions per call ({verdict:?})", scenario.name, now.ir));
+        let (now, verdict, counted) =
+            counts::held(&scenario, &out, base.get(&scenario.name).copied()).unwrap_or_else(|e| panic!("{e}"));
+        report.push(format!(
+            "{}: {:.0} instructions per call ({verdict:?}; counted {counted:.0?})",
+            scenario.name, now.ir
+        ));
         match verdict {
             Verdict::Within(_) | Verdict::Fell(_) => {}
             Verdict::New => rose.push(format!("{}: no baseline", scenario.name)),

@@ -512,6 +512,40 @@ pub enum Verdict {
     Rose(f64),
 }
 
+/// How many times a scenario is counted at most before a rise over its
+/// baseline is believed.
+pub const COUNTED_AT_MOST: usize = 3;
+
+/// The scenario's cost per operation held to `baseline`: counted again
+/// while it is over the tolerance, at most [`COUNTED_AT_MOST`] times in
+/// all, the lowest count kept; with every count made, in order. A change in
+/// the code rises in every count; work a run does in the background against
+/// the clock need not (the link of every tool and the making of spare
+/// instances go on beside the dialogue and stop with the process). On an
+/// idle machine a scenario's counts agree within about 0.5%; on a loaded
+/// one a Script's once came out 4.9% under its baseline and once, in a CI
+/// run on a fresh compile cache, 6.7% over it, the same build.
+pub fn held(scenario: &Scenario, dir: &Path, baseline: Option<PerOp>) -> Result<(PerOp, Verdict, Vec<f64>), String> {
+    held_by(|| per_op(scenario, dir), baseline)
+}
+
+/// [`held`] with `count` making each count.
+fn held_by(
+    mut count: impl FnMut() -> Result<PerOp, String>,
+    baseline: Option<PerOp>,
+) -> Result<(PerOp, Verdict, Vec<f64>), String> {
+    let mut lowest = count()?;
+    let mut counted = vec![lowest.ir];
+    while matches!(compare(lowest, baseline), Verdict::Rose(_)) && counted.len() < COUNTED_AT_MOST {
+        let again = count()?;
+        counted.push(again.ir);
+        if again.ir < lowest.ir {
+            lowest = again;
+        }
+    }
+    Ok((lowest, compare(lowest, baseline), counted))
+}
+
 pub fn compare(now: PerOp, baseline: Option<PerOp>) -> Verdict {
     let Some(base) = baseline else { return Verdict::New };
     let change = (now.ir - base.ir) / base.ir.max(1.0);
@@ -558,6 +592,33 @@ mod tests {
         assert!(matches!(compare(at(95.0), Some(at(100.0))), Verdict::Within(_)));
         assert!(matches!(compare(at(105.1), Some(at(100.0))), Verdict::Rose(c) if (c - 0.051).abs() < 1e-9));
         assert!(matches!(compare(at(94.0), Some(at(100.0))), Verdict::Fell(_)));
+    }
+
+    #[test]
+    fn a_rise_is_believed_only_when_every_count_shows_it() {
+        let at = |ir| PerOp { ir, syscalls: 0.0, faults: 0.0 };
+        let base = Some(at(100.0));
+        let counts = |figures: &'static [f64]| {
+            let mut next = figures.iter();
+            move || next.next().map(|&ir| at(ir)).ok_or_else(|| "counted once too often".to_string())
+        };
+        // Within at the first count: counted once.
+        let (now, verdict, counted) = held_by(counts(&[103.0]), base).unwrap();
+        assert_eq!((now.ir, counted), (103.0, vec![103.0]));
+        assert!(matches!(verdict, Verdict::Within(_)));
+        // A rise that does not repeat: the lowest count is kept.
+        let (now, verdict, counted) = held_by(counts(&[107.0, 101.0]), base).unwrap();
+        assert_eq!((now.ir, counted), (101.0, vec![107.0, 101.0]));
+        assert!(matches!(verdict, Verdict::Within(_)));
+        // A rise in every count fails, at its lowest.
+        let (now, verdict, counted) = held_by(counts(&[107.0, 109.0, 106.0]), base).unwrap();
+        assert_eq!((now.ir, counted.len()), (106.0, COUNTED_AT_MOST));
+        assert!(matches!(verdict, Verdict::Rose(c) if (c - 0.06).abs() < 1e-9));
+        // No baseline, or a fall: counted once.
+        assert_eq!(held_by(counts(&[500.0]), None).unwrap().2.len(), 1);
+        assert!(matches!(held_by(counts(&[50.0]), base).unwrap().1, Verdict::Fell(_)));
+        // A count that fails fails the whole.
+        assert!(held_by(|| Err("valgrind died".to_string()), base).is_err());
     }
 
     #[test]
