@@ -521,10 +521,10 @@ pub const COUNTED_AT_MOST: usize = 3;
 /// all, the lowest count kept; with every count made, in order. A change in
 /// the code rises in every count; work a run does in the background against
 /// the clock need not (the link of every tool and the making of spare
-/// instances go on beside the dialogue and stop with the process). On an
-/// idle machine a scenario's counts agree within about 0.5%; on a loaded
-/// one a Script's once came out 4.9% under its baseline and once, in a CI
-/// run on a fresh compile cache, 6.7% over it, the same build.
+/// instances go on beside the dialogue and stop with the process). The
+/// same build counted a Script between -0.5% and +0.3% of its baseline in
+/// nine runs, but -4.9% in one beside busy loops and +6.7% in a loaded
+/// end-to-end run on a fresh compile cache.
 pub fn held(scenario: &Scenario, dir: &Path, baseline: Option<PerOp>) -> Result<(PerOp, Verdict, Vec<f64>), String> {
     held_by(|| per_op(scenario, dir), baseline)
 }
