@@ -1,7 +1,8 @@
 //! Instruction counts of toolhost's hot paths, under valgrind's callgrind:
 //! the same figure for the same build and inputs whatever else the machine
-//! is doing, so a 5% rise is seen on a machine whose clock moves 1.5–2×
-//! between hours.
+//! is doing (but for work in the background against the clock, which
+//! [`held`] counts again), so a 5% rise is seen on a machine whose clock
+//! moves 1.5–2× between hours.
 //!
 //! A [`Scenario`] is a process and a dialogue with it over stdin and stdout:
 //! some opening exchanges, then one exchange per operation (a call). It
