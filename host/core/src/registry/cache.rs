@@ -32,12 +32,15 @@ fn component_path(dir: &Path, engine: &Engine, content: &str) -> std::path::Path
 /// there is a usable one. A missing, unreadable or stale entry is `None` (it
 /// only costs a compile).
 pub(super) fn cached(engine: &Engine, content: &str, dir: &Path) -> Option<Component> {
+    saved(engine, &component_path(dir, engine, content))
+}
+
+/// The component saved at `path`, an entry of the cache, if it is usable.
+fn saved(engine: &Engine, path: &Path) -> Option<Component> {
     // SAFETY: the file is one this host wrote into its own cache directory,
     // named by the hash of the component and of the engine configuration;
     // wasmtime also checks the engine compatibility recorded in it.
-    crate::artifacts::saved(&component_path(dir, engine, content), |path| unsafe {
-        Component::deserialize_file(engine, path)
-    })
+    crate::artifacts::saved(path, |path| unsafe { Component::deserialize_file(engine, path) })
 }
 
 /// Loads the artifact cached for `wasm` (whose SHA-256 is `content`), or
@@ -50,7 +53,7 @@ pub(super) fn compile(engine: &Engine, wasm: &[u8], content: &str, dir: Option<&
     let Some(dir) = dir else { return compile() };
     crate::artifacts::cached_or_compiled(
         &component_path(dir, engine, content),
-        |_| cached(engine, content, dir),
+        |path| saved(engine, path),
         compile,
         Component::serialize,
     )
