@@ -96,9 +96,64 @@ fn check(line: &[u8]) -> Result<(), StreamFault> {
     if !(text.starts_with('{') || text.starts_with('[')) {
         return malformed("it is not a JSON object".into());
     }
-    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+    match serde_json::from_str::<AnyJson>(text) {
         Ok(_) => Ok(()),
         Err(e) => malformed(format!("it is not JSON: {e}")),
+    }
+}
+
+/// Any JSON value, read the way `serde_json::Value` (and so rmcp) reads one
+/// — numbers within `f64`, strings valid Unicode (no lone surrogate
+/// escape), 128 levels at most — and not kept. `IgnoredAny` only follows
+/// the syntax, so it let through lines rmcp then cannot parse and skips,
+/// leaving the call to wait for its deadline.
+struct AnyJson;
+
+impl<'de> serde::Deserialize<'de> for AnyJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<AnyJson, D::Error> {
+        deserializer.deserialize_any(AnyJson)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for AnyJson {
+    type Value = AnyJson;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_unit<E>(self) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<AnyJson, A::Error> {
+        while seq.next_element::<AnyJson>()?.is_some() {}
+        Ok(AnyJson)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<AnyJson, A::Error> {
+        while map.next_entry::<AnyJson, AnyJson>()?.is_some() {}
+        Ok(AnyJson)
     }
 }
 
@@ -145,10 +200,16 @@ mod tests {
         let good = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\n[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n\xEF\xBB\xBF{}\n";
         let (out, fault) = read(good).await;
         assert_eq!((out.unwrap(), fault), (good.to_vec(), None));
+        let deep = [&b"["[..]; 200].concat().into_iter().chain(*b"\n").collect::<Vec<u8>>();
         for (bad, why) in [
             (&b"Server started on stdio\n{}\n"[..], "not a JSON object"),
             (&b"{\"jsonrpc\":\"2.0\",\n"[..], "not JSON"),
             (&b"{\"a\":\"\xFF\xFE\"}\n"[..], "not UTF-8"),
+            // JSON in form that rmcp cannot read: it would skip the line.
+            (&b"{\"result\":{\"n\":222222222e301}}\n"[..], "number out of range"),
+            (&b"{\"result\":{\"s\":\"\\ud800\"}}\n"[..], "not JSON"),
+            (&b"{\"\\udc00\":1}\n"[..], "not JSON"),
+            (&deep[..], "recursion"),
         ] {
             let (out, fault) = read(bad).await;
             assert!(out.is_err(), "{bad:?}");
