@@ -205,7 +205,7 @@ mod tests {
             (&b"Server started on stdio\n{}\n"[..], "not a JSON object"),
             (&b"{\"jsonrpc\":\"2.0\",\n"[..], "not JSON"),
             (&b"{\"a\":\"\xFF\xFE\"}\n"[..], "not UTF-8"),
-            // JSON in form that rmcp cannot read: it would skip the line.
+            // JSON by its syntax that rmcp cannot read (it would skip the line).
             (&b"{\"result\":{\"n\":222222222e301}}\n"[..], "number out of range"),
             (&b"{\"result\":{\"s\":\"\\ud800\"}}\n"[..], "not JSON"),
             (&b"{\"\\udc00\":1}\n"[..], "not JSON"),
